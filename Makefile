@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# dm-remap top-level Makefile.
+#
+#   make                 module (against KDIR) and userspace tools
+#   make module          dm-remap/dm-remap.ko against KDIR
+#   make tools           tools/remapctl and friends
+#   make check           the whole test suite (README's test command)
+#   make demo            the main job in a VM
+#   make deps            install build/test dependencies (idempotent)
+#
+# KDIR defaults to the running kernel's build directory.
+
+KDIR ?= /lib/modules/$(shell uname -r)/build
+DMR_CACHE ?= $(HOME)/.cache/dm-remap
+export DMR_CACHE
+
+.PHONY: all module tools check demo bench deps kunit vm-test clean install
+
+all: module tools
+
+module:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) CONFIG_DM_REMAP=m modules
+
+tools:
+	$(MAKE) -C tools
+
+deps:
+	bash scripts/deps.sh
+
+check: deps
+	bash scripts/check.sh
+
+kunit: deps
+	bash tests/kunit/run.sh
+
+vm-test: deps
+	bash scripts/check.sh vm
+
+demo: deps
+	bash scripts/demo.sh
+
+bench: deps
+	bash scripts/bench.sh
+
+install: module tools
+	$(MAKE) -C $(KDIR) M=$(CURDIR) CONFIG_DM_REMAP=m modules_install
+	$(MAKE) -C tools install
+
+clean:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || \
+		find . -name '*.o' -o -name '*.ko' -o -name '*.mod*' | xargs rm -f
+	$(MAKE) -C tools clean

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * dm-remap pure codec and geometry: functions defined in dmr-format.c.
+ *
+ * No locking: every function works on caller-owned memory only.
+ */
+#ifndef DMR_CODEC_H
+#define DMR_CODEC_H
+
+#include "dmr-pure.h"
+
+/**
+ * struct dmr_geometry - where everything lives on a formatted device
+ *
+ * All fields are in DMR_BLOCK_SIZE blocks except @overprovision (percent).
+ */
+struct dmr_geometry {
+	u64 device_blocks;
+	u32 segment_blocks;
+	u32 overprovision;
+	u64 ckpt_offset;
+	u32 ckpt_slot_blocks;
+	u64 data_offset;
+	u64 nr_segments;
+	u64 logical_blocks;
+};
+
+/**
+ * struct dmr_sb - decoded superblock, CPU byte order
+ */
+struct dmr_sb {
+	u32 version;
+	u32 feature_compat;
+	u32 feature_ro_compat;
+	u32 feature_incompat;
+	u64 blocknr;
+	u64 generation;
+	u8 uuid[16];
+	u64 ctime;
+	u32 stripe_blocks;
+	char label[DMR_LABEL_LEN + 1];
+	struct dmr_geometry geo;
+};
+
+/* Every reason a superblock can be refused; see dmr_sb_strerror(). */
+enum dmr_sb_status {
+	DMR_SB_OK = 0,
+	DMR_SB_BAD_MAGIC,
+	DMR_SB_BAD_CSUM,
+	DMR_SB_BAD_VERSION,
+	DMR_SB_BAD_FEATURES,
+	DMR_SB_BAD_BLOCK_SIZE,
+	DMR_SB_BAD_LOCATION,
+	DMR_SB_BAD_GEOMETRY,
+	DMR_SB_NR_STATUS,
+};
+
+/* Why dmr_geometry_compute() can fail. */
+enum dmr_geo_status {
+	DMR_GEO_OK = 0,
+	DMR_GEO_BAD_SEGMENT_SIZE,
+	DMR_GEO_BAD_OVERPROVISION,
+	DMR_GEO_TOO_SMALL,
+	DMR_GEO_NR_STATUS,
+};
+
+u32 dmr_csum_block(const void *block, u32 salt);
+
+enum dmr_geo_status __must_check
+dmr_geometry_compute(u64 device_blocks, u32 segment_blocks, u32 overprovision,
+		     struct dmr_geometry *geo);
+const char *dmr_geo_strerror(enum dmr_geo_status st);
+
+u32 dmr_default_segment_blocks(u32 io_opt_bytes, u32 io_min_bytes);
+
+void dmr_sb_encode(const struct dmr_sb *sb, void *block);
+enum dmr_sb_status __must_check dmr_sb_decode(const void *block, u64 blocknr,
+					      struct dmr_sb *sb);
+const char *dmr_sb_strerror(enum dmr_sb_status st);
+bool dmr_sb_has_magic(const void *block);
+
+#endif /* DMR_CODEC_H */

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * dm-remap kernel compatibility: every kernel-version difference lives here.
+ *
+ * Supported: Linux 6.1 LTS through 6.12 LTS.  Differences are detected by
+ * feature probes (a macro the newer API defines), not by version numbers.
+ */
+#ifndef DMR_COMPAT_H
+#define DMR_COMPAT_H
+
+/* crc32c(): declared in <linux/crc32c.h> in every supported kernel. */
+#include <linux/crc32c.h>
+
+/* 64-bit division helpers (div64_u64) for 32-bit builds. */
+#include <linux/math64.h>
+
+#ifdef DMR_KERNEL_GLUE
+#include <linux/device-mapper.h>
+
+/*
+ * Block device open modes: fmode_t FMODE_* until 6.5, then blk_mode_t
+ * BLK_OPEN_*, which are macros, so their presence is the probe.
+ * dmr_table_writable() says whether the table was loaded read-write;
+ * DMR_MODE_READ is the mode for a read-only open.
+ */
+#ifdef BLK_OPEN_WRITE
+#define DMR_MODE_WRITE	BLK_OPEN_WRITE
+#define DMR_MODE_READ	BLK_OPEN_READ
+#else
+#define DMR_MODE_WRITE	FMODE_WRITE
+#define DMR_MODE_READ	FMODE_READ
+#endif
+
+static inline bool dmr_table_writable(struct dm_target *ti)
+{
+	return dm_table_get_mode(ti->table) & DMR_MODE_WRITE;
+}
+
+#endif /* DMR_KERNEL_GLUE */
+
+#endif /* DMR_COMPAT_H */

@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * dm-remap pure codec: superblock encode/decode and device geometry.
+ *
+ * This file is pure (see dmr-pure.h): it is built into the module, into the
+ * KUnit test kernel and into the userspace tools, so the on-disk format is
+ * implemented exactly once.  No locking: callers own all memory passed in.
+ */
+#include "dmr-codec.h"
+
+/**
+ * dmr_csum_block() - checksum of one metadata block
+ * @block: DMR_BLOCK_SIZE bytes
+ * @salt: per block-type salt (DMR_*_CSUM_SALT)
+ *
+ * Covers everything after the magic and the checksum field itself, so the
+ * reserved tail must be zero for a block to validate.
+ */
+u32 dmr_csum_block(const void *block, u32 salt)
+{
+	const u8 *p = block;
+
+	return crc32c(~0U, p + DMR_CSUM_START,
+		      DMR_BLOCK_SIZE - DMR_CSUM_START) ^ salt;
+}
+
+static u64 dmr_div_round_up(u64 n, u64 d)
+{
+	return div64_u64(n + d - 1, d);
+}
+
+/**
+ * dmr_geometry_compute() - lay out a device
+ * @device_blocks: device size in DMR_BLOCK_SIZE blocks
+ * @segment_blocks: segment size in blocks
+ * @overprovision: percent of segment space withheld from the user
+ * @geo: filled on success
+ *
+ * The checkpoint slots are sized for the worst case (every device block
+ * mapped), which keeps the computation non-circular and costs about 0.2%
+ * of the device.  The data area starts on a segment boundary, so segments
+ * stay stripe aligned whenever the segment size is a stripe multiple.
+ *
+ * Return: DMR_GEO_OK or the reason the geometry is impossible.
+ */
+enum dmr_geo_status dmr_geometry_compute(u64 device_blocks, u32 segment_blocks,
+					 u32 overprovision,
+					 struct dmr_geometry *geo)
+{
+	u64 map_blocks, segtab_blocks, meta_blocks, user_segs, user_blocks;
+
+	if (segment_blocks < DMR_MIN_SEGMENT_BLOCKS ||
+	    segment_blocks > DMR_MAX_SEGMENT_BLOCKS)
+		return DMR_GEO_BAD_SEGMENT_SIZE;
+	if (overprovision < DMR_MIN_OVERPROVISION ||
+	    overprovision > DMR_MAX_OVERPROVISION)
+		return DMR_GEO_BAD_OVERPROVISION;
+
+	memset(geo, 0, sizeof(*geo));
+	geo->device_blocks = device_blocks;
+	geo->segment_blocks = segment_blocks;
+	geo->overprovision = overprovision;
+
+	map_blocks = dmr_div_round_up(device_blocks * DMR_MAP_ENTRY_SIZE,
+				      DMR_BLOCK_SIZE);
+	segtab_blocks = dmr_div_round_up(div64_u64(device_blocks, segment_blocks) *
+					 DMR_SEGTAB_ENTRY_SIZE, DMR_BLOCK_SIZE);
+	geo->ckpt_offset = DMR_SB_COPIES;
+	geo->ckpt_slot_blocks = 1 + map_blocks + segtab_blocks;
+	meta_blocks = geo->ckpt_offset + (u64)DMR_CKPT_SLOTS * geo->ckpt_slot_blocks;
+	geo->data_offset = dmr_div_round_up(meta_blocks, segment_blocks) *
+			   segment_blocks;
+	if (geo->data_offset >= device_blocks)
+		return DMR_GEO_TOO_SMALL;
+	geo->nr_segments = div64_u64(device_blocks - geo->data_offset,
+				     segment_blocks);
+	if (geo->nr_segments < DMR_RESERVED_SEGMENTS + DMR_MIN_USER_SEGMENTS)
+		return DMR_GEO_TOO_SMALL;
+
+	user_segs = geo->nr_segments - DMR_RESERVED_SEGMENTS;
+	user_blocks = user_segs * segment_blocks;
+	geo->logical_blocks = div64_u64(user_blocks * (100 - overprovision), 100);
+	return DMR_GEO_OK;
+}
+
+const char *dmr_geo_strerror(enum dmr_geo_status st)
+{
+	switch (st) {
+	case DMR_GEO_OK:
+		return "ok";
+	case DMR_GEO_BAD_SEGMENT_SIZE:
+		return "segment size out of range (256 KiB to 1 GiB)";
+	case DMR_GEO_BAD_OVERPROVISION:
+		return "overprovision out of range (3 to 60 percent)";
+	case DMR_GEO_TOO_SMALL:
+		return "device too small for this segment size";
+	default:
+		return "unknown geometry error";
+	}
+}
+
+static u32 dmr_gcd(u32 a, u32 b)
+{
+	while (b) {
+		u32 t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/**
+ * dmr_default_segment_blocks() - default segment size for a device
+ * @io_opt_bytes: optimal_io_size (full RAID stripe), 0 if none
+ * @io_min_bytes: minimum_io_size (chunk), 0 if none
+ *
+ * The smallest whole number of full stripes that is at least 1 MiB and a
+ * multiple of the block size, capped at DMR_MAX_SEGMENT_BLOCKS.
+ *
+ * Return: segment size in blocks.
+ */
+u32 dmr_default_segment_blocks(u32 io_opt_bytes, u32 io_min_bytes)
+{
+	u32 stripe = io_opt_bytes ? io_opt_bytes : io_min_bytes;
+	u64 unit, seg;
+
+	if (stripe < 512)
+		stripe = DMR_BLOCK_SIZE;
+	/* least common multiple of the stripe and the block size */
+	unit = (u64)(stripe / dmr_gcd(stripe, DMR_BLOCK_SIZE)) * DMR_BLOCK_SIZE;
+	seg = dmr_div_round_up((u64)DMR_DEFAULT_SEGMENT_MIN * DMR_BLOCK_SIZE,
+			       unit) * unit;
+	seg >>= DMR_BLOCK_SHIFT;
+	if (seg > DMR_MAX_SEGMENT_BLOCKS)
+		seg = DMR_MAX_SEGMENT_BLOCKS;
+	return seg;
+}
+
+bool dmr_sb_has_magic(const void *block)
+{
+	return memcmp(block, DMR_SB_MAGIC, DMR_MAGIC_LEN) == 0;
+}
+
+/**
+ * dmr_sb_encode() - write a superblock copy into a block buffer
+ * @sb: decoded superblock; @sb->blocknr says which copy this is
+ * @block: DMR_BLOCK_SIZE bytes, fully overwritten
+ */
+void dmr_sb_encode(const struct dmr_sb *sb, void *block)
+{
+	struct dmr_disk_superblock *d = block;
+
+	BUILD_BUG_ON(sizeof(*d) != DMR_BLOCK_SIZE);
+	memset(d, 0, sizeof(*d));
+	memcpy(d->magic, DMR_SB_MAGIC, DMR_MAGIC_LEN);
+	d->version = cpu_to_le32(sb->version);
+	d->feature_compat = cpu_to_le32(sb->feature_compat);
+	d->feature_ro_compat = cpu_to_le32(sb->feature_ro_compat);
+	d->feature_incompat = cpu_to_le32(sb->feature_incompat);
+	d->block_size = cpu_to_le32(DMR_BLOCK_SIZE);
+	d->blocknr = cpu_to_le64(sb->blocknr);
+	d->generation = cpu_to_le64(sb->generation);
+	memcpy(d->uuid, sb->uuid, sizeof(d->uuid));
+	d->ctime = cpu_to_le64(sb->ctime);
+	d->device_blocks = cpu_to_le64(sb->geo.device_blocks);
+	d->ckpt_offset = cpu_to_le64(sb->geo.ckpt_offset);
+	d->ckpt_slot_blocks = cpu_to_le32(sb->geo.ckpt_slot_blocks);
+	d->segment_blocks = cpu_to_le32(sb->geo.segment_blocks);
+	d->data_offset = cpu_to_le64(sb->geo.data_offset);
+	d->nr_segments = cpu_to_le64(sb->geo.nr_segments);
+	d->logical_blocks = cpu_to_le64(sb->geo.logical_blocks);
+	d->overprovision = cpu_to_le32(sb->geo.overprovision);
+	d->stripe_blocks = cpu_to_le32(sb->stripe_blocks);
+	memcpy(d->label, sb->label, strnlen(sb->label, DMR_LABEL_LEN));
+	d->csum = cpu_to_le32(dmr_csum_block(d, DMR_SB_CSUM_SALT));
+}
+
+static bool dmr_geometry_equal(const struct dmr_geometry *a,
+			       const struct dmr_geometry *b)
+{
+	return a->device_blocks == b->device_blocks &&
+	       a->segment_blocks == b->segment_blocks &&
+	       a->overprovision == b->overprovision &&
+	       a->ckpt_offset == b->ckpt_offset &&
+	       a->ckpt_slot_blocks == b->ckpt_slot_blocks &&
+	       a->data_offset == b->data_offset &&
+	       a->nr_segments == b->nr_segments &&
+	       a->logical_blocks == b->logical_blocks;
+}
+
+/**
+ * dmr_sb_decode() - validate and decode one superblock copy
+ * @block: DMR_BLOCK_SIZE bytes as read from the device
+ * @blocknr: block the buffer was read from
+ * @sb: filled on success (and partly on failure, for diagnostics)
+ *
+ * Checks, in order: magic, checksum, version, feature flags, block size,
+ * recorded location, and that the geometry is exactly what
+ * dmr_geometry_compute() derives from the recorded device size, segment
+ * size and overprovision (so tools and module can never disagree).
+ *
+ * Return: DMR_SB_OK or the first check that failed.
+ */
+enum dmr_sb_status dmr_sb_decode(const void *block, u64 blocknr,
+				 struct dmr_sb *sb)
+{
+	const struct dmr_disk_superblock *d = block;
+	struct dmr_geometry geo;
+
+	memset(sb, 0, sizeof(*sb));
+	if (!dmr_sb_has_magic(d))
+		return DMR_SB_BAD_MAGIC;
+	if (le32_to_cpu(d->csum) != dmr_csum_block(d, DMR_SB_CSUM_SALT))
+		return DMR_SB_BAD_CSUM;
+
+	sb->version = le32_to_cpu(d->version);
+	sb->feature_compat = le32_to_cpu(d->feature_compat);
+	sb->feature_ro_compat = le32_to_cpu(d->feature_ro_compat);
+	sb->feature_incompat = le32_to_cpu(d->feature_incompat);
+	sb->blocknr = le64_to_cpu(d->blocknr);
+	sb->generation = le64_to_cpu(d->generation);
+	memcpy(sb->uuid, d->uuid, sizeof(sb->uuid));
+	sb->ctime = le64_to_cpu(d->ctime);
+	sb->stripe_blocks = le32_to_cpu(d->stripe_blocks);
+	memcpy(sb->label, d->label, DMR_LABEL_LEN);
+	sb->label[DMR_LABEL_LEN] = '\0';
+	sb->geo.device_blocks = le64_to_cpu(d->device_blocks);
+	sb->geo.ckpt_offset = le64_to_cpu(d->ckpt_offset);
+	sb->geo.ckpt_slot_blocks = le32_to_cpu(d->ckpt_slot_blocks);
+	sb->geo.segment_blocks = le32_to_cpu(d->segment_blocks);
+	sb->geo.data_offset = le64_to_cpu(d->data_offset);
+	sb->geo.nr_segments = le64_to_cpu(d->nr_segments);
+	sb->geo.logical_blocks = le64_to_cpu(d->logical_blocks);
+	sb->geo.overprovision = le32_to_cpu(d->overprovision);
+
+	if (sb->version != DMR_FORMAT_VERSION)
+		return DMR_SB_BAD_VERSION;
+	if (sb->feature_incompat & ~DMR_FEATURE_INCOMPAT_SUPP)
+		return DMR_SB_BAD_FEATURES;
+	if (le32_to_cpu(d->block_size) != DMR_BLOCK_SIZE)
+		return DMR_SB_BAD_BLOCK_SIZE;
+	if (sb->blocknr != blocknr)
+		return DMR_SB_BAD_LOCATION;
+	if (dmr_geometry_compute(sb->geo.device_blocks, sb->geo.segment_blocks,
+				 sb->geo.overprovision, &geo) != DMR_GEO_OK ||
+	    !dmr_geometry_equal(&geo, &sb->geo))
+		return DMR_SB_BAD_GEOMETRY;
+	return DMR_SB_OK;
+}
+
+const char *dmr_sb_strerror(enum dmr_sb_status st)
+{
+	switch (st) {
+	case DMR_SB_OK:
+		return "ok";
+	case DMR_SB_BAD_MAGIC:
+		return "not a dm-remap device (bad superblock magic)";
+	case DMR_SB_BAD_CSUM:
+		return "superblock checksum mismatch";
+	case DMR_SB_BAD_VERSION:
+		return "unsupported format version";
+	case DMR_SB_BAD_FEATURES:
+		return "unsupported incompatible feature flags";
+	case DMR_SB_BAD_BLOCK_SIZE:
+		return "unsupported block size";
+	case DMR_SB_BAD_LOCATION:
+		return "superblock location mismatch (misdirected write)";
+	case DMR_SB_BAD_GEOMETRY:
+		return "inconsistent superblock geometry";
+	default:
+		return "unknown superblock error";
+	}
+}

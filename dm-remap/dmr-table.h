@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * dm-remap table-line option parsing: functions defined in dmr-table.c.
+ *
+ * Pure code (see dmr-pure.h).  No locking: the caller owns the structure.
+ */
+#ifndef DMR_TABLE_H
+#define DMR_TABLE_H
+
+#include "dmr-pure.h"
+
+enum dmr_opt_id {
+	DMR_OPT_READ_ONLY,
+	DMR_OPT_IGNORE_DISCARD,
+	DMR_OPT_CHECKPOINT_INTERVAL,
+	DMR_OPT_NR,
+};
+
+/* Seconds between checkpoints unless the table says otherwise. */
+#define DMR_DEFAULT_CHECKPOINT_INTERVAL	30U
+#define DMR_MAX_CHECKPOINT_INTERVAL	86400U
+
+/**
+ * struct dmr_options - parsed optional arguments of a table line
+ * @read_only: refuse every write, discard and flush-with-data
+ * @ignore_discard: do not pass discards down (and do not advertise them)
+ * @checkpoint_interval: seconds between periodic checkpoints
+ * @order: option ids in the order the table gave them, for re-emission
+ * @nr_given: number of entries in @order
+ */
+struct dmr_options {
+	bool read_only;
+	bool ignore_discard;
+	u32 checkpoint_interval;
+	u8 order[DMR_OPT_NR];
+	u8 nr_given;
+};
+
+int __must_check dmr_parse_u64(const char *s, u64 *val);
+void dmr_options_init(struct dmr_options *o);
+int __must_check dmr_options_parse(struct dmr_options *o, unsigned int argc,
+				   char **argv, const char **error);
+int dmr_options_emit(const struct dmr_options *o, char *buf, size_t len);
+
+#endif /* DMR_TABLE_H */

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * dm-remap: device-mapper glue (constructor, destructor, map, status,
+ * messages, limits).
+ *
+ * Table line:
+ *
+ *   <start> <len> remap <dev> [<#opt args> <opt args>...]
+ *
+ * The device must have been formatted by `remapctl format`.  In this
+ * version I/O is passed 1:1 to the data area of the device; the
+ * log-structured write path replaces dmr_map() in a later version without
+ * changing the table line or the on-disk superblock.
+ *
+ * Locking: none on the I/O path.  Everything dmr_map() reads is set by the
+ * constructor before device-mapper lets I/O in, and never changes; the
+ * statistics are atomics.
+ */
+#include <linux/module.h>
+#include <linux/bio.h>
+#include <linux/blkdev.h>
+#include <linux/slab.h>
+
+#include "dmr.h"
+
+static void dmr_clear_stats(struct dmr_stats *s)
+{
+	atomic64_set(&s->reads, 0);
+	atomic64_set(&s->writes, 0);
+	atomic64_set(&s->discards, 0);
+	atomic64_set(&s->flushes, 0);
+}
+
+static int dmr_check_device(struct dmr_target *rc, struct dm_target *ti)
+{
+	struct block_device *bdev = rc->dev->bdev;
+	const struct dmr_geometry *geo = &rc->sb.geo;
+	u64 need = (geo->data_offset + geo->nr_segments * geo->segment_blocks) *
+		   DMR_SECTORS_PER_BLOCK;
+
+	if (bdev_logical_block_size(bdev) > DMR_BLOCK_SIZE) {
+		ti->error = "Device logical block size above 4096 bytes";
+		return -EINVAL;
+	}
+	if (bdev_nr_sectors(bdev) < need) {
+		ti->error = "Device is smaller than its formatted size";
+		return -EINVAL;
+	}
+	if ((rc->sb.feature_ro_compat & ~DMR_FEATURE_RO_COMPAT_SUPP) &&
+	    dmr_table_writable(ti) && !rc->opts.read_only) {
+		ti->error = "Unsupported read-only-compatible features: load with read_only";
+		return -EINVAL;
+	}
+	if (ti->len & (DMR_SECTORS_PER_BLOCK - 1)) {
+		ti->error = "Target length is not a multiple of 4096 bytes";
+		return -EINVAL;
+	}
+	if (ti->len > geo->logical_blocks * DMR_SECTORS_PER_BLOCK) {
+		ti->error = "Target length exceeds the formatted logical size";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Construct a remap target:
+ *   <dev> [<#opt args> <opt args>...]
+ */
+static int dmr_ctr(struct dm_target *ti, unsigned int argc, char **argv)
+{
+	struct dmr_target *rc;
+	const char *err = NULL;
+	int r;
+
+	if (argc < 1) {
+		ti->error = "Not enough arguments (need <dev>)";
+		return -EINVAL;
+	}
+
+	rc = kzalloc(sizeof(*rc), GFP_KERNEL);
+	if (!rc) {
+		ti->error = "Cannot allocate target context";
+		return -ENOMEM;
+	}
+	rc->ti = ti;
+
+	r = dmr_options_parse(&rc->opts, argc - 1, argv + 1, &err);
+	if (r)
+		goto bad;
+
+	r = dm_get_device(ti, argv[0], rc->opts.read_only ? DMR_MODE_READ :
+			  dm_table_get_mode(ti->table), &rc->dev);
+	if (r) {
+		ti->error = "Device lookup failed";
+		goto bad;
+	}
+
+	r = dmr_read_superblock(rc->dev->bdev, &rc->sb, &rc->sb_copy,
+				&rc->sb_copies_valid, &err);
+	if (r)
+		goto bad_dev;
+	r = dmr_check_device(rc, ti);
+	if (r)
+		goto bad_dev;
+
+	rc->data_start = rc->sb.geo.data_offset * DMR_SECTORS_PER_BLOCK;
+	dmr_clear_stats(&rc->stats);
+
+	ti->num_flush_bios = 1;
+	ti->num_discard_bios = rc->opts.ignore_discard ? 0 : 1;
+	ti->num_write_zeroes_bios = 1;
+	ti->private = rc;
+	return 0;
+
+bad_dev:
+	dm_put_device(ti, rc->dev);
+bad:
+	/* ti->error is not const; every message here is a static string */
+	if (err)
+		ti->error = (char *)err;
+	kfree(rc);
+	return r;
+}
+
+static void dmr_dtr(struct dm_target *ti)
+{
+	struct dmr_target *rc = ti->private;
+
+	dm_put_device(ti, rc->dev);
+	kfree(rc);
+}
+
+static int dmr_map(struct dm_target *ti, struct bio *bio)
+{
+	struct dmr_target *rc = ti->private;
+
+	switch (bio_op(bio)) {
+	case REQ_OP_READ:
+		atomic64_inc(&rc->stats.reads);
+		break;
+	case REQ_OP_WRITE:
+		if (bio->bi_opf & REQ_PREFLUSH)
+			atomic64_inc(&rc->stats.flushes);
+		if (!bio_sectors(bio))
+			break;	/* empty flush */
+		fallthrough;
+	case REQ_OP_DISCARD:
+	case REQ_OP_WRITE_ZEROES:
+		if (rc->opts.read_only)
+			return DM_MAPIO_KILL;
+		if (bio_op(bio) == REQ_OP_WRITE)
+			atomic64_inc(&rc->stats.writes);
+		else
+			atomic64_inc(&rc->stats.discards);
+		break;
+	default:
+		return DM_MAPIO_KILL;
+	}
+
+	bio_set_dev(bio, rc->dev->bdev);
+	if (bio_sectors(bio))
+		bio->bi_iter.bi_sector = rc->data_start +
+			dm_target_offset(ti, bio->bi_iter.bi_sector);
+	return DM_MAPIO_REMAPPED;
+}
+
+/*
+ * Status (see Documentation/dm-remap.rst, "Status"):
+ *   <mode> <format version> <logical blocks> <segment sectors>
+ *   <segments> <reads> <writes> <discards> <flushes> <superblock copies ok>
+ */
+static void dmr_status(struct dm_target *ti, status_type_t type,
+		       unsigned int status_flags, char *result,
+		       unsigned int maxlen)
+{
+	struct dmr_target *rc = ti->private;
+	unsigned int sz = 0;
+	char opts[128];
+
+	switch (type) {
+	case STATUSTYPE_INFO:
+		DMEMIT("%s %u %llu %llu %llu %lld %lld %lld %lld %u",
+		       rc->opts.read_only ? "read-only" : "pass-through",
+		       rc->sb.version,
+		       (unsigned long long)rc->sb.geo.logical_blocks,
+		       (unsigned long long)rc->sb.geo.segment_blocks *
+				DMR_SECTORS_PER_BLOCK,
+		       (unsigned long long)rc->sb.geo.nr_segments,
+		       (long long)atomic64_read(&rc->stats.reads),
+		       (long long)atomic64_read(&rc->stats.writes),
+		       (long long)atomic64_read(&rc->stats.discards),
+		       (long long)atomic64_read(&rc->stats.flushes),
+		       rc->sb_copies_valid);
+		break;
+	case STATUSTYPE_TABLE:
+		DMEMIT("%s", rc->dev->name);
+		if (dmr_options_emit(&rc->opts, opts, sizeof(opts)) > 0)
+			DMEMIT(" %s", opts);
+		break;
+	default:
+		break;
+	}
+}
+
+static int dmr_message(struct dm_target *ti, unsigned int argc, char **argv,
+		       char *result, unsigned int maxlen)
+{
+	struct dmr_target *rc = ti->private;
+
+	if (argc == 1 && !strcasecmp(argv[0], "clear_stats")) {
+		dmr_clear_stats(&rc->stats);
+		return 0;
+	}
+	DMWARN("unrecognised message received (%u args, first '%s')",
+	       argc, argc ? argv[0] : "");
+	return -EINVAL;
+}
+
+static int dmr_iterate_devices(struct dm_target *ti,
+			       iterate_devices_callout_fn fn, void *data)
+{
+	struct dmr_target *rc = ti->private;
+
+	return fn(ti, rc->dev, rc->data_start, ti->len, data);
+}
+
+static void dmr_io_hints(struct dm_target *ti, struct queue_limits *limits)
+{
+	limits->logical_block_size = max_t(unsigned int,
+					   limits->logical_block_size,
+					   DMR_BLOCK_SIZE);
+	limits->physical_block_size = max_t(unsigned int,
+					    limits->physical_block_size,
+					    DMR_BLOCK_SIZE);
+	limits->io_min = max_t(unsigned int, limits->io_min, DMR_BLOCK_SIZE);
+}
+
+static struct target_type dmr_target_type = {
+	.name = "remap",
+	.version = {0, 1, 0},
+	.module = THIS_MODULE,
+	.ctr = dmr_ctr,
+	.dtr = dmr_dtr,
+	.map = dmr_map,
+	.status = dmr_status,
+	.message = dmr_message,
+	.iterate_devices = dmr_iterate_devices,
+	.io_hints = dmr_io_hints,
+};
+
+static int __init dmr_init(void)
+{
+	int r = dm_register_target(&dmr_target_type);
+
+	if (r < 0)
+		DMERR("register failed %d", r);
+	return r;
+}
+
+static void __exit dmr_exit(void)
+{
+	dm_unregister_target(&dmr_target_type);
+}
+
+module_init(dmr_init);
+module_exit(dmr_exit);
+
+MODULE_DESCRIPTION(DM_NAME " log-structured remapping target for SSDs and parity RAID");
+MODULE_AUTHOR("dm-remap developers");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,494 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KUnit tests for dm-remap's pure code: on-disk codec, geometry and the
+ * table-line parser.
+ *
+ * The same file is compiled into the userspace test runner
+ * (tools/tests/test-pure.c, through a small KUnit shim), so these cases run
+ * both in the UML kernel and on the host.
+ */
+#include <kunit/test.h>
+
+#include "dmr-codec.h"
+#include "dmr-table.h"
+
+/* ------------------------------------------------------------------ */
+/* strict number parsing */
+
+struct dmr_u64_case {
+	const char *in;
+	int rc;
+	u64 val;
+};
+
+static const struct dmr_u64_case dmr_u64_cases[] = {
+	{ "0", 0, 0 },
+	{ "30", 0, 30 },
+	{ "007", 0, 7 },
+	{ "18446744073709551615", 0, ~0ULL },
+	{ "18446744073709551616", -EINVAL, 0 },
+	{ "", -EINVAL, 0 },
+	{ "-1", -EINVAL, 0 },
+	{ "+1", -EINVAL, 0 },
+	{ " 1", -EINVAL, 0 },
+	{ "1 ", -EINVAL, 0 },
+	{ "12abc", -EINVAL, 0 },
+	{ "0x10", -EINVAL, 0 },
+};
+
+static void dmr_u64_desc(const struct dmr_u64_case *c, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "'%s'", c->in);
+}
+
+KUNIT_ARRAY_PARAM(dmr_u64, dmr_u64_cases, dmr_u64_desc);
+
+static void dmr_test_parse_u64(struct kunit *test)
+{
+	const struct dmr_u64_case *c = test->param_value;
+	u64 v = 12345;
+	int rc = dmr_parse_u64(c->in, &v);
+
+	KUNIT_EXPECT_EQ(test, rc, c->rc);
+	if (!c->rc)
+		KUNIT_EXPECT_EQ(test, v, c->val);
+	else
+		KUNIT_EXPECT_EQ(test, v, 12345ULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* table-line options */
+
+#define DMR_MAX_WORDS 8
+
+/**
+ * struct dmr_opt_case - one optional-argument list
+ * @words: the words after <dev>, NULL terminated
+ * @error: expected ti->error, NULL if the line is valid
+ * @read_only: expected flag
+ * @ignore_discard: expected flag
+ * @interval: expected checkpoint interval
+ */
+struct dmr_opt_case {
+	const char *words[DMR_MAX_WORDS];
+	const char *error;
+	bool read_only, ignore_discard;
+	u32 interval;
+};
+
+static const struct dmr_opt_case dmr_opt_cases[] = {
+	/* valid lines */
+	{ { NULL }, NULL, false, false, 30 },
+	{ { "0", NULL }, NULL, false, false, 30 },
+	{ { "1", "read_only", NULL }, NULL, true, false, 30 },
+	{ { "1", "ignore_discard", NULL }, NULL, false, true, 30 },
+	{ { "2", "checkpoint_interval", "5", NULL }, NULL, false, false, 5 },
+	{ { "4", "checkpoint_interval", "86400", "ignore_discard", "read_only", NULL },
+	  NULL, true, true, 86400 },
+	/* malformed lines, each with its own message */
+	{ { "x", NULL }, "Invalid optional argument count" },
+	{ { "1x", "read_only", NULL }, "Invalid optional argument count" },
+	{ { "-1", NULL }, "Invalid optional argument count" },
+	{ { "2", "read_only", NULL }, "Optional argument count exceeds the arguments given" },
+	{ { "1", NULL }, "Optional argument count exceeds the arguments given" },
+	{ { "0", "read_only", NULL }, "Too many arguments" },
+	{ { "1", "read_only", "extra", NULL }, "Too many arguments" },
+	{ { "1", "bogus", NULL }, "Unrecognised optional argument" },
+	{ { "1", "READ_ONLY", NULL }, "Unrecognised optional argument" },
+	{ { "2", "read_only", "read_only", NULL }, "Duplicate optional argument read_only" },
+	{ { "2", "ignore_discard", "ignore_discard", NULL },
+	  "Duplicate optional argument ignore_discard" },
+	{ { "1", "checkpoint_interval", NULL }, "Missing value for checkpoint_interval" },
+	{ { "2", "checkpoint_interval", "abc", NULL },
+	  "Invalid checkpoint_interval (not a number)" },
+	{ { "2", "checkpoint_interval", "5s", NULL },
+	  "Invalid checkpoint_interval (not a number)" },
+	{ { "2", "checkpoint_interval", "0", NULL },
+	  "checkpoint_interval out of range (1 to 86400 seconds)" },
+	{ { "2", "checkpoint_interval", "86401", NULL },
+	  "checkpoint_interval out of range (1 to 86400 seconds)" },
+	{ { "2", "checkpoint_interval", "99999999999999999999", NULL },
+	  "Invalid checkpoint_interval (not a number)" },
+	{ { "4", "checkpoint_interval", "5", "checkpoint_interval", "6", NULL },
+	  "Duplicate optional argument checkpoint_interval" },
+	{ { "2", "read_only", "checkpoint_interval", NULL },
+	  "Missing value for checkpoint_interval" },
+};
+
+static void dmr_opt_desc(const struct dmr_opt_case *c, char *desc)
+{
+	int i, n = 0;
+
+	desc[0] = '\0';
+	for (i = 0; c->words[i] && n < KUNIT_PARAM_DESC_SIZE; i++)
+		n += snprintf(desc + n, KUNIT_PARAM_DESC_SIZE - n, "%s%s",
+			      i ? " " : "", c->words[i]);
+	if (!i)
+		snprintf(desc, KUNIT_PARAM_DESC_SIZE, "(none)");
+}
+
+KUNIT_ARRAY_PARAM(dmr_opt, dmr_opt_cases, dmr_opt_desc);
+
+static unsigned int dmr_count_words(const char *const *w)
+{
+	unsigned int n = 0;
+
+	while (w[n])
+		n++;
+	return n;
+}
+
+static void dmr_test_options(struct kunit *test)
+{
+	const struct dmr_opt_case *c = test->param_value;
+	unsigned int argc = dmr_count_words(c->words);
+	const char *err = NULL;
+	struct dmr_options o;
+	int rc;
+
+	rc = dmr_options_parse(&o, argc, (char **)c->words, &err);
+	if (c->error) {
+		KUNIT_EXPECT_EQ(test, rc, -EINVAL);
+		KUNIT_ASSERT_NOT_NULL(test, err);
+		KUNIT_EXPECT_STREQ(test, err, c->error);
+		return;
+	}
+	KUNIT_EXPECT_EQ(test, rc, 0);
+	KUNIT_EXPECT_EQ(test, o.read_only, c->read_only);
+	KUNIT_EXPECT_EQ(test, o.ignore_discard, c->ignore_discard);
+	KUNIT_EXPECT_EQ(test, o.checkpoint_interval, c->interval);
+}
+
+/* Parsing then emitting gives back the words the table gave, in order. */
+static void dmr_test_options_emit(struct kunit *test)
+{
+	static const char *const lines[] = {
+		"1 read_only",
+		"2 ignore_discard read_only",
+		"4 checkpoint_interval 7 read_only ignore_discard",
+		"3 read_only checkpoint_interval 86400",
+	};
+	char buf[128], copy[128], small[8];
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(lines); i++) {
+		char *words[DMR_MAX_WORDS], *p = copy;
+		const char *err = NULL;
+		struct dmr_options o;
+		unsigned int argc = 0;
+
+		snprintf(copy, sizeof(copy), "%s", lines[i]);
+		while (p && *p && argc < DMR_MAX_WORDS) {
+			words[argc++] = p;
+			p = strchr(p, ' ');
+			if (p)
+				*p++ = '\0';
+		}
+		KUNIT_ASSERT_EQ(test, dmr_options_parse(&o, argc, words, &err), 0);
+		KUNIT_EXPECT_EQ(test, dmr_options_emit(&o, buf, sizeof(buf)),
+				(int)strlen(lines[i]));
+		KUNIT_EXPECT_STREQ(test, buf, lines[i]);
+		KUNIT_EXPECT_EQ(test, dmr_options_emit(&o, small, sizeof(small)),
+				-ENOSPC);
+	}
+
+	/* no optional arguments: nothing at all is emitted */
+	{
+		struct dmr_options o;
+
+		dmr_options_init(&o);
+		KUNIT_EXPECT_EQ(test, dmr_options_emit(&o, buf, sizeof(buf)), 0);
+		KUNIT_EXPECT_STREQ(test, buf, "");
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* geometry */
+
+struct dmr_geo_case {
+	u64 device_blocks;
+	u32 segment_blocks;
+	u32 overprovision;
+	enum dmr_geo_status st;
+};
+
+static const struct dmr_geo_case dmr_geo_cases[] = {
+	{ 16384, 256, 10, DMR_GEO_OK },			/* 64 MiB, 1 MiB segments */
+	{ 16384, 384, 10, DMR_GEO_OK },			/* 1.5 MiB RAID-5 stripe */
+	{ 262144, 288, 7, DMR_GEO_OK },			/* 1 GiB */
+	{ 1ULL << 32, 2048, 10, DMR_GEO_OK },		/* 16 TiB, 8 MiB segments */
+	{ 65536, 64, 3, DMR_GEO_OK },			/* smallest segment */
+	{ 1536, 256, 10, DMR_GEO_TOO_SMALL },		/* 6 MiB: too few segments */
+	{ 2048, 256, 10, DMR_GEO_OK },			/* 8 MiB: just enough */
+	{ 100, 64, 10, DMR_GEO_TOO_SMALL },
+	{ 16384, 63, 10, DMR_GEO_BAD_SEGMENT_SIZE },
+	{ 16384, DMR_MAX_SEGMENT_BLOCKS + 1, 10, DMR_GEO_BAD_SEGMENT_SIZE },
+	{ 16384, 256, 2, DMR_GEO_BAD_OVERPROVISION },
+	{ 16384, 256, 61, DMR_GEO_BAD_OVERPROVISION },
+};
+
+static void dmr_geo_desc(const struct dmr_geo_case *c, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%llu blocks, seg %u, op %u",
+		 (unsigned long long)c->device_blocks, c->segment_blocks,
+		 c->overprovision);
+}
+
+KUNIT_ARRAY_PARAM(dmr_geo, dmr_geo_cases, dmr_geo_desc);
+
+static void dmr_test_geometry(struct kunit *test)
+{
+	const struct dmr_geo_case *c = test->param_value;
+	struct dmr_geometry g;
+	u64 meta_end, user_blocks;
+
+	KUNIT_ASSERT_EQ(test, dmr_geometry_compute(c->device_blocks,
+						   c->segment_blocks,
+						   c->overprovision, &g), c->st);
+	if (c->st != DMR_GEO_OK)
+		return;
+
+	/* metadata fits before the data area, which is segment aligned */
+	meta_end = g.ckpt_offset + (u64)DMR_CKPT_SLOTS * g.ckpt_slot_blocks;
+	KUNIT_EXPECT_GE(test, g.ckpt_offset, (u64)DMR_SB_COPIES);
+	KUNIT_EXPECT_LE(test, meta_end, g.data_offset);
+	KUNIT_EXPECT_EQ(test, g.data_offset % c->segment_blocks, 0ULL);
+	/* a checkpoint slot holds a full map of the device and a segment table */
+	KUNIT_EXPECT_GE(test, ((u64)g.ckpt_slot_blocks - 1) * DMR_BLOCK_SIZE,
+			g.logical_blocks * DMR_MAP_ENTRY_SIZE +
+			g.nr_segments * DMR_SEGTAB_ENTRY_SIZE);
+	/* segments fit on the device and use all whole segments there are */
+	KUNIT_EXPECT_LE(test, g.data_offset + g.nr_segments * c->segment_blocks,
+			c->device_blocks);
+	KUNIT_EXPECT_LT(test, c->device_blocks - (g.data_offset +
+			g.nr_segments * c->segment_blocks), (u64)c->segment_blocks);
+	/* user capacity leaves the reserve and the overprovision */
+	user_blocks = (g.nr_segments - DMR_RESERVED_SEGMENTS) * c->segment_blocks;
+	KUNIT_EXPECT_LE(test, g.logical_blocks * 100,
+			user_blocks * (100 - c->overprovision));
+	KUNIT_EXPECT_GT(test, (g.logical_blocks + 1) * 100,
+			user_blocks * (100 - c->overprovision));
+}
+
+struct dmr_seg_case {
+	u32 io_opt, io_min, blocks;
+};
+
+static const struct dmr_seg_case dmr_seg_cases[] = {
+	{ 0, 0, 256 },				/* no hint: 1 MiB */
+	{ 0, 512, 256 },
+	{ 0, 65536, 256 },			/* chunk only */
+	{ 1536 * 1024, 512 * 1024, 384 },	/* RAID-5 3+1, 512K chunk */
+	{ 3 * 65536, 65536, 288 },		/* RAID-5 3+1, 64K chunk */
+	{ 12288, 4096, 258 },			/* 12 KiB stripe */
+	{ 6144, 2048, 258 },			/* not 4K aligned: lcm 12 KiB */
+	{ 8 << 20, 1 << 20, 2048 },		/* 8 MiB stripe */
+	{ 1U << 31, 0, DMR_MAX_SEGMENT_BLOCKS },	/* capped */
+};
+
+static void dmr_seg_desc(const struct dmr_seg_case *c, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "io_opt %u io_min %u",
+		 c->io_opt, c->io_min);
+}
+
+KUNIT_ARRAY_PARAM(dmr_seg, dmr_seg_cases, dmr_seg_desc);
+
+static void dmr_test_default_segment(struct kunit *test)
+{
+	const struct dmr_seg_case *c = test->param_value;
+	u32 b = dmr_default_segment_blocks(c->io_opt, c->io_min);
+
+	KUNIT_EXPECT_EQ(test, b, c->blocks);
+	KUNIT_EXPECT_GE(test, b, DMR_DEFAULT_SEGMENT_MIN);
+	if (c->io_opt && c->io_opt % DMR_BLOCK_SIZE == 0 &&
+	    b < DMR_MAX_SEGMENT_BLOCKS)
+		KUNIT_EXPECT_EQ(test, ((u64)b * DMR_BLOCK_SIZE) % c->io_opt, 0ULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* superblock codec */
+
+static void dmr_make_sb(struct dmr_sb *sb, u64 blocknr)
+{
+	int i;
+
+	memset(sb, 0, sizeof(*sb));
+	sb->version = DMR_FORMAT_VERSION;
+	sb->blocknr = blocknr;
+	sb->generation = 42;
+	for (i = 0; i < 16; i++)
+		sb->uuid[i] = 0xa0 + i;
+	sb->ctime = 1700000000;
+	sb->stripe_blocks = 384;
+	snprintf(sb->label, sizeof(sb->label), "unit-test");
+	/* 64 MiB device, RAID-5 stripe sized segments */
+	if (dmr_geometry_compute(16384, 384, 10, &sb->geo) != DMR_GEO_OK)
+		memset(&sb->geo, 0, sizeof(sb->geo));
+}
+
+static void *dmr_test_block(struct kunit *test)
+{
+	void *b = kunit_kzalloc(test, DMR_BLOCK_SIZE, GFP_KERNEL);
+
+	if (!b)
+		kunit_skip(test, "cannot allocate a block buffer");
+	return b;
+}
+
+static void dmr_test_sb_roundtrip(struct kunit *test)
+{
+	struct dmr_sb in, out;
+	void *block = dmr_test_block(test);
+	u64 nr;
+
+	for (nr = 0; nr < DMR_SB_COPIES; nr++) {
+		dmr_make_sb(&in, nr);
+		KUNIT_ASSERT_NE(test, in.geo.nr_segments, 0ULL);
+		dmr_sb_encode(&in, block);
+		KUNIT_EXPECT_TRUE(test, dmr_sb_has_magic(block));
+		KUNIT_ASSERT_EQ(test, dmr_sb_decode(block, nr, &out), DMR_SB_OK);
+		KUNIT_EXPECT_EQ(test, out.version, in.version);
+		KUNIT_EXPECT_EQ(test, out.blocknr, nr);
+		KUNIT_EXPECT_EQ(test, out.generation, in.generation);
+		KUNIT_EXPECT_EQ(test, out.ctime, in.ctime);
+		KUNIT_EXPECT_EQ(test, out.stripe_blocks, in.stripe_blocks);
+		KUNIT_EXPECT_EQ(test, memcmp(out.uuid, in.uuid, 16), 0);
+		KUNIT_EXPECT_STREQ(test, out.label, in.label);
+		KUNIT_EXPECT_EQ(test, memcmp(&out.geo, &in.geo, sizeof(in.geo)), 0);
+	}
+}
+
+/* The on-disk encoding is fixed: little endian, fields at fixed offsets. */
+static void dmr_test_sb_layout(struct kunit *test)
+{
+	struct dmr_sb in;
+	u8 *b = dmr_test_block(test);
+
+	dmr_make_sb(&in, 1);
+	dmr_sb_encode(&in, b);
+	KUNIT_EXPECT_EQ(test, memcmp(b, "DM-REMAP", 8), 0);
+	KUNIT_EXPECT_EQ(test, b[12], DMR_FORMAT_VERSION);	/* version, LE */
+	KUNIT_EXPECT_EQ(test, b[13], 0);
+	KUNIT_EXPECT_EQ(test, b[29], DMR_BLOCK_SIZE >> 8);	/* 4096 = 00 10 */
+	KUNIT_EXPECT_EQ(test, b[32], 1);			/* blocknr */
+	KUNIT_EXPECT_EQ(test, b[40], 42);			/* generation */
+	KUNIT_EXPECT_EQ(test, b[92], 384 & 0xff);		/* segment_blocks */
+	KUNIT_EXPECT_EQ(test, b[93], 384 >> 8);
+	KUNIT_EXPECT_EQ(test, (u32)(b[8] | b[9] << 8 | b[10] << 16 | (u32)b[11] << 24),
+			dmr_csum_block(b, DMR_SB_CSUM_SALT));
+	/* salting: the same bytes do not validate as another block type */
+	KUNIT_EXPECT_NE(test, dmr_csum_block(b, DMR_SB_CSUM_SALT),
+			dmr_csum_block(b, DMR_CKPT_CSUM_SALT));
+}
+
+/* Known-answer test so the kernel and userspace CRC32C agree. */
+static void dmr_test_crc32c_kat(struct kunit *test)
+{
+	/* CRC-32C check value: "123456789" -> 0xE3069283 */
+	KUNIT_EXPECT_EQ(test, ~crc32c(~0U, "123456789", 9), 0xE3069283U);
+}
+
+/**
+ * struct dmr_corrupt_case - one way a superblock copy can be damaged
+ * @name: description
+ * @offset: byte to change
+ * @value: xor applied (when @set is false) or value stored
+ * @set: store @value rather than xor it
+ * @resum: recompute the checksum afterwards (a well-formed but wrong block)
+ * @read_at: block number the copy is "read from"
+ * @expect: status dmr_sb_decode() must report
+ */
+struct dmr_corrupt_case {
+	const char *name;
+	unsigned int offset;
+	u8 value;
+	bool set, resum;
+	u64 read_at;
+	enum dmr_sb_status expect;
+};
+
+static const struct dmr_corrupt_case dmr_corrupt_cases[] = {
+	{ "magic byte", 0, 0x01, false, false, 0, DMR_SB_BAD_MAGIC },
+	{ "magic zeroed", 7, 0x00, true, true, 0, DMR_SB_BAD_MAGIC },
+	{ "checksum field", 9, 0x80, false, false, 0, DMR_SB_BAD_CSUM },
+	{ "payload bit", 100, 0x04, false, false, 0, DMR_SB_BAD_CSUM },
+	{ "reserved tail", 4095, 0x01, false, false, 0, DMR_SB_BAD_CSUM },
+	{ "version 2", 12, 2, true, true, 0, DMR_SB_BAD_VERSION },
+	{ "version 0", 12, 0, true, true, 0, DMR_SB_BAD_VERSION },
+	{ "incompat feature", 24, 0x01, true, true, 0, DMR_SB_BAD_FEATURES },
+	{ "block size 8192", 29, 0x20, true, true, 0, DMR_SB_BAD_BLOCK_SIZE },
+	{ "misdirected: read at 1", 0, 0, false, false, 1, DMR_SB_BAD_LOCATION },
+	{ "location field", 32, 5, true, true, 0, DMR_SB_BAD_LOCATION },
+	{ "logical blocks", 112, 0x01, false, true, 0, DMR_SB_BAD_GEOMETRY },
+	{ "data offset", 96, 0x01, false, true, 0, DMR_SB_BAD_GEOMETRY },
+	{ "segment size", 92, 0xff, true, true, 0, DMR_SB_BAD_GEOMETRY },
+	{ "overprovision 0", 120, 0, true, true, 0, DMR_SB_BAD_GEOMETRY },
+	{ "ckpt slot size", 88, 0x01, false, true, 0, DMR_SB_BAD_GEOMETRY },
+};
+
+static void dmr_corrupt_desc(const struct dmr_corrupt_case *c, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%s", c->name);
+}
+
+KUNIT_ARRAY_PARAM(dmr_corrupt, dmr_corrupt_cases, dmr_corrupt_desc);
+
+static void dmr_test_sb_corruption(struct kunit *test)
+{
+	const struct dmr_corrupt_case *c = test->param_value;
+	u8 *b = dmr_test_block(test);
+	struct dmr_sb in, out;
+
+	dmr_make_sb(&in, 0);
+	dmr_sb_encode(&in, b);
+	if (c->set)
+		b[c->offset] = c->value;
+	else
+		b[c->offset] ^= c->value;
+	if (c->resum) {
+		u32 sum = dmr_csum_block(b, DMR_SB_CSUM_SALT);
+
+		b[8] = sum;
+		b[9] = sum >> 8;
+		b[10] = sum >> 16;
+		b[11] = sum >> 24;
+	}
+	KUNIT_EXPECT_EQ(test, dmr_sb_decode(b, c->read_at, &out), c->expect);
+	KUNIT_EXPECT_STRNEQ(test, dmr_sb_strerror(c->expect), "ok");
+}
+
+/* Every status has its own message. */
+static void dmr_test_sb_strerror(struct kunit *test)
+{
+	int i, j;
+
+	for (i = 0; i < DMR_SB_NR_STATUS; i++)
+		for (j = i + 1; j < DMR_SB_NR_STATUS; j++)
+			KUNIT_EXPECT_STRNEQ(test, dmr_sb_strerror(i),
+					    dmr_sb_strerror(j));
+}
+
+static struct kunit_case dmr_pure_cases[] = {
+	KUNIT_CASE_PARAM(dmr_test_parse_u64, dmr_u64_gen_params),
+	KUNIT_CASE_PARAM(dmr_test_options, dmr_opt_gen_params),
+	KUNIT_CASE(dmr_test_options_emit),
+	KUNIT_CASE_PARAM(dmr_test_geometry, dmr_geo_gen_params),
+	KUNIT_CASE_PARAM(dmr_test_default_segment, dmr_seg_gen_params),
+	KUNIT_CASE(dmr_test_crc32c_kat),
+	KUNIT_CASE(dmr_test_sb_roundtrip),
+	KUNIT_CASE(dmr_test_sb_layout),
+	KUNIT_CASE_PARAM(dmr_test_sb_corruption, dmr_corrupt_gen_params),
+	KUNIT_CASE(dmr_test_sb_strerror),
+	{}
+};
+
+static struct kunit_suite dmr_pure_suite = {
+	.name = "dm-remap-pure",
+	.test_cases = dmr_pure_cases,
+};
+
+kunit_test_suite(dmr_pure_suite);
+
+MODULE_DESCRIPTION("KUnit tests for dm-remap's pure code");
+MODULE_LICENSE("GPL");

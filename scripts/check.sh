@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# dm-remap test suite: `make check` (the README's test command).
+#
+# Stages (all by default, or name some: scripts/check.sh build61 kunit):
+#   build612  module against Debian's 6.12 headers (-Werror), for the VM
+#   build61   module against Debian's 6.1 headers (-Werror), in a copy
+#   tools     userspace tools, and the KUnit suite of the pure code on the host
+#   host      pytest: remapctl argument handling on image files
+#   style     checkpatch.pl --strict on the kernel sources
+#   kunit     KUnit under UML (kunit.py, cached build dir)
+#   vm        VM integration suite (virtme-ng, Debian's 6.12 kernel)
+#
+# Each stage prints its own runner's summary and a result line; the last
+# line is "check: N passed, N failed" over all tests the stages ran (a
+# build or style stage counts as one test).  Exit status is non-zero if
+# anything failed.
+set -uo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+cache=${DMR_CACHE:-$HOME/.cache/dm-remap}
+mkdir -p "$cache"
+# shellcheck disable=SC1091
+. "$cache/kernels.env" || { echo "check: run 'make deps' first" >&2; exit 2; }
+out=$cache/results/check-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$out"
+
+all_stages=(build612 build61 tools host style kunit vm)
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=("${all_stages[@]}")
+
+total_pass=0
+total_fail=0
+summary=()
+
+count() {	# count PASSED FAILED STAGE-NAME STATUS
+	total_pass=$((total_pass + $1))
+	total_fail=$((total_fail + $2))
+	summary+=("$(printf '%-9s %-4s %s passed, %s failed' "$3" "$4" "$1" "$2")")
+}
+
+stage_build() {	# stage_build NAME KDIR DIR
+	local name=$1 kdir=$2 dir=$3
+	echo "== $name: module against $kdir"
+	make -s -C "$kdir" M="$dir" CONFIG_DM_REMAP=m modules > "$out/$name.log" 2>&1
+	local rc=$?
+	if [ $rc -ne 0 ] || grep -qE 'warning|error' "$out/$name.log" ||
+	   [ ! -f "$dir/dm-remap/dm-remap.ko" ]; then
+		cat "$out/$name.log"
+		echo "$name: FAILED"
+		count 0 1 "$name" FAIL; return
+	fi
+	echo "$name: ok ($(modinfo -F vermagic "$dir/dm-remap/dm-remap.ko"))"
+	count 1 0 "$name" ok
+}
+
+# pytest / kunit / test-pure closing lines -> counts
+parse_counts() {	# parse_counts LOGFILE -> "PASSED FAILED"
+	python3 - "$1" <<'PY'
+import re, sys
+text = open(sys.argv[1], errors="replace").read()
+p = f = 0
+m = re.findall(r"^=+ (.*) in [\d.]+s", text, re.M)          # pytest
+if m:
+    s = m[-1]
+    p = sum(int(x) for x in re.findall(r"(\d+) passed", s))
+    f = sum(int(x) for x in re.findall(r"(\d+) (?:failed|error)", s))
+else:
+    m = re.findall(r"Ran (\d+) tests: passed: (\d+)(?:, failed: (\d+))?", text)  # kunit.py
+    if m:
+        p, f = int(m[-1][1]), int(m[-1][2] or 0)
+    else:
+        m = re.findall(r"^(\d+) passed, (\d+) failed", text, re.M)          # test-pure
+        if m:
+            p, f = int(m[-1][0]), int(m[-1][1])
+print(p, f)
+PY
+}
+
+run_tests() {	# run_tests NAME LOGFILE CMD...
+	local name=$1 log=$2 rc p f
+	shift 2
+	"$@" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	read -r p f < <(parse_counts "$log")
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1	# the runner failed outside any test (build, boot, crash)
+	fi
+	if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+		echo "$name: ran no test"; f=1
+	fi
+	if [ "$rc" -eq 0 ] && [ "$f" -eq 0 ]; then
+		count "$p" 0 "$name" ok
+	else
+		count "$p" "$f" "$name" FAIL
+	fi
+}
+
+for s in "${stages[@]}"; do
+	t0=$(date +%s)
+	case $s in
+	build612)
+		stage_build build612 "$KDIR612" "$repo" ;;
+	build61)
+		rm -rf "$cache/build61" && mkdir -p "$cache/build61"
+		cp -r Kbuild dm-remap "$cache/build61/"
+		find "$cache/build61" \( -name '*.o' -o -name '*.ko' -o -name '.*.cmd' \) -delete
+		stage_build build61 "$KDIR61" "$cache/build61" ;;
+	tools)
+		echo "== tools: build and host run of the pure-code KUnit suite"
+		if make -s -C tools > "$out/tools-build.log" 2>&1; then
+			run_tests tools "$out/tools.log" tools/tests/test-pure
+		else
+			cat "$out/tools-build.log"; count 0 1 tools FAIL
+		fi ;;
+	host)
+		echo "== host: pytest tests/host"
+		run_tests host "$out/host.log" python3 -m pytest -q -p no:cacheprovider tests/host ;;
+	style)
+		echo "== style: checkpatch.pl --strict"
+		cp_pl=$cache/linux-source-6.12/scripts/checkpatch.pl
+		[ -f "$cp_pl" ] || DMR_KUNIT_PREPARE_ONLY=1 bash tests/kunit/run.sh
+		if perl "$cp_pl" --no-tree --strict --terse --show-types \
+			--ignore SPDX_LICENSE_TAG,FILE_PATH_CHANGES \
+			-f dm-remap/*.c dm-remap/*.h > "$out/style.log" 2>&1; then
+			echo "style: ok"; count 1 0 style ok
+		else
+			cat "$out/style.log"; count 0 1 style FAIL
+		fi ;;
+	kunit)
+		echo "== kunit: UML"
+		run_tests kunit "$out/kunit.log" bash tests/kunit/run.sh ;;
+	vm)
+		echo "== vm: integration suite in a virtme-ng guest"
+		make -s module KDIR="$KDIR612" >/dev/null 2>&1 || true
+		make -s -C tools >/dev/null 2>&1 || true
+		run_tests vm "$out/vm.log" bash tests/vm/run-vm.sh --mem 3072 "$out/vm" -- \
+			bash tests/vm/guest-integration.sh ;;
+	*)
+		echo "check: unknown stage '$s' (stages: ${all_stages[*]})" >&2; exit 2 ;;
+	esac
+	echo "-- $s took $(( $(date +%s) - t0 ))s"
+done
+
+echo
+echo "== summary (logs in $out)"
+printf '%s\n' "${summary[@]}"
+echo "check: $total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

@@ -1,0 +1,274 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""dm-remap target: create, I/O, status, table, messages, refusals."""
+import os
+
+import pytest
+
+from conftest import (BLOCK, DM_PREFIX, Kmsg, dm_create, dm_path, dm_remove,
+                      dm_status, dm_table, dump, read_block, remapctl,
+                      resum_sb, run, sectors, write_block)
+
+
+def formatted(dev, *args):
+    remapctl("format", dev, *args)
+    return dump(dev)
+
+
+def test_target_registered():
+    out = run(["dmsetup", "targets"]).stdout
+    assert any(line.split()[0] == "remap" for line in out.splitlines())
+
+
+def test_format_create_mkfs_fsck_remove(ram):
+    info = formatted(ram)
+    n = int(info["logical_sectors"])
+    dm_create("fs", f"0 {n} remap {ram}")
+    dev = dm_path("fs")
+    assert sectors(dev) == n
+    assert run(["blockdev", "--getss", dev]).stdout.strip() == "4096"
+    run(["mkfs.ext4", "-q", "-F", dev])
+    os.makedirs("/mnt/dmrt", exist_ok=True)
+    run(["mount", dev, "/mnt/dmrt"])
+    try:
+        for i in range(20):
+            with open(f"/mnt/dmrt/f{i}", "wb") as f:
+                f.write(os.urandom(4096 * (i + 1)))
+        run(["sync"])
+    finally:
+        run(["umount", "/mnt/dmrt"])
+    fsck = run(["e2fsck", "-fn", dev], check=False)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+    dm_remove("fs")
+    # the filesystem did not overwrite dm-remap's metadata
+    assert dump(ram)["superblock_copy0"] == "ok"
+    assert dump(ram)["superblock_copy1"] == "ok"
+
+
+def test_passthrough_lands_in_data_area(ram):
+    info = formatted(ram)
+    n = int(info["logical_sectors"])
+    data_off = int(info["data_offset"]) * BLOCK
+    dm_create("pt", f"0 {n} remap {ram}")
+    pattern = os.urandom(BLOCK) * 4
+    fd = os.open(dm_path("pt"), os.O_WRONLY)
+    try:
+        os.pwrite(fd, pattern, 3 * BLOCK)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    dm_remove("pt")
+    with open(ram, "rb") as f:
+        f.seek(data_off + 3 * BLOCK)
+        assert f.read(len(pattern)) == pattern
+
+
+def test_status_fields_and_messages(ram):
+    info = formatted(ram)
+    n = int(info["logical_sectors"])
+    dm_create("st", f"0 {n} remap {ram}")
+    st = dm_status("st")
+    # <start> <len> remap <mode> <version> <logical blocks> <segment sectors>
+    #   <segments> <reads> <writes> <discards> <flushes> <sb copies ok>
+    assert st[2] == "remap"
+    f = st[3:]
+    assert len(f) == 10, st
+    assert f[0] == "pass-through"
+    assert f[1] == "1"
+    assert int(f[2]) == int(info["logical_blocks"])
+    assert int(f[3]) == int(info["segment_blocks"]) * 8
+    assert int(f[4]) == int(info["nr_segments"])
+    assert f[9] == "2"
+    run(["dd", "if=/dev/zero", f"of={dm_path('st')}", "bs=4k", "count=16",
+         "oflag=direct", "status=none"])
+    run(["dd", f"if={dm_path('st')}", "of=/dev/null", "bs=4k", "count=8",
+         "iflag=direct", "status=none"])
+    run(["blkdiscard", "-o", "0", "-l", "1048576", dm_path("st")])
+    f = dm_status("st")[3:]
+    assert int(f[5]) >= 8 and int(f[6]) >= 16 and int(f[7]) >= 1
+    run(["dmsetup", "message", DM_PREFIX + "st", "0", "clear_stats"])
+    f = dm_status("st")[3:]
+    assert f[5:9] == ["0", "0", "0", "0"]
+    bad = run(["dmsetup", "message", DM_PREFIX + "st", "0", "frobnicate"],
+              check=False)
+    assert bad.returncode != 0
+
+
+@pytest.mark.parametrize("opts", [
+    "",
+    "1 read_only",
+    "1 ignore_discard",
+    "2 checkpoint_interval 5",
+    "4 checkpoint_interval 60 ignore_discard read_only",
+    "3 read_only checkpoint_interval 86400",
+])
+def test_table_reemits_options(ram, opts):
+    info = formatted(ram)
+    n = int(info["logical_sectors"])
+    major_minor = run(["stat", "-L", "-c", "%Hr:%Lr", ram]).stdout.strip()
+    dm_create("tb", f"0 {n} remap {ram} {opts}".strip())
+    expect = f"0 {n} remap {major_minor}" + (f" {opts}" if opts else "")
+    assert dm_table("tb") == expect
+
+
+def test_read_only_refuses_writes(ram):
+    info = formatted(ram)
+    n = int(info["logical_sectors"])
+    dm_create("ro", f"0 {n} remap {ram} 1 read_only")
+    assert dm_status("ro")[3] == "read-only"
+    w = run(["dd", "if=/dev/zero", f"of={dm_path('ro')}", "bs=4k", "count=1",
+             "oflag=direct", "status=none"], check=False)
+    assert w.returncode != 0
+    r = run(["dd", f"if={dm_path('ro')}", "of=/dev/null", "bs=4k", "count=1",
+             "iflag=direct", "status=none"], check=False)
+    assert r.returncode == 0
+
+
+def test_ignore_discard_not_advertised(ram):
+    info = formatted(ram)
+    n = int(info["logical_sectors"])
+    dm_create("nd", f"0 {n} remap {ram} 1 ignore_discard")
+    d = run(["blkdiscard", "-o", "0", "-l", "1048576", dm_path("nd")],
+            check=False)
+    assert d.returncode != 0
+
+
+def test_one_damaged_superblock_copy_falls_back(ram):
+    info = formatted(ram)
+    n = int(info["logical_sectors"])
+    blk = read_block(ram, 0)
+    blk[200] ^= 0x10
+    write_block(ram, 0, blk)
+    log = Kmsg()
+    dm_create("fb", f"0 {n} remap {ram}")
+    assert dm_status("fb")[-1] == "1"
+    assert "superblock copy 0 invalid (superblock checksum mismatch), using copy 1" \
+        in log.text()
+
+
+# ---------------------------------------------------------------------------
+# Malformed table lines: each refused with its own message.
+
+BAD_LINES = [
+    # (id, table built from {dev} and {n} = logical sectors, expected error)
+    ("no-device", "0 {n} remap", "Not enough arguments (need <dev>)"),
+    ("count-not-number", "0 {n} remap {dev} x", "Invalid optional argument count"),
+    ("count-trailing", "0 {n} remap {dev} 1x read_only",
+     "Invalid optional argument count"),
+    ("count-negative", "0 {n} remap {dev} -1", "Invalid optional argument count"),
+    ("count-too-big", "0 {n} remap {dev} 2 read_only",
+     "Optional argument count exceeds the arguments given"),
+    ("count-too-small", "0 {n} remap {dev} 1 read_only ignore_discard",
+     "Too many arguments"),
+    ("unknown-option", "0 {n} remap {dev} 1 turbo", "Unrecognised optional argument"),
+    ("duplicate-flag", "0 {n} remap {dev} 2 read_only read_only",
+     "Duplicate optional argument read_only"),
+    ("duplicate-value", "0 {n} remap {dev} 4 checkpoint_interval 5 checkpoint_interval 5",
+     "Duplicate optional argument checkpoint_interval"),
+    ("missing-value", "0 {n} remap {dev} 1 checkpoint_interval",
+     "Missing value for checkpoint_interval"),
+    ("value-not-number", "0 {n} remap {dev} 2 checkpoint_interval soon",
+     "Invalid checkpoint_interval (not a number)"),
+    ("value-trailing", "0 {n} remap {dev} 2 checkpoint_interval 5s",
+     "Invalid checkpoint_interval (not a number)"),
+    ("value-zero", "0 {n} remap {dev} 2 checkpoint_interval 0",
+     "checkpoint_interval out of range (1 to 86400 seconds)"),
+    ("value-too-big", "0 {n} remap {dev} 2 checkpoint_interval 100000",
+     "checkpoint_interval out of range (1 to 86400 seconds)"),
+    ("no-such-device", "0 {n} remap /dev/nonexistent", "Device lookup failed"),
+    ("too-long", "0 {n8} remap {dev}",
+     "Target length exceeds the formatted logical size"),
+    ("not-4k-multiple", "0 {n_odd} remap {dev}",
+     "Target length is not a multiple of 4096 bytes"),
+]
+
+
+@pytest.mark.parametrize("case", BAD_LINES, ids=[c[0] for c in BAD_LINES])
+def test_malformed_table_rejected(ram, case):
+    _, template, error = case
+    info = formatted(ram)
+    n = int(info["logical_sectors"])
+    table = template.format(dev=ram, n=n, n8=n + 8, n_odd=n - 4)
+    log = Kmsg()
+    p = dm_create("bad", table, check=False)
+    assert p.returncode != 0, f"{table!r} was accepted"
+    assert f"remap: {error}" in log.text(), log.text()
+    assert run(["dmsetup", "info", DM_PREFIX + "bad"], check=False).returncode != 0 \
+        or "LIVE" not in run(["dmsetup", "info", DM_PREFIX + "bad"]).stdout
+
+
+# ---------------------------------------------------------------------------
+# Devices that are not (validly) formatted.
+
+def _refused(ram, error, n=None):
+    if n is None:
+        n = 8192
+    log = Kmsg()
+    p = dm_create("ref", f"0 {n} remap {ram}", check=False)
+    assert p.returncode != 0
+    assert f"remap: {error}" in log.text(), log.text()
+
+
+def test_unformatted_device_refused(ram):
+    _refused(ram, "not a dm-remap device (bad superblock magic)")
+
+
+def test_foreign_filesystem_refused(ram):
+    run(["mkfs.ext4", "-q", "-F", ram])
+    _refused(ram, "not a dm-remap device (bad superblock magic)")
+
+
+def test_flipped_byte_in_both_copies_refused(ram):
+    info = formatted(ram)
+    for nr in (0, 1):
+        blk = read_block(ram, nr)
+        blk[100] ^= 0x01
+        write_block(ram, nr, blk)
+    _refused(ram, "superblock checksum mismatch", int(info["logical_sectors"]))
+
+
+def _rewrite_both(ram, offset, value):
+    for nr in (0, 1):
+        blk = read_block(ram, nr)
+        blk[offset:offset + len(value)] = value
+        write_block(ram, nr, resum_sb(blk))
+
+
+def test_unsupported_version_refused(ram):
+    formatted(ram)
+    _rewrite_both(ram, 12, (2).to_bytes(4, "little"))
+    _refused(ram, "unsupported format version")
+
+
+def test_incompat_feature_refused(ram):
+    formatted(ram)
+    _rewrite_both(ram, 24, (1).to_bytes(4, "little"))
+    _refused(ram, "unsupported incompatible feature flags")
+
+
+def test_ro_compat_feature_needs_read_only(ram):
+    info = formatted(ram)
+    n = int(info["logical_sectors"])
+    _rewrite_both(ram, 20, (1 << 31).to_bytes(4, "little"))
+    _refused(ram, "Unsupported read-only-compatible features: load with read_only", n)
+    dm_create("roc", f"0 {n} remap {ram} 1 read_only")
+
+
+def test_misdirected_superblock_refused(ram):
+    formatted(ram)
+    blk = read_block(ram, 1)
+    write_block(ram, 0, blk)          # copy 1's block at block 0
+    write_block(ram, 1, bytearray(BLOCK))
+    _refused(ram, "superblock location mismatch (misdirected write)")
+
+
+def test_shrunk_device_refused(ram):
+    info = formatted(ram)
+    total = sectors(ram)
+    dm_create("small", f"0 {total // 2} linear {ram} 0")
+    _refused(dm_path("small"), "Device is smaller than its formatted size",
+             int(info["logical_sectors"]) // 4 // 8 * 8)
+
+
+def test_io_error_reading_superblock(ram):
+    dm_create("err", "0 131072 error")
+    _refused(dm_path("err"), "Superblock read failed")

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs inside the virtme-ng guest (see tests/vm/run-vm.sh): load the freshly
+# built module and run the integration suite once for the whole boot.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+modprobe -a dm-mod libcrc32c || exit 1
+insmod dm-remap/dm-remap.ko || { echo "guest: insmod dm-remap.ko failed"; exit 1; }
+modprobe brd rd_nr=8 rd_size=131072 || exit 1
+
+/usr/bin/python3 -m pytest -v -p no:cacheprovider -o cache_dir=/tmp/pytest-cache \
+	--junitxml="$DMR_OUT/junit-vm.xml" tests/integration "$@"
+rc=$?
+
+# The module must unload cleanly once every device is gone.
+if ! rmmod dm-remap; then
+	echo "guest: rmmod dm-remap failed"
+	dmsetup ls
+	rc=1
+fi
+exit $rc

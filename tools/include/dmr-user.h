@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Userspace stand-ins for the kernel helpers dm-remap's pure code uses.
+ *
+ * Included by dm-remap/dmr-pure.h when __KERNEL__ is not defined, so the
+ * very same dmr-format.c / dmr-table.c build into tools/ and tests.
+ */
+#ifndef DMR_USER_H
+#define DMR_USER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <errno.h>
+#include <endian.h>
+#include <linux/types.h>
+
+typedef uint8_t u8;
+typedef uint16_t u16;
+typedef uint32_t u32;
+typedef uint64_t u64;
+typedef int32_t s32;
+typedef int64_t s64;
+
+#ifndef __packed
+#define __packed __attribute__((packed))
+#endif
+#define __must_check __attribute__((warn_unused_result))
+#define BUILD_BUG_ON(c) _Static_assert(!(c), #c)
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#define cpu_to_le16(x) ((__force __le16)htole16(x))
+#define cpu_to_le32(x) ((__force __le32)htole32(x))
+#define cpu_to_le64(x) ((__force __le64)htole64(x))
+#define le16_to_cpu(x) le16toh((__force u16)(x))
+#define le32_to_cpu(x) le32toh((__force u32)(x))
+#define le64_to_cpu(x) le64toh((__force u64)(x))
+#ifndef __force
+#define __force
+#endif
+
+static inline u64 div64_u64(u64 a, u64 b)
+{
+	return a / b;
+}
+
+/* CRC32C (Castagnoli), same contract as the kernel's crc32c(): no pre or
+ * post inversion, the caller seeds and finishes.  In tools/lib/crc32c.c. */
+u32 crc32c(u32 crc, const void *buf, size_t len);
+
+#endif /* DMR_USER_H */

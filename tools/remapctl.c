@@ -1,0 +1,513 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * remapctl - format and manage dm-remap devices.
+ *
+ *   remapctl format DEV [--segment-size SIZE] [--overprovision PCT]
+ *                       [--label TEXT] [--force]
+ *   remapctl dump DEV
+ *   remapctl create NAME DEV [--read-only] [--ignore-discard]
+ *                            [--checkpoint-interval SECS]
+ *   remapctl remove NAME
+ *
+ * The superblock codec and geometry come from ../dm-remap/dmr-format.c,
+ * the very code the kernel module runs.
+ *
+ * Exit status: 0 success, 1 failure or refusal, 2 bad usage.
+ */
+#include <blkid/blkid.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <linux/fs.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dmr-codec.h"
+#include "dmr-table.h"
+
+static const char *prog = "remapctl";
+
+static void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s --help'.\n", prog);
+	exit(2);
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static void help(void)
+{
+	printf("Usage:\n"
+	       "  %s format DEV [--segment-size SIZE] [--overprovision PCT] [--label TEXT] [--force]\n"
+	       "  %s dump DEV\n"
+	       "  %s create NAME DEV [--read-only] [--ignore-discard] [--checkpoint-interval SECS]\n"
+	       "  %s remove NAME\n"
+	       "\n"
+	       "SIZE takes a K, M or G suffix (powers of 1024).  The default segment\n"
+	       "size is the smallest whole number of full RAID stripes of at least 1 MiB.\n"
+	       "format refuses a device that is in use or holds a filesystem, RAID, LVM,\n"
+	       "partition table or dm-remap signature unless --force is given.\n",
+	       prog, prog, prog, prog);
+}
+
+/* Parse "123", "64K", "4M", "1G" into bytes; -1 on error. */
+static long long parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K':
+		v <<= 10; end++; break;
+	case 'm': case 'M':
+		v <<= 20; end++; break;
+	case 'g': case 'G':
+		v <<= 30; end++; break;
+	default:
+		break;
+	}
+	if (*end == 'i' && end[1] == 'B')
+		end += 2;
+	if (*end || v > (1ULL << 40))
+		return -1;
+	return v;
+}
+
+struct device {
+	const char *path;
+	int fd;
+	bool is_blk;
+	uint64_t bytes;
+	uint32_t io_opt, io_min;
+};
+
+static void open_device(struct device *d, const char *path, int flags, bool excl)
+{
+	struct stat st;
+
+	d->path = path;
+	if (stat(path, &st))
+		die("%s: %s", path, strerror(errno));
+	d->is_blk = S_ISBLK(st.st_mode);
+	if (!d->is_blk && !S_ISREG(st.st_mode))
+		die("%s: not a block device or regular file", path);
+	d->fd = open(path, flags | (d->is_blk && excl ? O_EXCL : 0));
+	if (d->fd < 0) {
+		if (errno == EBUSY)
+			die("%s: device is in use (mounted, or held by another device); "
+			    "use --force to override", path);
+		die("%s: %s", path, strerror(errno));
+	}
+	d->io_opt = d->io_min = 0;
+	if (d->is_blk) {
+		if (ioctl(d->fd, BLKGETSIZE64, &d->bytes))
+			die("%s: cannot get size: %s", path, strerror(errno));
+		if (ioctl(d->fd, BLKIOOPT, &d->io_opt))
+			d->io_opt = 0;
+		if (ioctl(d->fd, BLKIOMIN, &d->io_min))
+			d->io_min = 0;
+	} else {
+		d->bytes = st.st_size;
+	}
+}
+
+static void read_block(struct device *d, uint64_t blocknr, void *buf)
+{
+	ssize_t r = pread(d->fd, buf, DMR_BLOCK_SIZE, blocknr * DMR_BLOCK_SIZE);
+
+	if (r != DMR_BLOCK_SIZE)
+		die("%s: read of block %" PRIu64 " failed: %s", d->path, blocknr,
+		    r < 0 ? strerror(errno) : "short read");
+}
+
+static void write_block(struct device *d, uint64_t blocknr, const void *buf)
+{
+	ssize_t r = pwrite(d->fd, buf, DMR_BLOCK_SIZE, blocknr * DMR_BLOCK_SIZE);
+
+	if (r != DMR_BLOCK_SIZE)
+		die("%s: write of block %" PRIu64 " failed: %s", d->path, blocknr,
+		    r < 0 ? strerror(errno) : "short write");
+}
+
+static void sync_device(struct device *d)
+{
+	if (fsync(d->fd))
+		die("%s: fsync failed: %s", d->path, strerror(errno));
+}
+
+/*
+ * Return a description of any signature found on the device, or NULL.
+ * Looks for filesystems, RAID members, LVM PVs and partition tables with
+ * libblkid, and for a dm-remap superblock (copy 0 or 1) itself.
+ */
+static char *find_signature(struct device *d, void *buf)
+{
+	blkid_probe pr;
+	const char *val = NULL;
+	char *found = NULL;
+	int i;
+
+	for (i = 0; i < DMR_SB_COPIES && d->bytes >= (uint64_t)(i + 1) * DMR_BLOCK_SIZE; i++) {
+		read_block(d, i, buf);
+		if (dmr_sb_has_magic(buf))
+			return strdup("dm-remap");
+	}
+
+	pr = blkid_new_probe_from_filename(d->path);
+	if (!pr)
+		die("%s: cannot probe for signatures", d->path);
+	blkid_probe_enable_superblocks(pr, 1);
+	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_USAGE);
+	blkid_probe_enable_partitions(pr, 1);
+	switch (blkid_do_safeprobe(pr)) {
+	case 0:
+		if (!blkid_probe_lookup_value(pr, "TYPE", &val, NULL) ||
+		    !blkid_probe_lookup_value(pr, "PTTYPE", &val, NULL))
+			found = strdup(val);
+		else
+			found = strdup("unknown signature");
+		break;
+	case -2:
+		found = strdup("several conflicting signatures");
+		break;
+	case 1:
+		break;
+	default:
+		die("%s: signature probe failed", d->path);
+	}
+	blkid_free_probe(pr);
+	return found;
+}
+
+static void fmt_bytes(uint64_t b, char *out, size_t len)
+{
+	const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = b;
+	int u = 0;
+
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(out, len, "%.1f %s", v, unit[u]);
+}
+
+static int cmd_format(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "segment-size", required_argument, NULL, 's' },
+		{ "overprovision", required_argument, NULL, 'o' },
+		{ "label", required_argument, NULL, 'l' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	long long seg_bytes = 0;
+	u64 op = DMR_DEFAULT_OVERPROVISION;
+	const char *label = "";
+	bool force = false;
+	struct device d;
+	struct dmr_sb sb;
+	enum dmr_geo_status gst;
+	u32 seg_blocks, stripe_blocks;
+	char *sig, hsize[32], hseg[32];
+	void *buf, *zero;
+	int c, i;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "s:o:l:fh", lopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			seg_bytes = parse_size(optarg);
+			if (seg_bytes <= 0 || seg_bytes % DMR_BLOCK_SIZE)
+				usage_error("invalid --segment-size '%s' (a multiple of 4K)", optarg);
+			break;
+		case 'o':
+			if (dmr_parse_u64(optarg, &op) || op < DMR_MIN_OVERPROVISION ||
+			    op > DMR_MAX_OVERPROVISION)
+				usage_error("invalid --overprovision '%s' (%u to %u percent)",
+					    optarg, DMR_MIN_OVERPROVISION, DMR_MAX_OVERPROVISION);
+			break;
+		case 'l':
+			if (strlen(optarg) > DMR_LABEL_LEN)
+				usage_error("--label longer than %d characters", DMR_LABEL_LEN);
+			label = optarg;
+			break;
+		case 'f':
+			force = true;
+			break;
+		case 'h':
+			help();
+			return 0;
+		default:
+			usage_error("format: unrecognised option or missing value '%s'",
+				    argv[optind - 1]);
+		}
+	}
+	if (optind != argc - 1)
+		usage_error("format needs exactly one device");
+
+	if (posix_memalign(&buf, DMR_BLOCK_SIZE, DMR_BLOCK_SIZE) ||
+	    posix_memalign(&zero, DMR_BLOCK_SIZE, DMR_BLOCK_SIZE))
+		die("out of memory");
+	memset(zero, 0, DMR_BLOCK_SIZE);
+
+	open_device(&d, argv[optind], O_RDWR, !force);
+	sig = find_signature(&d, buf);
+	if (sig && !force)
+		die("%s holds a %s signature; refusing to format it (use --force)",
+		    d.path, sig);
+	if (sig)
+		fprintf(stderr, "%s: overwriting %s signature on %s (--force)\n",
+			prog, sig, d.path);
+	free(sig);
+
+	stripe_blocks = d.io_opt % DMR_BLOCK_SIZE ? 0 : d.io_opt / DMR_BLOCK_SIZE;
+	if (seg_bytes) {
+		seg_blocks = seg_bytes / DMR_BLOCK_SIZE;
+		if (stripe_blocks && seg_blocks % stripe_blocks)
+			fprintf(stderr, "%s: warning: segment size is not a multiple of the "
+				"%u KiB full stripe; writes will cause RAID read-modify-write\n",
+				prog, d.io_opt / 1024);
+	} else {
+		seg_blocks = dmr_default_segment_blocks(d.io_opt, d.io_min);
+	}
+
+	memset(&sb, 0, sizeof(sb));
+	gst = dmr_geometry_compute(d.bytes / DMR_BLOCK_SIZE, seg_blocks, op, &sb.geo);
+	if (gst != DMR_GEO_OK)
+		die("%s: %s", d.path, dmr_geo_strerror(gst));
+	sb.version = DMR_FORMAT_VERSION;
+	sb.generation = 1;
+	sb.ctime = time(NULL);
+	sb.stripe_blocks = stripe_blocks;
+	snprintf(sb.label, sizeof(sb.label), "%s", label);
+	if (getrandom(sb.uuid, sizeof(sb.uuid), 0) != sizeof(sb.uuid))
+		die("cannot get random bytes for the uuid");
+
+	/*
+	 * Ordering: first destroy both old superblocks, then clear the
+	 * checkpoint slot headers, flush, and only then write the new
+	 * superblocks and flush again.  An interrupted format leaves no valid
+	 * superblock pointing at stale metadata.
+	 */
+	for (i = 0; i < DMR_SB_COPIES; i++)
+		write_block(&d, i, zero);
+	for (i = 0; i < DMR_CKPT_SLOTS; i++)
+		write_block(&d, sb.geo.ckpt_offset + (u64)i * sb.geo.ckpt_slot_blocks, zero);
+	sync_device(&d);
+	for (i = DMR_SB_COPIES - 1; i >= 0; i--) {
+		sb.blocknr = i;
+		dmr_sb_encode(&sb, buf);
+		write_block(&d, i, buf);
+	}
+	sync_device(&d);
+	close(d.fd);
+
+	fmt_bytes(sb.geo.logical_blocks * DMR_BLOCK_SIZE, hsize, sizeof(hsize));
+	fmt_bytes((uint64_t)seg_blocks * DMR_BLOCK_SIZE, hseg, sizeof(hseg));
+	printf("formatted %s: %" PRIu64 " segments of %s, overprovision %u%%\n",
+	       d.path, (uint64_t)sb.geo.nr_segments, hseg, sb.geo.overprovision);
+	printf("logical size: %" PRIu64 " sectors (%s)\n",
+	       (uint64_t)sb.geo.logical_blocks * DMR_SECTORS_PER_BLOCK, hsize);
+	printf("table: 0 %" PRIu64 " remap %s\n",
+	       (uint64_t)sb.geo.logical_blocks * DMR_SECTORS_PER_BLOCK, d.path);
+	return 0;
+}
+
+/* Load the best superblock; print per-copy status when verbose. */
+static int load_sb(struct device *d, struct dmr_sb *out, bool verbose)
+{
+	struct dmr_sb sb;
+	void *buf;
+	int i, best = -1;
+
+	if (posix_memalign(&buf, DMR_BLOCK_SIZE, DMR_BLOCK_SIZE))
+		die("out of memory");
+	for (i = 0; i < DMR_SB_COPIES; i++) {
+		enum dmr_sb_status st;
+
+		read_block(d, i, buf);
+		st = dmr_sb_decode(buf, i, &sb);
+		if (verbose)
+			printf("superblock_copy%d=%s\n", i, dmr_sb_strerror(st));
+		if (st == DMR_SB_OK && (best < 0 || sb.generation > out->generation)) {
+			*out = sb;
+			best = i;
+		}
+	}
+	free(buf);
+	return best;
+}
+
+static int cmd_dump(int argc, char **argv)
+{
+	struct device d;
+	struct dmr_sb sb;
+	int i, copy;
+
+	if (argc != 2)
+		usage_error("dump needs exactly one device");
+	open_device(&d, argv[1], O_RDONLY, false);
+	if (d.bytes < DMR_SB_COPIES * DMR_BLOCK_SIZE)
+		die("%s: too small to hold a dm-remap superblock", d.path);
+	copy = load_sb(&d, &sb, true);
+	if (copy < 0)
+		die("%s: no valid dm-remap superblock", d.path);
+	printf("using_copy=%d\nversion=%u\ngeneration=%" PRIu64 "\nuuid=", copy,
+	       sb.version, (uint64_t)sb.generation);
+	for (i = 0; i < 16; i++)
+		printf("%02x%s", sb.uuid[i], (i == 3 || i == 5 || i == 7 || i == 9) ? "-" : "");
+	printf("\nlabel=%s\nctime=%" PRIu64 "\n", sb.label, (uint64_t)sb.ctime);
+	printf("device_blocks=%" PRIu64 "\nsegment_blocks=%u\nnr_segments=%" PRIu64 "\n",
+	       (uint64_t)sb.geo.device_blocks, sb.geo.segment_blocks,
+	       (uint64_t)sb.geo.nr_segments);
+	printf("data_offset=%" PRIu64 "\nckpt_offset=%" PRIu64 "\nckpt_slot_blocks=%u\n",
+	       (uint64_t)sb.geo.data_offset, (uint64_t)sb.geo.ckpt_offset,
+	       sb.geo.ckpt_slot_blocks);
+	printf("overprovision=%u\nstripe_blocks=%u\nlogical_blocks=%" PRIu64 "\n",
+	       sb.geo.overprovision, sb.stripe_blocks, (uint64_t)sb.geo.logical_blocks);
+	printf("logical_sectors=%" PRIu64 "\n",
+	       (uint64_t)sb.geo.logical_blocks * DMR_SECTORS_PER_BLOCK);
+	close(d.fd);
+	return 0;
+}
+
+static int run(char *const argv[])
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (!pid) {
+		execvp(argv[0], argv);
+		fprintf(stderr, "%s: cannot run %s: %s\n", prog, argv[0], strerror(errno));
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		die("waitpid: %s", strerror(errno));
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+static int cmd_create(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "read-only", no_argument, NULL, 'r' },
+		{ "ignore-discard", no_argument, NULL, 'd' },
+		{ "checkpoint-interval", required_argument, NULL, 'c' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char opts[256] = "", table[1024];
+	unsigned int nopt = 0;
+	struct device d;
+	struct dmr_sb sb;
+	u64 v;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "rdc:", lopts, NULL)) != -1) {
+		size_t n = strlen(opts);
+
+		switch (c) {
+		case 'r':
+			snprintf(opts + n, sizeof(opts) - n, " read_only");
+			nopt++;
+			break;
+		case 'd':
+			snprintf(opts + n, sizeof(opts) - n, " ignore_discard");
+			nopt++;
+			break;
+		case 'c':
+			if (dmr_parse_u64(optarg, &v))
+				usage_error("invalid --checkpoint-interval '%s'", optarg);
+			snprintf(opts + n, sizeof(opts) - n, " checkpoint_interval %llu",
+				 (unsigned long long)v);
+			nopt += 2;
+			break;
+		default:
+			usage_error("create: unrecognised option or missing value '%s'",
+				    argv[optind - 1]);
+		}
+	}
+	if (optind != argc - 2)
+		usage_error("create needs NAME and DEV");
+	open_device(&d, argv[optind + 1], O_RDONLY, false);
+	if (d.bytes < DMR_SB_COPIES * DMR_BLOCK_SIZE || load_sb(&d, &sb, false) < 0)
+		die("%s: not formatted for dm-remap (run '%s format')", d.path, prog);
+	close(d.fd);
+	if (nopt)
+		snprintf(table, sizeof(table), "0 %" PRIu64 " remap %s %u%s",
+			 (uint64_t)sb.geo.logical_blocks * DMR_SECTORS_PER_BLOCK,
+			 d.path, nopt, opts);
+	else
+		snprintf(table, sizeof(table), "0 %" PRIu64 " remap %s",
+			 (uint64_t)sb.geo.logical_blocks * DMR_SECTORS_PER_BLOCK, d.path);
+	{
+		char *const args[] = { "dmsetup", "create", argv[optind], "--table",
+				       table, NULL };
+		return run(args) ? 1 : 0;
+	}
+}
+
+static int cmd_remove(int argc, char **argv)
+{
+	if (argc != 2)
+		usage_error("remove needs NAME");
+	{
+		char *const args[] = { "dmsetup", "remove", argv[1], NULL };
+		return run(args) ? 1 : 0;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	opterr = 0;	/* usage_error() reports bad options itself */
+	if (argc < 2)
+		usage_error("missing command");
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "help")) {
+		help();
+		return 0;
+	}
+	if (!strcmp(argv[1], "format"))
+		return cmd_format(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "dump"))
+		return cmd_dump(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "create"))
+		return cmd_create(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "remove"))
+		return cmd_remove(argc - 1, argv + 1);
+	usage_error("unknown command '%s'", argv[1]);
+}
