@@ -59,7 +59,7 @@ pkgs=(
 	"linux-image-$K612-amd64-unsigned" "linux-headers-$K612-amd64"
 	"linux-headers-$K61-amd64"
 	linux-source-6.12
-	libblkid-dev dmsetup mdadm fio e2fsprogs xfsprogs util-linux udev
+	libblkid-dev dkms dmsetup mdadm fio e2fsprogs xfsprogs util-linux udev
 	python3-pytest python3-matplotlib
 )
 missing=()

@@ -21,6 +21,7 @@ BLOCK = 4096
 DM_PREFIX = "dmrt-"
 RAM_MIB = 128           # size of each brd ramdisk
 RAM_COUNT = 8
+MNT = "/tmp/dmrt-mnt"   # the guest root is read-only; /tmp is an overlay
 
 KERNEL_PROBLEMS = re.compile(
     r"BUG:|WARNING:|Oops|Call Trace|general protection fault|KASAN|UBSAN|"
@@ -111,7 +112,7 @@ def ram():
     dev = Ram.get()
     yield dev
     cleanup_dm()
-    run(["umount", "-q", "/mnt/dmrt"], check=False)
+    run(["umount", "-q", MNT], check=False)
     Ram.used -= 1
 
 

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from conftest import (BLOCK, DM_PREFIX, Ram, dm_path, dm_status, dump,
+from conftest import (BLOCK, DM_PREFIX, MNT, Ram, dm_path, dm_status, dump,
                       remapctl, run, sectors, wipe)
 
 
@@ -31,14 +31,14 @@ def test_refuses_dm_remap_device_unless_forced(ram):
 
 def test_refuses_mounted_device(ram):
     run(["mkfs.ext4", "-q", "-F", ram])
-    os.makedirs("/mnt/dmrt", exist_ok=True)
-    run(["mount", ram, "/mnt/dmrt"])
+    os.makedirs(MNT, exist_ok=True)
+    run(["mount", ram, MNT])
     try:
         p = remapctl("format", ram, check=False)
         assert p.returncode == 1
         assert "in use" in p.stderr
     finally:
-        run(["umount", "/mnt/dmrt"])
+        run(["umount", MNT])
 
 
 def test_refuses_device_held_by_dm(ram):

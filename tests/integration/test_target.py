@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from conftest import (BLOCK, DM_PREFIX, Kmsg, dm_create, dm_path, dm_remove,
+from conftest import (BLOCK, DM_PREFIX, MNT, Kmsg, dm_create, dm_path, dm_remove,
                       dm_status, dm_table, dump, read_block, remapctl,
                       resum_sb, run, sectors, write_block)
 
@@ -27,15 +27,15 @@ def test_format_create_mkfs_fsck_remove(ram):
     assert sectors(dev) == n
     assert run(["blockdev", "--getss", dev]).stdout.strip() == "4096"
     run(["mkfs.ext4", "-q", "-F", dev])
-    os.makedirs("/mnt/dmrt", exist_ok=True)
-    run(["mount", dev, "/mnt/dmrt"])
+    os.makedirs(MNT, exist_ok=True)
+    run(["mount", dev, MNT])
     try:
         for i in range(20):
-            with open(f"/mnt/dmrt/f{i}", "wb") as f:
+            with open(f"{MNT}/f{i}", "wb") as f:
                 f.write(os.urandom(4096 * (i + 1)))
         run(["sync"])
     finally:
-        run(["umount", "/mnt/dmrt"])
+        run(["umount", MNT])
     fsck = run(["e2fsck", "-fn", dev], check=False)
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
     dm_remove("fs")

@@ -2,7 +2,7 @@
 # Runs inside the virtme-ng guest (see tests/vm/run-vm.sh): load the freshly
 # built module and run the integration suite once for the whole boot.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 
 modprobe -a dm-mod libcrc32c || exit 1
 insmod dm-remap/dm-remap.ko || { echo "guest: insmod dm-remap.ko failed"; exit 1; }
