@@ -61,10 +61,23 @@ enum dmr_geo_status {
 	DMR_GEO_BAD_SEGMENT_SIZE,
 	DMR_GEO_BAD_OVERPROVISION,
 	DMR_GEO_TOO_SMALL,
+	DMR_GEO_TOO_LARGE,
 	DMR_GEO_NR_STATUS,
 };
 
+/**
+ * struct dmr_ckpt_layout - where the parts of a checkpoint slot are
+ *
+ * Offsets are in blocks from the start of the slot (the header is block 0).
+ */
+struct dmr_ckpt_layout {
+	u64 crc_offset, crc_blocks;
+	u64 map_offset, map_blocks;
+	u64 segtab_offset, segtab_blocks;
+};
+
 u32 dmr_csum_block(const void *block, u32 salt);
+void dmr_ckpt_layout(const struct dmr_geometry *geo, struct dmr_ckpt_layout *layout);
 
 enum dmr_geo_status __must_check
 dmr_geometry_compute(u64 device_blocks, u32 segment_blocks, u32 overprovision,

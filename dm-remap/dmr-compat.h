@@ -21,19 +21,33 @@
  * Block device open modes: fmode_t FMODE_* until 6.5, then blk_mode_t
  * BLK_OPEN_*, which are macros, so their presence is the probe.
  * dmr_table_writable() says whether the table was loaded read-write;
- * DMR_MODE_READ is the mode for a read-only open.
+ * DMR_OPEN_READ is the mode for a read-only open.
  */
 #ifdef BLK_OPEN_WRITE
-#define DMR_MODE_WRITE	BLK_OPEN_WRITE
-#define DMR_MODE_READ	BLK_OPEN_READ
+#define DMR_OPEN_WRITE	BLK_OPEN_WRITE
+#define DMR_OPEN_READ	BLK_OPEN_READ
 #else
-#define DMR_MODE_WRITE	FMODE_WRITE
-#define DMR_MODE_READ	FMODE_READ
+#define DMR_OPEN_WRITE	FMODE_WRITE
+#define DMR_OPEN_READ	FMODE_READ
 #endif
 
 static inline bool dmr_table_writable(struct dm_target *ti)
 {
-	return dm_table_get_mode(ti->table) & DMR_MODE_WRITE;
+	return dm_table_get_mode(ti->table) & DMR_OPEN_WRITE;
+}
+
+/*
+ * dm_io() gained an ioprio argument in 6.9; Debian's 6.1 kernels carry
+ * that change as a stable backport, so both supported trees take five
+ * arguments.  A vanilla 6.1 needs the four-argument call here.
+ */
+#include <linux/dm-io.h>
+#include <linux/ioprio.h>
+
+static inline int dmr_dm_io(struct dm_io_request *req, struct dm_io_region *region,
+			    unsigned long *error_bits)
+{
+	return dm_io(req, 1, region, error_bits, IOPRIO_DEFAULT);
 }
 
 #endif /* DMR_KERNEL_GLUE */

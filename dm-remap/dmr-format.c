@@ -38,8 +38,9 @@ static u64 dmr_div_round_up(u64 n, u64 d)
  *
  * The checkpoint slots are sized for the worst case (every device block
  * mapped), which keeps the computation non-circular and costs about 0.2%
- * of the device.  The data area starts on a segment boundary, so segments
- * stay stripe aligned whenever the segment size is a stripe multiple.
+ * of the device; dmr_ckpt_layout() gives the part a slot actually uses.
+ * The data area starts on a segment boundary, so segments stay stripe
+ * aligned whenever the segment size is a stripe multiple.
  *
  * Return: DMR_GEO_OK or the reason the geometry is impossible.
  */
@@ -47,7 +48,7 @@ enum dmr_geo_status dmr_geometry_compute(u64 device_blocks, u32 segment_blocks,
 					 u32 overprovision,
 					 struct dmr_geometry *geo)
 {
-	u64 map_blocks, segtab_blocks, meta_blocks, user_segs, user_blocks;
+	u64 map_blocks, crc_blocks, segtab_blocks, meta_blocks, user_segs, user_blocks;
 
 	if (segment_blocks < DMR_MIN_SEGMENT_BLOCKS ||
 	    segment_blocks > DMR_MAX_SEGMENT_BLOCKS)
@@ -63,10 +64,11 @@ enum dmr_geo_status dmr_geometry_compute(u64 device_blocks, u32 segment_blocks,
 
 	map_blocks = dmr_div_round_up(device_blocks * DMR_MAP_ENTRY_SIZE,
 				      DMR_BLOCK_SIZE);
+	crc_blocks = dmr_div_round_up(map_blocks * 4, DMR_BLOCK_SIZE);
 	segtab_blocks = dmr_div_round_up(div64_u64(device_blocks, segment_blocks) *
 					 DMR_SEGTAB_ENTRY_SIZE, DMR_BLOCK_SIZE);
 	geo->ckpt_offset = DMR_SB_COPIES;
-	geo->ckpt_slot_blocks = 1 + map_blocks + segtab_blocks;
+	geo->ckpt_slot_blocks = 1 + crc_blocks + map_blocks + segtab_blocks;
 	meta_blocks = geo->ckpt_offset + (u64)DMR_CKPT_SLOTS * geo->ckpt_slot_blocks;
 	geo->data_offset = dmr_div_round_up(meta_blocks, segment_blocks) *
 			   segment_blocks;
@@ -77,6 +79,9 @@ enum dmr_geo_status dmr_geometry_compute(u64 device_blocks, u32 segment_blocks,
 	if (geo->nr_segments < DMR_RESERVED_SEGMENTS + DMR_MIN_USER_SEGMENTS)
 		return DMR_GEO_TOO_SMALL;
 
+	/* map entries are 32-bit: pba + 1 and logical blocks must fit */
+	if ((u64)geo->nr_segments * segment_blocks >= 0xffffffffULL)
+		return DMR_GEO_TOO_LARGE;
 	user_segs = geo->nr_segments - DMR_RESERVED_SEGMENTS;
 	user_blocks = user_segs * segment_blocks;
 	geo->logical_blocks = div64_u64(user_blocks * (100 - overprovision), 100);
@@ -94,6 +99,8 @@ const char *dmr_geo_strerror(enum dmr_geo_status st)
 		return "overprovision out of range (3 to 60 percent)";
 	case DMR_GEO_TOO_SMALL:
 		return "device too small for this segment size";
+	case DMR_GEO_TOO_LARGE:
+		return "device too large (at most 16 TiB with 32-bit map entries)";
 	default:
 		return "unknown geometry error";
 	}
@@ -271,4 +278,26 @@ const char *dmr_sb_strerror(enum dmr_sb_status st)
 	default:
 		return "unknown superblock error";
 	}
+}
+
+/**
+ * dmr_ckpt_layout() - blocks a checkpoint slot uses, after its header
+ * @geo: device geometry
+ * @layout: filled
+ *
+ * The map covers @geo->logical_blocks; the slot was sized in
+ * dmr_geometry_compute() for the whole device, so this always fits.
+ */
+void dmr_ckpt_layout(const struct dmr_geometry *geo, struct dmr_ckpt_layout *layout)
+{
+	layout->map_blocks = dmr_div_round_up(geo->logical_blocks,
+					      DMR_MAP_ENTRIES_PER_BLOCK);
+	layout->crc_blocks = dmr_div_round_up(layout->map_blocks * 4,
+					      DMR_BLOCK_SIZE);
+	layout->segtab_blocks = dmr_div_round_up(geo->nr_segments *
+						 DMR_SEGTAB_ENTRY_SIZE,
+						 DMR_BLOCK_SIZE);
+	layout->crc_offset = 1;
+	layout->map_offset = layout->crc_offset + layout->crc_blocks;
+	layout->segtab_offset = layout->map_offset + layout->map_blocks;
 }

@@ -135,4 +135,143 @@ static_assert(sizeof(struct dmr_disk_superblock) == DMR_BLOCK_SIZE,
 /* Offset of the first byte covered by a metadata block checksum. */
 #define DMR_CSUM_START		(DMR_MAGIC_LEN + 4)
 
+/*
+ * Log units.
+ *
+ * Everything written to a segment is a log unit: one summary block
+ * followed by nr_blocks data blocks, back to back:
+ *
+ *   segment:  [S|d d d d d][S|d d][S|d d d d d d d d d d d d ...]
+ *              unit seq 7   seq 8  seq 9 ...
+ *
+ * A full segment with no flush in between is a single unit.  A flush or
+ * FUA seals the unit being filled (a "short" unit) and the next unit starts
+ * right after it in the same segment, so a flush costs one summary block.
+ * A segment is left when fewer than two blocks remain; the log then goes
+ * on at block 0 of @next_segment, which every unit of a segment records
+ * (it is chosen when the segment is opened).
+ *
+ * The summary lists the logical block of every data block, then the
+ * discarded extents (which apply before the unit's data blocks), and
+ * carries a CRC32C over the data, so replay tells a complete unit from a
+ * torn one.  Units carry consecutive sequence numbers; replay applies them
+ * in order and stops at the first one that is missing, torn or out of
+ * sequence.
+ */
+#define DMR_SUMMARY_MAGIC	"DMR-LOGU"
+#define DMR_SUMMARY_CSUM_SALT	0x10c0fa11U
+#define DMR_DATA_CSUM_SALT	0xda7ada7aU
+#define DMR_SUMMARY_HDR_SIZE	64U
+/* 32-bit words available for block entries and discard extents */
+#define DMR_SUMMARY_WORDS	((DMR_BLOCK_SIZE - DMR_SUMMARY_HDR_SIZE) / 4)
+#define DMR_NO_SEGMENT		0xffffffffU
+
+/**
+ * struct dmr_disk_summary - the first block of a log unit
+ * @magic: DMR_SUMMARY_MAGIC
+ * @csum: CRC32C of bytes [12, 4096), xored with DMR_SUMMARY_CSUM_SALT
+ * @data_csum: CRC32C of the unit's data blocks, xored with DMR_DATA_CSUM_SALT
+ * @seq: log sequence number, consecutive from 1
+ * @blocknr: device block this summary is stored at
+ * @uuid: the superblock's uuid (units of an earlier format never match)
+ * @nr_blocks: data blocks following the summary
+ * @nr_discards: discard extents after the block entries
+ * @next_segment: where the log continues when this segment is left
+ * @flags: zero
+ * @words: @nr_blocks logical block numbers, then @nr_discards pairs of
+ *	(first logical block, number of blocks)
+ */
+struct dmr_disk_summary {
+	__u8 magic[DMR_MAGIC_LEN];
+	__le32 csum;
+	__le32 data_csum;
+	__le64 seq;
+	__le64 blocknr;
+	__u8 uuid[16];
+	__le32 nr_blocks;
+	__le32 nr_discards;
+	__le32 next_segment;
+	__le32 flags;
+	__le32 words[DMR_SUMMARY_WORDS];
+} __packed;
+
+static_assert(sizeof(struct dmr_disk_summary) == DMR_BLOCK_SIZE,
+	      "summary must be exactly one block");
+
+/*
+ * Checkpoints.
+ *
+ * Two slots alternate.  A slot holds, in this order:
+ *
+ *   block 0               header (struct dmr_disk_ckpt)
+ *   1 .. crc_blocks       CRC32C of every map block (le32 each)
+ *   .. + map_blocks       the map: le32 per logical block, 0 = unmapped,
+ *                         else 1 + data-area block number
+ *   .. + segtab_blocks    struct dmr_disk_segment per segment
+ *
+ * The header is written last, after a flush, with FUA; it checksums the
+ * CRC table and the segment table, and the CRC table checksums each map
+ * block, so a slot whose write was interrupted never validates and
+ * recovery uses the other one.  Only map blocks changed since the slot
+ * was last written are rewritten.
+ */
+#define DMR_CKPT_MAGIC		"DMR-CKPT"
+#define DMR_MAP_ENTRIES_PER_BLOCK	(DMR_BLOCK_SIZE / DMR_MAP_ENTRY_SIZE)
+#define DMR_CKPT_CLEAN		0x1U	/* written at shutdown, nothing follows */
+
+/**
+ * struct dmr_disk_ckpt - checkpoint slot header
+ * @magic: DMR_CKPT_MAGIC
+ * @csum: CRC32C of bytes [12, 4096), xored with DMR_CKPT_CSUM_SALT
+ * @flags: DMR_CKPT_CLEAN
+ * @seq: checkpoint sequence number; the higher valid slot wins
+ * @log_seq: sequence number of the last log unit included
+ * @blocknr: device block this header is stored at
+ * @uuid: the superblock's uuid
+ * @log_segment: segment the log continues in
+ * @log_offset: block within @log_segment where the next unit goes
+ * @next_segment: segment after @log_segment
+ * @crc_csum: CRC32C of the CRC table blocks
+ * @segtab_csum: CRC32C of the segment table blocks
+ * @mapped_blocks: number of mapped logical blocks (a consistency check)
+ * @reserved: zero
+ */
+struct dmr_disk_ckpt {
+	__u8 magic[DMR_MAGIC_LEN];
+	__le32 csum;
+	__le32 flags;
+	__le64 seq;
+	__le64 log_seq;
+	__le64 blocknr;
+	__u8 uuid[16];
+	__le32 log_segment;
+	__le32 log_offset;
+	__le32 next_segment;
+	__le32 crc_csum;
+	__le32 segtab_csum;
+	__le32 pad;
+	__le64 mapped_blocks;
+	__u8 reserved[4008];
+} __packed;
+
+static_assert(sizeof(struct dmr_disk_ckpt) == DMR_BLOCK_SIZE,
+	      "checkpoint header must be exactly one block");
+
+#define DMR_SEG_USED	0x1U	/* written since format; never reused without GC */
+
+/**
+ * struct dmr_disk_segment - one segment table entry
+ * @seq: log sequence number of the first unit written to it (its age)
+ * @valid: valid data blocks (must match the map)
+ * @flags: DMR_SEG_USED
+ */
+struct dmr_disk_segment {
+	__le64 seq;
+	__le32 valid;
+	__le32 flags;
+} __packed;
+
+static_assert(sizeof(struct dmr_disk_segment) == DMR_SEGTAB_ENTRY_SIZE,
+	      "segment table entry size");
+
 #endif /* DMR_FORMAT_H */

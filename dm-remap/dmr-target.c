@@ -7,14 +7,12 @@
  *
  *   <start> <len> remap <dev> [<#opt args> <opt args>...]
  *
- * The device must have been formatted by `remapctl format`.  In this
- * version I/O is passed 1:1 to the data area of the device; the
- * log-structured write path replaces dmr_map() in a later version without
- * changing the table line or the on-disk superblock.
+ * The device must have been formatted by `remapctl format`.  Writes,
+ * discards and flushes go to the log writer (dmr-io.c); reads of data on
+ * the device are remapped here directly.
  *
- * Locking: none on the I/O path.  Everything dmr_map() reads is set by the
- * constructor before device-mapper lets I/O in, and never changes; the
- * statistics are atomics.
+ * Locking: see dmr.h.  The constructor, destructor and suspend hooks run
+ * with no I/O in flight; the statistics are atomics.
  */
 #include <linux/module.h>
 #include <linux/bio.h>
@@ -25,10 +23,11 @@
 
 static void dmr_clear_stats(struct dmr_stats *s)
 {
-	atomic64_set(&s->reads, 0);
-	atomic64_set(&s->writes, 0);
-	atomic64_set(&s->discards, 0);
+	atomic64_set(&s->user_blocks, 0);
+	atomic64_set(&s->device_blocks, 0);
 	atomic64_set(&s->flushes, 0);
+	atomic64_set(&s->short_units, 0);
+	atomic64_set(&s->discards, 0);
 }
 
 static int dmr_check_device(struct dmr_target *rc, struct dm_target *ti)
@@ -88,7 +87,7 @@ static int dmr_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	if (r)
 		goto bad;
 
-	r = dm_get_device(ti, argv[0], rc->opts.read_only ? DMR_MODE_READ :
+	r = dm_get_device(ti, argv[0], rc->opts.read_only ? DMR_OPEN_READ :
 			  dm_table_get_mode(ti->table), &rc->dev);
 	if (r) {
 		ti->error = "Device lookup failed";
@@ -106,12 +105,24 @@ static int dmr_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	rc->data_start = rc->sb.geo.data_offset * DMR_SECTORS_PER_BLOCK;
 	dmr_clear_stats(&rc->stats);
 
+	r = dmr_io_init(rc, &err);
+	if (r)
+		goto bad_io;
+	r = dmr_load(rc, &err);
+	if (r)
+		goto bad_io;
+
 	ti->num_flush_bios = 1;
+	ti->flush_supported = true;
 	ti->num_discard_bios = rc->opts.ignore_discard ? 0 : 1;
+	ti->discards_supported = !rc->opts.ignore_discard;
 	ti->num_write_zeroes_bios = 1;
 	ti->private = rc;
+	dmr_worker_start(rc);
 	return 0;
 
+bad_io:
+	dmr_io_exit(rc);
 bad_dev:
 	dm_put_device(ti, rc->dev);
 bad:
@@ -126,8 +137,27 @@ static void dmr_dtr(struct dm_target *ti)
 {
 	struct dmr_target *rc = ti->private;
 
+	dmr_worker_stop(rc);
+	if (READ_ONCE(rc->mode) == DMR_MODE_WRITE && dmr_checkpoint_now(rc, true))
+		DMERR("%s: final checkpoint failed; the next load replays the log",
+		      rc->dev->name);
+	dmr_io_exit(rc);
 	dm_put_device(ti, rc->dev);
 	kfree(rc);
+}
+
+static void dmr_postsuspend(struct dm_target *ti)
+{
+	struct dmr_target *rc = ti->private;
+
+	dmr_worker_stop(rc);
+	if (READ_ONCE(rc->mode) == DMR_MODE_WRITE)
+		dmr_checkpoint_now(rc, false);
+}
+
+static void dmr_resume(struct dm_target *ti)
+{
+	dmr_worker_start(ti->private);
 }
 
 static int dmr_map(struct dm_target *ti, struct bio *bio)
@@ -136,38 +166,46 @@ static int dmr_map(struct dm_target *ti, struct bio *bio)
 
 	switch (bio_op(bio)) {
 	case REQ_OP_READ:
-		atomic64_inc(&rc->stats.reads);
-		break;
+		if (!bio_sectors(bio)) {
+			bio_endio(bio);
+			return DM_MAPIO_SUBMITTED;
+		}
+		return dmr_map_read(rc, bio);
 	case REQ_OP_WRITE:
-		if (bio->bi_opf & REQ_PREFLUSH)
-			atomic64_inc(&rc->stats.flushes);
-		if (!bio_sectors(bio))
-			break;	/* empty flush */
-		fallthrough;
 	case REQ_OP_DISCARD:
 	case REQ_OP_WRITE_ZEROES:
-		if (rc->opts.read_only)
+		if (READ_ONCE(rc->mode) != DMR_MODE_WRITE) {
+			if (bio_op(bio) == REQ_OP_WRITE && !bio_sectors(bio)) {
+				bio_endio(bio);	/* nothing to flush */
+				return DM_MAPIO_SUBMITTED;
+			}
 			return DM_MAPIO_KILL;
-		if (bio_op(bio) == REQ_OP_WRITE)
-			atomic64_inc(&rc->stats.writes);
-		else
-			atomic64_inc(&rc->stats.discards);
-		break;
+		}
+		dmr_queue_bio(rc, bio);
+		return DM_MAPIO_SUBMITTED;
 	default:
 		return DM_MAPIO_KILL;
 	}
+}
 
-	bio_set_dev(bio, rc->dev->bdev);
-	if (bio_sectors(bio))
-		bio->bi_iter.bi_sector = rc->data_start +
-			dm_target_offset(ti, bio->bi_iter.bi_sector);
-	return DM_MAPIO_REMAPPED;
+static const char *dmr_mode_name(int mode)
+{
+	switch (mode) {
+	case DMR_MODE_WRITE:
+		return "write";
+	case DMR_MODE_READ_ONLY:
+		return "read-only";
+	default:
+		return "failed";
+	}
 }
 
 /*
  * Status (see Documentation/dm-remap.rst, "Status"):
  *   <mode> <format version> <logical blocks> <segment sectors>
- *   <segments> <reads> <writes> <discards> <flushes> <superblock copies ok>
+ *   <segments> <free segments> <user blocks written> <device blocks written>
+ *   <flushes> <short units> <checkpoint seq> <replayed units>
+ *   <map memory bytes> <superblock copies ok> <discards> <first error>
  */
 static void dmr_status(struct dm_target *ti, status_type_t type,
 		       unsigned int status_flags, char *result,
@@ -175,22 +213,32 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 {
 	struct dmr_target *rc = ti->private;
 	unsigned int sz = 0;
+	u32 free_segs;
 	char opts[128];
 
 	switch (type) {
 	case STATUSTYPE_INFO:
-		DMEMIT("%s %u %llu %llu %llu %lld %lld %lld %lld %u",
-		       rc->opts.read_only ? "read-only" : "pass-through",
+		spin_lock(&rc->map_lock);
+		free_segs = dmr_seg_free_count(&rc->map);
+		spin_unlock(&rc->map_lock);
+		DMEMIT("%s %u %llu %llu %llu %u %lld %lld %lld %lld %llu %llu %llu %u %lld %d",
+		       dmr_mode_name(READ_ONCE(rc->mode)),
 		       rc->sb.version,
 		       (unsigned long long)rc->sb.geo.logical_blocks,
 		       (unsigned long long)rc->sb.geo.segment_blocks *
 				DMR_SECTORS_PER_BLOCK,
 		       (unsigned long long)rc->sb.geo.nr_segments,
-		       (long long)atomic64_read(&rc->stats.reads),
-		       (long long)atomic64_read(&rc->stats.writes),
-		       (long long)atomic64_read(&rc->stats.discards),
+		       free_segs,
+		       (long long)atomic64_read(&rc->stats.user_blocks),
+		       (long long)atomic64_read(&rc->stats.device_blocks),
 		       (long long)atomic64_read(&rc->stats.flushes),
-		       rc->sb_copies_valid);
+		       (long long)atomic64_read(&rc->stats.short_units),
+		       (unsigned long long)READ_ONCE(rc->ckpt_seq),
+		       (unsigned long long)rc->replayed,
+		       (unsigned long long)dmr_map_memory(rc),
+		       rc->sb_copies_valid,
+		       (long long)atomic64_read(&rc->stats.discards),
+		       READ_ONCE(rc->first_error));
 		break;
 	case STATUSTYPE_TABLE:
 		DMEMIT("%s", rc->dev->name);
@@ -211,6 +259,11 @@ static int dmr_message(struct dm_target *ti, unsigned int argc, char **argv,
 		dmr_clear_stats(&rc->stats);
 		return 0;
 	}
+	if (argc == 1 && !strcasecmp(argv[0], "checkpoint")) {
+		if (READ_ONCE(rc->mode) != DMR_MODE_WRITE)
+			return -EROFS;
+		return dmr_checkpoint_now(rc, false);
+	}
 	DMWARN("unrecognised message received (%u args, first '%s')",
 	       argc, argc ? argv[0] : "");
 	return -EINVAL;
@@ -226,24 +279,36 @@ static int dmr_iterate_devices(struct dm_target *ti,
 
 static void dmr_io_hints(struct dm_target *ti, struct queue_limits *limits)
 {
+	struct dmr_target *rc = ti->private;
+
 	limits->logical_block_size = max_t(unsigned int,
 					   limits->logical_block_size,
 					   DMR_BLOCK_SIZE);
 	limits->physical_block_size = max_t(unsigned int,
 					    limits->physical_block_size,
 					    DMR_BLOCK_SIZE);
-	limits->io_min = max_t(unsigned int, limits->io_min, DMR_BLOCK_SIZE);
+	limits->io_min = DMR_BLOCK_SIZE;
+	limits->io_opt = rc->sb.geo.segment_blocks * DMR_BLOCK_SIZE;
+	if (!rc->opts.ignore_discard) {
+		/* discards are handled here (unmapped), not passed down */
+		limits->discard_granularity = DMR_BLOCK_SIZE;
+		limits->max_hw_discard_sectors = UINT_MAX >> 3 << 3;
+		limits->max_discard_sectors = UINT_MAX >> 3 << 3;
+	}
+	limits->max_write_zeroes_sectors = UINT_MAX >> 3 << 3;
 }
 
 static struct target_type dmr_target_type = {
 	.name = "remap",
-	.version = {0, 1, 0},
+	.version = {0, 2, 0},
 	.module = THIS_MODULE,
 	.ctr = dmr_ctr,
 	.dtr = dmr_dtr,
 	.map = dmr_map,
 	.status = dmr_status,
 	.message = dmr_message,
+	.postsuspend = dmr_postsuspend,
+	.resume = dmr_resume,
 	.iterate_devices = dmr_iterate_devices,
 	.io_hints = dmr_io_hints,
 };

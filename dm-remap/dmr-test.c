@@ -216,7 +216,8 @@ static const struct dmr_geo_case dmr_geo_cases[] = {
 	{ 16384, 256, 10, DMR_GEO_OK },			/* 64 MiB, 1 MiB segments */
 	{ 16384, 384, 10, DMR_GEO_OK },			/* 1.5 MiB RAID-5 stripe */
 	{ 262144, 288, 7, DMR_GEO_OK },			/* 1 GiB */
-	{ 1ULL << 32, 2048, 10, DMR_GEO_OK },		/* 16 TiB, 8 MiB segments */
+	{ 1ULL << 31, 2048, 10, DMR_GEO_OK },		/* 8 TiB, 8 MiB segments */
+	{ 1ULL << 33, 2048, 10, DMR_GEO_TOO_LARGE },	/* 32 TiB */
 	{ 65536, 64, 3, DMR_GEO_OK },			/* smallest segment */
 	{ 1536, 256, 10, DMR_GEO_TOO_SMALL },		/* 6 MiB: too few segments */
 	{ 2048, 256, 10, DMR_GEO_OK },			/* 8 MiB: just enough */

@@ -2,29 +2,48 @@
 /*
  * dm-remap: internal interfaces of the kernel module.
  *
- * Concurrency model: a struct dmr_target is built by the constructor and
- * torn down by the destructor, which device-mapper never runs concurrently
- * with I/O.  In pass-through mode the I/O path touches only immutable
- * geometry and atomic counters, so it takes no lock.
+ * Concurrency model.  All writes, discards, flushes, checkpoints and reads
+ * that must be served from memory are handled by one worker on an ordered
+ * workqueue (dmr-io.c), so the log writer state (open unit, segment
+ * buffer, log position) has a single owner and needs no lock.  The map and
+ * segment table are read from the bio submission path too (dmr_map() sends
+ * reads of data already on the device straight down), so every change to
+ * them, and to @open_segment, is made under @map_lock.  Blocks are never
+ * moved once on the device (there is no garbage collection yet), so a read
+ * sent down with a location looked up under @map_lock always finds the
+ * data it looked up, old or new.
  */
 #ifndef DMR_H
 #define DMR_H
 
 #define DMR_KERNEL_GLUE
 #include <linux/device-mapper.h>
+#include <linux/dm-io.h>
 #include <linux/atomic.h>
+#include <linux/bio.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
 
 #include "dmr-codec.h"
 #include "dmr-table.h"
+#include "dmr-map.h"
+#include "dmr-log.h"
 
 #define DM_MSG_PREFIX "remap"
 
-/* I/O statistics shown in status; reset by the clear_stats message. */
+enum dmr_mode {
+	DMR_MODE_WRITE,		/* normal */
+	DMR_MODE_READ_ONLY,	/* table said read_only */
+	DMR_MODE_FAILED,	/* a metadata or log write failed: reads only */
+};
+
+/* Counters shown in status; reset by the clear_stats message. */
 struct dmr_stats {
-	atomic64_t reads;
-	atomic64_t writes;
-	atomic64_t discards;
-	atomic64_t flushes;
+	atomic64_t user_blocks;		/* 4 KiB blocks written by the user */
+	atomic64_t device_blocks;	/* blocks written to the log */
+	atomic64_t flushes;		/* flush / FUA requests */
+	atomic64_t short_units;		/* units sealed before their segment was full */
+	atomic64_t discards;		/* discard / write-zeroes bios */
 };
 
 /**
@@ -36,6 +55,32 @@ struct dmr_stats {
  * @sb_copy: which superblock copy @sb came from
  * @sb_copies_valid: how many copies validated at load
  * @data_start: first sector of the data area on @dev
+ * @io_client: dm-io client for log and metadata I/O
+ * @bs: bio set for clones of reads sent down
+ * @map_lock: protects @map (entries, segment table, dirty bits) and
+ *	@open_segment; taken in the submission path, so never held across I/O
+ * @map: the map and segment table
+ * @open_segment: segment whose blocks are served from @segbuf
+ * @bio_lock: protects @bios
+ * @bios: bios waiting for the worker
+ * @wq: ordered workqueue: @work and @ckpt_work never run concurrently
+ * @work: the worker
+ * @ckpt_work: periodic checkpoint
+ * @mode: enum dmr_mode; written by the worker, read anywhere
+ * @first_error: first metadata or log write error (negative errno), kept
+ * @segbuf: the open segment in memory (worker)
+ * @unit: the unit being filled (worker)
+ * @unit_open: @unit has a summary slot at @pos.offset (worker)
+ * @wp: next free block in the open segment (worker)
+ * @seg_fresh: no unit written to the open segment yet (worker)
+ * @pos: log position: open segment, offset of the open unit's summary,
+ *	the segment after it, last sequence number written (worker)
+ * @alloc_cursor: segment allocator cursor (worker)
+ * @ckpt_seq: sequence number of the last checkpoint written or loaded
+ * @ckpt_slot: slot the next checkpoint goes to (worker)
+ * @map_crc: CRC32C of each map block as last written to a slot (worker)
+ * @bounce: scratch for checkpoint I/O, DMR_BOUNCE_BLOCKS blocks (worker)
+ * @replayed: log units applied at load
  * @stats: counters
  */
 struct dmr_target {
@@ -46,13 +91,54 @@ struct dmr_target {
 	unsigned int sb_copy;
 	unsigned int sb_copies_valid;
 	sector_t data_start;
+	struct dm_io_client *io_client;
+	struct bio_set bs;
+
+	spinlock_t map_lock;		/* map, segment table, open_segment */
+	struct dmr_map map;
+	u32 open_segment;
+
+	spinlock_t bio_lock;		/* bios */
+	struct bio_list bios;
+	struct workqueue_struct *wq;
+	struct work_struct work;
+	struct delayed_work ckpt_work;
+
+	int mode;
+	int first_error;
+
+	void *segbuf;
+	struct dmr_unit *unit;
+	bool unit_open;
+	u32 wp;
+	bool seg_fresh;
+	struct dmr_log_pos pos;
+	u32 alloc_cursor;
+	u64 ckpt_seq;
+	unsigned int ckpt_slot;
+	u32 *map_crc;
+	void *bounce;
+	u64 replayed;
 	struct dmr_stats stats;
 };
+
+#define DMR_BOUNCE_BLOCKS	64U
 
 /* Functions defined in dmr-metadata.c */
 int __must_check dmr_read_superblock(struct block_device *bdev,
 				     struct dmr_sb *sb, unsigned int *copy,
 				     unsigned int *nr_valid,
 				     const char **error);
+
+/* Functions defined in dmr-io.c */
+int __must_check dmr_io_init(struct dmr_target *rc, const char **error);
+void dmr_io_exit(struct dmr_target *rc);
+int __must_check dmr_load(struct dmr_target *rc, const char **error);
+int dmr_map_read(struct dmr_target *rc, struct bio *bio);
+void dmr_queue_bio(struct dmr_target *rc, struct bio *bio);
+int dmr_checkpoint_now(struct dmr_target *rc, bool clean);
+void dmr_worker_stop(struct dmr_target *rc);
+void dmr_worker_start(struct dmr_target *rc);
+u64 dmr_map_memory(const struct dmr_target *rc);
 
 #endif /* DMR_H */

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "dmr-codec.h"
+#include "dmr-log.h"
 #include "dmr-table.h"
 
 static const char *prog = "remapctl";
@@ -158,6 +159,80 @@ static void write_block(struct device *d, uint64_t blocknr, const void *buf)
 	if (r != DMR_BLOCK_SIZE)
 		die("%s: write of block %" PRIu64 " failed: %s", d->path, blocknr,
 		    r < 0 ? strerror(errno) : "short write");
+}
+
+/* Write @nr blocks from @buf (or zeroes if NULL) at @blocknr, in big chunks. */
+static void write_blocks(struct device *d, uint64_t blocknr, uint64_t nr,
+			 const void *buf)
+{
+	static void *zeroes;
+	const uint64_t chunk = 256;
+
+	if (!buf) {
+		if (!zeroes && posix_memalign(&zeroes, DMR_BLOCK_SIZE, chunk * DMR_BLOCK_SIZE))
+			die("out of memory");
+		memset(zeroes, 0, chunk * DMR_BLOCK_SIZE);
+	}
+	while (nr) {
+		uint64_t n = nr < chunk ? nr : chunk;
+		ssize_t r = pwrite(d->fd, buf ? buf : zeroes, n * DMR_BLOCK_SIZE,
+				   blocknr * DMR_BLOCK_SIZE);
+
+		if (r != (ssize_t)(n * DMR_BLOCK_SIZE))
+			die("%s: write at block %" PRIu64 " failed: %s", d->path, blocknr,
+			    r < 0 ? strerror(errno) : "short write");
+		if (buf)
+			buf = (const char *)buf + n * DMR_BLOCK_SIZE;
+		blocknr += n;
+		nr -= n;
+	}
+}
+
+/*
+ * Write checkpoint slot 0 as the empty, clean state the module starts
+ * from: all-zero map and segment table, a CRC table of zero map blocks, and
+ * a header that points the log at block 0 of segment 0.
+ */
+static void write_initial_checkpoint(struct device *d, const struct dmr_sb *sb)
+{
+	const struct dmr_geometry *geo = &sb->geo;
+	struct dmr_ckpt_layout l;
+	struct dmr_ckpt c = { 0 };
+	uint32_t zero_crc, *crcs, sum, b;
+	uint64_t i, base = geo->ckpt_offset;
+	void *block;
+
+	dmr_ckpt_layout(geo, &l);
+	if (posix_memalign(&block, DMR_BLOCK_SIZE, DMR_BLOCK_SIZE) ||
+	    posix_memalign((void **)&crcs, DMR_BLOCK_SIZE, l.crc_blocks * DMR_BLOCK_SIZE))
+		die("out of memory");
+	memset(block, 0, DMR_BLOCK_SIZE);
+	zero_crc = crc32c(~0U, block, DMR_BLOCK_SIZE);
+	memset(crcs, 0, l.crc_blocks * DMR_BLOCK_SIZE);
+	for (i = 0; i < l.map_blocks; i++)
+		crcs[i] = htole32(zero_crc);
+	c.crc_csum = crc32c(~0U, crcs, l.crc_blocks * DMR_BLOCK_SIZE);
+	sum = ~0U;
+	for (b = 0; b < l.segtab_blocks; b++)
+		sum = crc32c(sum, block, DMR_BLOCK_SIZE);
+	c.segtab_csum = sum;
+
+	write_blocks(d, base + l.crc_offset, l.crc_blocks, crcs);
+	write_blocks(d, base + l.map_offset, l.map_blocks, NULL);
+	write_blocks(d, base + l.segtab_offset, l.segtab_blocks, NULL);
+	/* the log starts at segment 0: no stale unit may be found there */
+	write_blocks(d, geo->data_offset, 1, NULL);
+
+	c.flags = DMR_CKPT_CLEAN;
+	c.seq = 1;
+	c.blocknr = base;
+	c.log_segment = 0;
+	c.log_offset = 0;
+	c.next_segment = DMR_NO_SEGMENT;
+	dmr_ckpt_encode(&c, sb->uuid, block);
+	write_block(d, base, block);
+	free(crcs);
+	free(block);
 }
 
 static void sync_device(struct device *d)
@@ -318,14 +393,16 @@ static int cmd_format(int argc, char **argv)
 
 	/*
 	 * Ordering: first destroy both old superblocks, then clear the
-	 * checkpoint slot headers, flush, and only then write the new
-	 * superblocks and flush again.  An interrupted format leaves no valid
-	 * superblock pointing at stale metadata.
+	 * checkpoint slot headers and write the initial checkpoint, flush,
+	 * and only then write the new superblocks and flush again.  An
+	 * interrupted format leaves no valid superblock pointing at stale
+	 * metadata.
 	 */
 	for (i = 0; i < DMR_SB_COPIES; i++)
 		write_block(&d, i, zero);
 	for (i = 0; i < DMR_CKPT_SLOTS; i++)
 		write_block(&d, sb.geo.ckpt_offset + (u64)i * sb.geo.ckpt_slot_blocks, zero);
+	write_initial_checkpoint(&d, &sb);
 	sync_device(&d);
 	for (i = DMR_SB_COPIES - 1; i >= 0; i--) {
 		sb.blocknr = i;

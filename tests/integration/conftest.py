@@ -85,7 +85,7 @@ def cleanup_dm():
     # remove stacked devices before the devices they sit on
     for _ in range(3):
         for n in list(names):
-            if run(["dmsetup", "remove", n], check=False).returncode == 0:
+            if run(["dmsetup", "remove", "--retry", n], check=False).returncode == 0:
                 names.remove(n)
 
 
@@ -146,7 +146,8 @@ def dm_create(name, table, check=True):
 
 
 def dm_remove(name):
-    run(["dmsetup", "remove", DM_PREFIX + name])
+    settle()        # udev may still be probing a device it just saw change
+    run(["dmsetup", "remove", "--retry", DM_PREFIX + name])
 
 
 def dm_path(name):
@@ -155,6 +156,22 @@ def dm_path(name):
 
 def dm_status(name):
     return run(["dmsetup", "status", DM_PREFIX + name]).stdout.split()
+
+
+STATUS_FIELDS = ["mode", "version", "logical_blocks", "segment_sectors",
+                 "segments", "free_segments", "user_blocks", "device_blocks",
+                 "flushes", "short_units", "checkpoint_seq", "replayed_units",
+                 "map_memory", "sb_copies_ok", "discards", "first_error"]
+
+
+def status_fields(name):
+    """dmsetup status of a remap device as a dict (documented field order)."""
+    st = dm_status(name)
+    assert st[2] == "remap" and len(st) == 3 + len(STATUS_FIELDS), st
+    out = {}
+    for k, v in zip(STATUS_FIELDS, st[3:]):
+        out[k] = v if k == "mode" else int(v)
+    return out
 
 
 def dm_table(name):

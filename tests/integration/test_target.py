@@ -4,9 +4,10 @@ import os
 
 import pytest
 
-from conftest import (BLOCK, DM_PREFIX, MNT, Kmsg, dm_create, dm_path, dm_remove,
-                      dm_status, dm_table, dump, read_block, remapctl,
-                      resum_sb, run, sectors, write_block)
+from conftest import (BLOCK, DM_PREFIX, STATUS_FIELDS, MNT, Kmsg, dm_create,
+                      dm_path, dm_remove, dm_status, dm_table, dump, read_block,
+                      remapctl, resum_sb, run, sectors, status_fields,
+                      write_block)
 
 
 def formatted(dev, *args):
@@ -44,22 +45,29 @@ def test_format_create_mkfs_fsck_remove(ram):
     assert dump(ram)["superblock_copy1"] == "ok"
 
 
-def test_passthrough_lands_in_data_area(ram):
+def test_writes_are_appended_to_the_log(ram):
+    """A small write lands at the head of segment 0, behind a summary."""
     info = formatted(ram)
     n = int(info["logical_sectors"])
     data_off = int(info["data_offset"]) * BLOCK
-    dm_create("pt", f"0 {n} remap {ram}")
-    pattern = os.urandom(BLOCK) * 4
-    fd = os.open(dm_path("pt"), os.O_WRONLY)
+    dm_create("lg", f"0 {n} remap {ram}")
+    pattern = os.urandom(BLOCK * 4)
+    fd = os.open(dm_path("lg"), os.O_WRONLY)
     try:
-        os.pwrite(fd, pattern, 3 * BLOCK)
-        os.fsync(fd)
+        os.pwrite(fd, pattern, 1000 * BLOCK)     # logical blocks 1000..1003
+        os.fsync(fd)                              # flush: seals the unit
     finally:
         os.close(fd)
-    dm_remove("pt")
+    st = status_fields("lg")
+    assert st["device_blocks"] == 5 and st["short_units"] == 1
     with open(ram, "rb") as f:
-        f.seek(data_off + 3 * BLOCK)
-        assert f.read(len(pattern)) == pattern
+        f.seek(data_off)
+        unit = f.read(5 * BLOCK)
+    assert unit[:8] == b"DMR-LOGU"
+    assert unit[BLOCK:] == pattern
+    # the summary lists the logical blocks in order
+    words = [int.from_bytes(unit[64 + 4 * i:68 + 4 * i], "little") for i in range(4)]
+    assert words == [1000, 1001, 1002, 1003]
 
 
 def test_status_fields_and_messages(ram):
@@ -67,27 +75,29 @@ def test_status_fields_and_messages(ram):
     n = int(info["logical_sectors"])
     dm_create("st", f"0 {n} remap {ram}")
     st = dm_status("st")
-    # <start> <len> remap <mode> <version> <logical blocks> <segment sectors>
-    #   <segments> <reads> <writes> <discards> <flushes> <sb copies ok>
-    assert st[2] == "remap"
-    f = st[3:]
-    assert len(f) == 10, st
-    assert f[0] == "pass-through"
-    assert f[1] == "1"
-    assert int(f[2]) == int(info["logical_blocks"])
-    assert int(f[3]) == int(info["segment_blocks"]) * 8
-    assert int(f[4]) == int(info["nr_segments"])
-    assert f[9] == "2"
-    run(["dd", "if=/dev/zero", f"of={dm_path('st')}", "bs=4k", "count=16",
-         "oflag=direct", "status=none"])
-    run(["dd", f"if={dm_path('st')}", "of=/dev/null", "bs=4k", "count=8",
-         "iflag=direct", "status=none"])
+    assert st[2] == "remap" and len(st) == 3 + len(STATUS_FIELDS), st
+    f = status_fields("st")
+    assert f["mode"] == "write" and f["version"] == 1
+    assert f["logical_blocks"] == int(info["logical_blocks"])
+    assert f["segment_sectors"] == int(info["segment_blocks"]) * 8
+    assert f["segments"] == int(info["nr_segments"])
+    assert f["free_segments"] == f["segments"] - 1      # segment 0 is open
+    assert f["checkpoint_seq"] == 1 and f["replayed_units"] == 0
+    # at most 4 bytes of map per logical block, plus small tables
+    assert 4 * f["logical_blocks"] <= f["map_memory"] <= 5 * f["logical_blocks"] + 4096
+    assert f["sb_copies_ok"] == 2 and f["first_error"] == 0
+    run(["dd", "if=/dev/urandom", f"of={dm_path('st')}", "bs=64k", "count=4",
+         "oflag=direct,sync", "status=none"])
     run(["blkdiscard", "-o", "0", "-l", "1048576", dm_path("st")])
-    f = dm_status("st")[3:]
-    assert int(f[5]) >= 8 and int(f[6]) >= 16 and int(f[7]) >= 1
+    f = status_fields("st")
+    assert f["user_blocks"] == 64 and f["flushes"] >= 4 and f["discards"] >= 1
+    assert f["device_blocks"] >= 64
+    run(["dmsetup", "message", DM_PREFIX + "st", "0", "checkpoint"])
+    assert status_fields("st")["checkpoint_seq"] == 2
     run(["dmsetup", "message", DM_PREFIX + "st", "0", "clear_stats"])
-    f = dm_status("st")[3:]
-    assert f[5:9] == ["0", "0", "0", "0"]
+    f = status_fields("st")
+    assert (f["user_blocks"], f["device_blocks"], f["flushes"], f["short_units"],
+            f["discards"]) == (0, 0, 0, 0, 0)
     bad = run(["dmsetup", "message", DM_PREFIX + "st", "0", "frobnicate"],
               check=False)
     assert bad.returncode != 0
@@ -114,7 +124,7 @@ def test_read_only_refuses_writes(ram):
     info = formatted(ram)
     n = int(info["logical_sectors"])
     dm_create("ro", f"0 {n} remap {ram} 1 read_only")
-    assert dm_status("ro")[3] == "read-only"
+    assert status_fields("ro")["mode"] == "read-only"
     w = run(["dd", "if=/dev/zero", f"of={dm_path('ro')}", "bs=4k", "count=1",
              "oflag=direct", "status=none"], check=False)
     assert w.returncode != 0
@@ -140,7 +150,7 @@ def test_one_damaged_superblock_copy_falls_back(ram):
     write_block(ram, 0, blk)
     log = Kmsg()
     dm_create("fb", f"0 {n} remap {ram}")
-    assert dm_status("fb")[-1] == "1"
+    assert status_fields("fb")["sb_copies_ok"] == 1
     assert "superblock copy 0 invalid (superblock checksum mismatch), using copy 1" \
         in log.text()
 

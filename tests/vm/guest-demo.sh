@@ -11,17 +11,17 @@ modprobe brd rd_nr=1 rd_size=$((512 * 1024))
 
 say() { printf '\n### %s\n' "$*"; }
 
-say "remapctl format /dev/ram0"
-tools/remapctl format /dev/ram0
-say "remapctl create demo /dev/ram0"
-tools/remapctl create demo /dev/ram0
-dmsetup table demo
-dmsetup status demo
-say "mkfs.ext4 /dev/mapper/demo"
-mkfs.ext4 -q -F /dev/mapper/demo
+# Print each command the way a transcript shows it, then run it.
+run() { printf '# %s\n' "$*"; "$@"; }
+
+run tools/remapctl format /dev/ram0
+run tools/remapctl create demo /dev/ram0
+run dmsetup table demo
+run dmsetup status demo
+run mkfs.ext4 -q -F /dev/mapper/demo
 mkdir -p /tmp/demo-mnt
-mount /dev/mapper/demo /tmp/demo-mnt
-df -h /tmp/demo-mnt
+run mount /dev/mapper/demo /tmp/demo-mnt
+run df -h /tmp/demo-mnt
 
 fio_job() {	# fio_job NAME RW FILE-OR-DEV [SIZE]
 	fio --name="$1" --rw="$2" --bs=4k --direct=1 --ioengine=psync \
@@ -35,10 +35,11 @@ say "fio, ${RUNTIME}s per job, 4 KiB direct I/O, 1 thread"
 fio_job "ext4-on-remap randwrite" randwrite /tmp/demo-mnt/fio.dat
 fio_job "ext4-on-remap randread" randread /tmp/demo-mnt/fio.dat
 rm -f /tmp/demo-mnt/fio.dat
-umount /tmp/demo-mnt
-e2fsck -fn /dev/mapper/demo
-dmsetup status demo
-tools/remapctl remove demo
+run umount /tmp/demo-mnt
+run e2fsck -fn /dev/mapper/demo
+run dmsetup status demo
+run dmsetup message demo 0 checkpoint
+run tools/remapctl remove demo
 say "for scale: the bare ramdisk"
 fio_job "bare ram0 randwrite" randwrite /dev/ram0
 fio_job "bare ram0 randread" randread /dev/ram0

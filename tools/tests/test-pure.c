@@ -11,6 +11,7 @@ struct kunit_suite *kunit_shim_suites[16];
 int kunit_shim_nr_suites;
 
 #include "../../dm-remap/dmr-test.c"
+#include "../../dm-remap/dmr-log-test.c"
 
 static int run_one(struct kunit_case *c, const void *param, const char *desc,
 		   int *passed, int *failed, int *skipped)

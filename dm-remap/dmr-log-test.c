@@ -1,0 +1,623 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KUnit tests for dm-remap's map, segment accounting, log-unit and
+ * checkpoint codecs, and roll-forward replay against an in-memory fake
+ * device.  Also compiled into the host runner tools/tests/test-pure.
+ */
+#include <kunit/test.h>
+
+#include "dmr-log.h"
+
+/*
+ * Replay runs on a 2 MiB fake device (7 segments of 64 blocks, 288
+ * logical blocks); the map tests use a 64 MiB geometry without storage.
+ */
+#define T_DEV_BLOCKS	512
+#define T_MAP_BLOCKS	16384
+#define T_SEG_BLOCKS	64
+
+/**
+ * struct dmr_fake - in-memory device plus the structures replay needs
+ * @geo: geometry of the fake device
+ * @uuid: its uuid
+ * @dev: T_DEV_BLOCKS blocks of storage (NULL for map-only tests)
+ * @map: map under test
+ * @unit: scratch unit
+ * @buf: replay scratch, one segment
+ * @fail_reads_from: reads of blocks at or above this fail (0: never)
+ */
+struct dmr_fake {
+	struct dmr_geometry geo;
+	u8 uuid[16];
+	u8 *dev;
+	struct dmr_map map;
+	struct dmr_unit *unit;
+	void *buf;
+	u64 fail_reads_from;
+};
+
+static int dmr_fake_read(void *ctx, u64 blocknr, u32 nr, void *buf)
+{
+	struct dmr_fake *f = ctx;
+
+	if (blocknr + nr > T_DEV_BLOCKS)
+		return -EIO;
+	if (f->fail_reads_from && blocknr + nr > f->fail_reads_from)
+		return -EIO;
+	memcpy(buf, f->dev + blocknr * DMR_BLOCK_SIZE, (size_t)nr * DMR_BLOCK_SIZE);
+	return 0;
+}
+
+static void dmr_fake_map_init(struct kunit *test, struct dmr_fake *f,
+			      struct dmr_map *m)
+{
+	u64 nr_map_blocks = (f->geo.logical_blocks + DMR_MAP_ENTRIES_PER_BLOCK - 1) /
+			    DMR_MAP_ENTRIES_PER_BLOCK;
+	u32 *l2p = kunit_kzalloc(test, f->geo.logical_blocks * sizeof(u32), GFP_KERNEL);
+	struct dmr_seg *segs = kunit_kzalloc(test, f->geo.nr_segments * sizeof(*segs),
+					     GFP_KERNEL);
+	u8 *dirty = kunit_kzalloc(test, nr_map_blocks, GFP_KERNEL);
+
+	if (!l2p || !segs || !dirty)
+		kunit_skip(test, "cannot allocate the map");
+	dmr_map_init(m, l2p, f->geo.logical_blocks, segs, f->geo.nr_segments,
+		     f->geo.segment_blocks, dirty);
+}
+
+static struct dmr_fake *dmr_fake_geo(struct kunit *test, u64 dev_blocks,
+				     bool storage)
+{
+	struct dmr_fake *f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
+	int i;
+
+	if (!f)
+		kunit_skip(test, "cannot allocate the fake device");
+	KUNIT_ASSERT_EQ(test, dmr_geometry_compute(dev_blocks, T_SEG_BLOCKS, 10,
+						   &f->geo), DMR_GEO_OK);
+	for (i = 0; i < 16; i++)
+		f->uuid[i] = 0x40 + i;
+	if (storage) {
+		f->dev = kunit_kzalloc(test, (size_t)dev_blocks * DMR_BLOCK_SIZE,
+				       GFP_KERNEL);
+		if (!f->dev)
+			kunit_skip(test, "cannot allocate the fake device");
+	}
+	f->unit = kunit_kzalloc(test, sizeof(*f->unit), GFP_KERNEL);
+	f->buf = kunit_kzalloc(test, (size_t)T_SEG_BLOCKS * DMR_BLOCK_SIZE, GFP_KERNEL);
+	if (!f->unit || !f->buf)
+		kunit_skip(test, "cannot allocate the fake device");
+	dmr_fake_map_init(test, f, &f->map);
+	return f;
+}
+
+static struct dmr_fake *dmr_fake_new(struct kunit *test)
+{
+	return dmr_fake_geo(test, T_DEV_BLOCKS, true);
+}
+
+static u8 *dmr_fake_block(struct dmr_fake *f, u32 segment, u32 offset)
+{
+	u64 b = f->geo.data_offset + (u64)segment * f->geo.segment_blocks + offset;
+
+	return f->dev + b * DMR_BLOCK_SIZE;
+}
+
+/* Content of logical block @lba as written by generation @gen. */
+static void dmr_fill(u8 *block, u32 lba, u32 gen)
+{
+	u32 i;
+
+	for (i = 0; i < DMR_BLOCK_SIZE; i += 8) {
+		block[i] = lba;
+		block[i + 1] = lba >> 8;
+		block[i + 2] = lba >> 16;
+		block[i + 3] = gen;
+		block[i + 4] = i;
+		block[i + 5] = i >> 8;
+		block[i + 6] = 0xa5;
+		block[i + 7] = 0x5a;
+	}
+}
+
+/**
+ * dmr_fake_write_unit() - write one unit the way the module does
+ * @f: fake device
+ * @pos: log position; advanced
+ * @lbas: logical blocks of the data, @nr of them
+ * @gen: data generation (for the content)
+ * @discard_first: first block of one discard extent (with @discard_count)
+ * @discard_count: 0 for no discard
+ *
+ * Return: the segment and offset the unit went to, packed as seg << 16 | off.
+ */
+static u32 dmr_fake_write_unit(struct dmr_fake *f, struct dmr_log_pos *pos,
+			       const u32 *lbas, u32 nr, u32 gen,
+			       u32 discard_first, u32 discard_count)
+{
+	struct dmr_unit *u = f->unit;
+	u32 seg = pos->segment, off = pos->offset, i;
+
+	if (pos->next_segment == DMR_NO_SEGMENT)
+		pos->next_segment = seg + 1 < f->geo.nr_segments ? seg + 1 : DMR_NO_SEGMENT;
+	dmr_unit_reset(u);
+	u->seq = pos->seq + 1;
+	u->blocknr = f->geo.data_offset + (u64)seg * f->geo.segment_blocks + off;
+	u->next_segment = pos->next_segment;
+	if (discard_count) {
+		u->discard[0][0] = discard_first;
+		u->discard[0][1] = discard_count;
+		u->nr_discards = 1;
+	}
+	for (i = 0; i < nr; i++) {
+		u->lba[i] = lbas[i];
+		dmr_fill(dmr_fake_block(f, seg, off + 1 + i), lbas[i], gen);
+	}
+	u->nr_blocks = nr;
+	dmr_unit_encode(u, f->uuid, dmr_fake_block(f, seg, off + 1),
+			dmr_fake_block(f, seg, off));
+	pos->seq = u->seq;
+	dmr_log_advance(pos, 1 + nr, f->geo.segment_blocks);
+	return seg << 16 | off;
+}
+
+static struct dmr_replay dmr_fake_replay_params(struct dmr_fake *f)
+{
+	struct dmr_replay r = {
+		.geo = &f->geo,
+		.uuid = f->uuid,
+		.read = dmr_fake_read,
+		.ctx = f,
+		.buf = f->buf,
+		.unit = f->unit,
+	};
+	return r;
+}
+
+/* Replay the fake device from the empty state into a fresh map. */
+static struct dmr_replay dmr_fake_replay(struct kunit *test, struct dmr_fake *f,
+					 struct dmr_map *m, struct dmr_log_pos *pos)
+{
+	struct dmr_replay r = dmr_fake_replay_params(f);
+
+	dmr_fake_map_init(test, f, m);
+	memset(pos, 0, sizeof(*pos));
+	pos->next_segment = DMR_NO_SEGMENT;
+	KUNIT_EXPECT_EQ(test, dmr_replay_log(&r, m, pos), 0);
+	return r;
+}
+
+/* The physical block holding @lba must contain generation @gen of it. */
+static void dmr_expect_content(struct kunit *test, struct dmr_fake *f,
+			       struct dmr_map *m, u32 lba, u32 gen)
+{
+	u8 want[64];
+	u32 e = dmr_map_get(m, lba);
+	u8 *b;
+
+	KUNIT_ASSERT_NE(test, e, DMR_UNMAPPED);
+	b = f->dev + (f->geo.data_offset + e - 1) * DMR_BLOCK_SIZE;
+	dmr_fill(f->buf, lba, gen);
+	memcpy(want, f->buf, sizeof(want));
+	KUNIT_EXPECT_EQ(test, memcmp(b, want, sizeof(want)), 0);
+}
+
+static void dmr_expect_segments_match(struct kunit *test, struct dmr_map *m)
+{
+	u32 s, count;
+	u64 lba, total = 0;
+
+	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(m));
+	for (s = 0; s < m->nr_segs; s++) {
+		count = 0;
+		for (lba = 0; lba < m->nr_logical; lba++) {
+			u32 e = m->l2p[lba];
+
+			if (e && dmr_pba_segment(m, e - 1) == s)
+				count++;
+		}
+		KUNIT_EXPECT_EQ(test, m->segs[s].valid, count);
+		total += count;
+	}
+	KUNIT_EXPECT_EQ(test, total, m->mapped);
+}
+
+/* ------------------------------------------------------------------ */
+/* map */
+
+static void dmr_test_map_basic(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_geo(test, T_MAP_BLOCKS, false);
+	struct dmr_map *m = &f->map;
+	u32 first;
+
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 5), DMR_UNMAPPED);
+	memset(m->dirty, 0, m->nr_map_blocks);
+	dmr_map_set(m, 5, 100);
+	dmr_map_set(m, 6, 101);
+	dmr_map_set(m, 7, 102);
+	dmr_map_set(m, 2000, 3 * T_SEG_BLOCKS);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 5), 101U);
+	KUNIT_EXPECT_EQ(test, m->mapped, 4ULL);
+	KUNIT_EXPECT_EQ(test, m->segs[1].valid, 3U);	/* pba 100..102 */
+	KUNIT_EXPECT_EQ(test, m->segs[3].valid, 1U);
+	KUNIT_EXPECT_EQ(test, m->dirty[0], DMR_DIRTY_ALL);
+	KUNIT_EXPECT_EQ(test, m->dirty[1], DMR_DIRTY_ALL);	/* lba 2000 */
+	KUNIT_EXPECT_EQ(test, m->dirty[2], 0);
+
+	/* overwrite moves the block: the old segment loses it */
+	dmr_map_set(m, 6, 2 * T_SEG_BLOCKS + 1);
+	KUNIT_EXPECT_EQ(test, m->segs[1].valid, 2U);
+	KUNIT_EXPECT_EQ(test, m->segs[2].valid, 1U);
+	KUNIT_EXPECT_EQ(test, m->mapped, 4ULL);
+
+	/* runs: 5 alone (6 moved), unmapped 8..1999 in one run */
+	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 5, 10, &first), 1U);
+	KUNIT_EXPECT_EQ(test, first, 101U);
+	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 8, 3000, &first), 1992U);
+	KUNIT_EXPECT_EQ(test, first, DMR_UNMAPPED);
+
+	dmr_map_unmap(m, 5);
+	dmr_map_unmap(m, 5);	/* idempotent */
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 5), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, m->mapped, 3ULL);
+	dmr_expect_segments_match(test, m);
+}
+
+static void dmr_test_map_runs_and_recount(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_geo(test, T_MAP_BLOCKS, false);
+	struct dmr_map *m = &f->map;
+	u32 first, lba;
+
+	for (lba = 0; lba < 100; lba++)
+		dmr_map_set(m, lba, 500 + lba);
+	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 0, 100, &first), 100U);
+	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 10, 5, &first), 5U);
+	KUNIT_EXPECT_EQ(test, first, 511U);
+	dmr_map_set(m, 50, 7);
+	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 0, 100, &first), 50U);
+	dmr_expect_segments_match(test, m);
+
+	/* recount rebuilds the same accounting from the entries alone */
+	memset(m->segs, 0xff, m->nr_segs * sizeof(*m->segs));
+	m->mapped = 12345;
+	KUNIT_EXPECT_EQ(test, dmr_map_recount(m), 0);
+	dmr_expect_segments_match(test, m);
+	KUNIT_EXPECT_EQ(test, m->mapped, 100ULL);
+
+	/* an entry outside the data area is corruption */
+	m->l2p[3] = m->nr_segs * T_SEG_BLOCKS + 1;
+	KUNIT_EXPECT_EQ(test, dmr_map_recount(m), -EINVAL);
+}
+
+/* ------------------------------------------------------------------ */
+/* codecs */
+
+static void dmr_test_unit_codec(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	struct dmr_unit *u = f->unit, *out;
+	u8 *block = f->buf;
+	u8 *data = f->dev + 8 * DMR_BLOCK_SIZE;
+	u32 i;
+
+	out = kunit_kzalloc(test, sizeof(*out), GFP_KERNEL);
+	if (!out)
+		kunit_skip(test, "no memory");
+	dmr_unit_reset(u);
+	u->seq = 77;
+	u->blocknr = 1234;
+	u->next_segment = 9;
+	u->nr_discards = 1;
+	u->discard[0][0] = 10;
+	u->discard[0][1] = 5;
+	for (i = 0; i < 3; i++) {
+		u->lba[i] = 100 + 3 * i;
+		dmr_fill(data + i * DMR_BLOCK_SIZE, u->lba[i], 1);
+	}
+	u->nr_blocks = 3;
+	dmr_unit_encode(u, f->uuid, data, block);
+	KUNIT_ASSERT_EQ(test, dmr_unit_decode(block, 1234, f->uuid, 10000, out),
+			DMR_LOG_OK);
+	KUNIT_EXPECT_EQ(test, out->seq, 77ULL);
+	KUNIT_EXPECT_EQ(test, out->next_segment, 9U);
+	KUNIT_EXPECT_EQ(test, out->nr_blocks, 3U);
+	KUNIT_EXPECT_EQ(test, out->lba[2], 106U);
+	KUNIT_EXPECT_EQ(test, out->nr_discards, 1U);
+	KUNIT_EXPECT_EQ(test, out->discard[0][1], 5U);
+	KUNIT_EXPECT_EQ(test, out->data_csum, dmr_data_csum(data, 3));
+
+	/* each corruption class */
+	KUNIT_EXPECT_EQ(test, dmr_unit_decode(block, 1235, f->uuid, 10000, out),
+			DMR_LOG_BAD_LOCATION);
+	KUNIT_EXPECT_EQ(test, dmr_unit_decode(block, 1234, f->uuid, 100, out),
+			DMR_LOG_BAD_COUNTS);
+	f->uuid[0] ^= 1;
+	KUNIT_EXPECT_EQ(test, dmr_unit_decode(block, 1234, f->uuid, 10000, out),
+			DMR_LOG_BAD_UUID);
+	f->uuid[0] ^= 1;
+	block[500] ^= 0x20;
+	KUNIT_EXPECT_EQ(test, dmr_unit_decode(block, 1234, f->uuid, 10000, out),
+			DMR_LOG_BAD_CSUM);
+	block[0] = 0;
+	KUNIT_EXPECT_EQ(test, dmr_unit_decode(block, 1234, f->uuid, 10000, out),
+			DMR_LOG_BAD_MAGIC);
+	/* a checkpoint header never validates as a summary and vice versa */
+	{
+		struct dmr_ckpt c = { .seq = 1, .blocknr = 1234 };
+
+		dmr_ckpt_encode(&c, f->uuid, block);
+		KUNIT_EXPECT_EQ(test, dmr_unit_decode(block, 1234, f->uuid, 10000, out),
+				DMR_LOG_BAD_MAGIC);
+		memcpy(block, DMR_SUMMARY_MAGIC, DMR_MAGIC_LEN);
+		KUNIT_EXPECT_EQ(test, dmr_unit_decode(block, 1234, f->uuid, 10000, out),
+				DMR_LOG_BAD_CSUM);
+	}
+	/* room: one word per block, two per extent */
+	dmr_unit_reset(u);
+	u->nr_blocks = DMR_SUMMARY_WORDS - 2;
+	KUNIT_EXPECT_TRUE(test, dmr_unit_room(u, 2));
+	KUNIT_EXPECT_FALSE(test, dmr_unit_room(u, 3));
+}
+
+static void dmr_test_ckpt_codec(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	struct dmr_ckpt c = {
+		.flags = DMR_CKPT_CLEAN, .seq = 5, .log_seq = 99, .blocknr = 2,
+		.log_segment = 7, .log_offset = 33, .next_segment = 8,
+		.crc_csum = 0xdeadbeef, .segtab_csum = 0x12345678,
+		.mapped_blocks = 4242,
+	}, out;
+	u8 *block = f->buf;
+
+	dmr_ckpt_encode(&c, f->uuid, block);
+	KUNIT_ASSERT_EQ(test, dmr_ckpt_decode(block, 2, f->uuid, &out), DMR_LOG_OK);
+	KUNIT_EXPECT_EQ(test, out.flags, c.flags);
+	KUNIT_EXPECT_EQ(test, out.seq, c.seq);
+	KUNIT_EXPECT_EQ(test, out.log_seq, c.log_seq);
+	KUNIT_EXPECT_EQ(test, out.log_segment, c.log_segment);
+	KUNIT_EXPECT_EQ(test, out.log_offset, c.log_offset);
+	KUNIT_EXPECT_EQ(test, out.next_segment, c.next_segment);
+	KUNIT_EXPECT_EQ(test, out.crc_csum, c.crc_csum);
+	KUNIT_EXPECT_EQ(test, out.segtab_csum, c.segtab_csum);
+	KUNIT_EXPECT_EQ(test, out.mapped_blocks, c.mapped_blocks);
+	KUNIT_EXPECT_EQ(test, dmr_ckpt_decode(block, 3, f->uuid, &out),
+			DMR_LOG_BAD_LOCATION);
+	block[4000] ^= 1;
+	KUNIT_EXPECT_EQ(test, dmr_ckpt_decode(block, 2, f->uuid, &out),
+			DMR_LOG_BAD_CSUM);
+	memset(block, 0, DMR_BLOCK_SIZE);
+	KUNIT_EXPECT_EQ(test, dmr_ckpt_decode(block, 2, f->uuid, &out),
+			DMR_LOG_BAD_MAGIC);
+}
+
+static void dmr_test_ckpt_layout(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	struct dmr_ckpt_layout l;
+
+	dmr_ckpt_layout(&f->geo, &l);
+	KUNIT_EXPECT_EQ(test, l.map_blocks * DMR_MAP_ENTRIES_PER_BLOCK >=
+			f->geo.logical_blocks, true);
+	KUNIT_EXPECT_EQ(test, l.crc_blocks * DMR_BLOCK_SIZE >= l.map_blocks * 4, true);
+	KUNIT_EXPECT_EQ(test, l.segtab_blocks * DMR_BLOCK_SIZE >=
+			f->geo.nr_segments * DMR_SEGTAB_ENTRY_SIZE, true);
+	KUNIT_EXPECT_LE(test, l.segtab_offset + l.segtab_blocks,
+			(u64)f->geo.ckpt_slot_blocks);
+}
+
+/* ------------------------------------------------------------------ */
+/* replay */
+
+static void dmr_test_replay_order_newest_wins(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	struct dmr_log_pos pos = { .next_segment = DMR_NO_SEGMENT };
+	static const u32 a[] = { 1, 2, 3 }, b[] = { 2, 9 }, c[] = { 3 };
+	struct dmr_map m;
+	struct dmr_replay r;
+
+	dmr_fake_write_unit(f, &pos, a, 3, 1, 0, 0);
+	dmr_fake_write_unit(f, &pos, b, 2, 2, 0, 0);
+	dmr_fake_write_unit(f, &pos, c, 1, 3, 0, 0);
+	r = dmr_fake_replay(test, f, &m, &pos);
+	KUNIT_EXPECT_EQ(test, r.units, 3ULL);
+	KUNIT_EXPECT_EQ(test, r.stop, DMR_LOG_BAD_MAGIC);	/* end of written log */
+	KUNIT_EXPECT_EQ(test, pos.seq, 3ULL);
+	KUNIT_EXPECT_EQ(test, pos.offset, 1U + 3 + 1 + 2 + 1 + 1);
+	dmr_expect_content(test, f, &m, 1, 1);
+	dmr_expect_content(test, f, &m, 2, 2);
+	dmr_expect_content(test, f, &m, 3, 3);
+	dmr_expect_content(test, f, &m, 9, 2);
+	KUNIT_EXPECT_EQ(test, m.mapped, 4ULL);
+	dmr_expect_segments_match(test, &m);
+	KUNIT_EXPECT_TRUE(test, m.segs[0].flags & DMR_SEG_USED);
+	KUNIT_EXPECT_EQ(test, m.segs[0].seq, 1ULL);
+}
+
+static void dmr_test_replay_torn_unit_stops(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	struct dmr_log_pos pos = { .next_segment = DMR_NO_SEGMENT };
+	static const u32 a[] = { 1 }, b[] = { 1, 2 }, c[] = { 3 };
+	struct dmr_map m;
+	struct dmr_replay r;
+	u32 where;
+
+	dmr_fake_write_unit(f, &pos, a, 1, 1, 0, 0);
+	where = dmr_fake_write_unit(f, &pos, b, 2, 2, 0, 0);
+	dmr_fake_write_unit(f, &pos, c, 1, 3, 0, 0);
+	/* tear the second unit's last data block */
+	dmr_fake_block(f, where >> 16, (where & 0xffff) + 2)[100] ^= 1;
+	r = dmr_fake_replay(test, f, &m, &pos);
+	KUNIT_EXPECT_EQ(test, r.units, 1ULL);
+	KUNIT_EXPECT_EQ(test, r.stop, DMR_LOG_BAD_DATA);
+	dmr_expect_content(test, f, &m, 1, 1);		/* not the torn gen 2 */
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 2), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 3), DMR_UNMAPPED);	/* after the tear */
+	KUNIT_EXPECT_EQ(test, pos.seq, 1ULL);
+	dmr_expect_segments_match(test, &m);
+}
+
+static void dmr_test_replay_bad_summary_stops(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	struct dmr_log_pos pos = { .next_segment = DMR_NO_SEGMENT };
+	static const u32 a[] = { 4 }, b[] = { 5 };
+	struct dmr_map m;
+	struct dmr_replay r;
+	u32 where;
+
+	dmr_fake_write_unit(f, &pos, a, 1, 1, 0, 0);
+	where = dmr_fake_write_unit(f, &pos, b, 1, 1, 0, 0);
+	dmr_fake_block(f, where >> 16, where & 0xffff)[40] ^= 0x80;
+	r = dmr_fake_replay(test, f, &m, &pos);
+	KUNIT_EXPECT_EQ(test, r.units, 1ULL);
+	KUNIT_EXPECT_EQ(test, r.stop, DMR_LOG_BAD_CSUM);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 5), DMR_UNMAPPED);
+}
+
+static void dmr_test_replay_sequence_gap_stops(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	struct dmr_log_pos pos = { .next_segment = DMR_NO_SEGMENT };
+	static const u32 a[] = { 4 }, b[] = { 5 };
+	struct dmr_map m;
+	struct dmr_replay r;
+
+	dmr_fake_write_unit(f, &pos, a, 1, 1, 0, 0);
+	pos.seq += 5;	/* a unit from a later epoch at the next position */
+	dmr_fake_write_unit(f, &pos, b, 1, 1, 0, 0);
+	r = dmr_fake_replay(test, f, &m, &pos);
+	KUNIT_EXPECT_EQ(test, r.units, 1ULL);
+	KUNIT_EXPECT_EQ(test, r.stop, DMR_LOG_BAD_SEQ);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 5), DMR_UNMAPPED);
+}
+
+static void dmr_test_replay_discards(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	struct dmr_log_pos pos = { .next_segment = DMR_NO_SEGMENT };
+	static const u32 a[] = { 10, 11, 12, 13 }, b[] = { 12 };
+	struct dmr_map m;
+	struct dmr_replay r;
+
+	dmr_fake_write_unit(f, &pos, a, 4, 1, 0, 0);
+	/* discard 10..13, then (same unit, later in time) rewrite 12 */
+	dmr_fake_write_unit(f, &pos, b, 1, 2, 10, 4);
+	/* a discard-only unit of 13 again and of never-written blocks */
+	dmr_fake_write_unit(f, &pos, NULL, 0, 0, 13, 100);
+	r = dmr_fake_replay(test, f, &m, &pos);
+	KUNIT_EXPECT_EQ(test, r.units, 3ULL);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 10), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 11), DMR_UNMAPPED);
+	dmr_expect_content(test, f, &m, 12, 2);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 13), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, m.mapped, 1ULL);
+	dmr_expect_segments_match(test, &m);
+}
+
+static void dmr_test_replay_crosses_segments(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	struct dmr_log_pos pos = { .next_segment = DMR_NO_SEGMENT };
+	u32 lbas[T_SEG_BLOCKS], i, n = 0;
+	struct dmr_map m;
+	struct dmr_replay r;
+
+	for (i = 0; i < T_SEG_BLOCKS; i++)
+		lbas[i] = 100 + i;
+	/* 3 full segments (1 summary + 63 data each) and a short unit */
+	for (i = 0; i < 3; i++)
+		dmr_fake_write_unit(f, &pos, lbas, T_SEG_BLOCKS - 1, i + 1, 0, 0);
+	KUNIT_EXPECT_EQ(test, pos.segment, 3U);
+	KUNIT_EXPECT_EQ(test, pos.offset, 0U);
+	dmr_fake_write_unit(f, &pos, lbas, 5, 9, 0, 0);
+	/* a unit that leaves one block free: the next goes to a new segment */
+	dmr_fake_write_unit(f, &pos, lbas + 5, T_SEG_BLOCKS - 6 - 1 - 1, 9, 0, 0);
+	KUNIT_EXPECT_EQ(test, pos.segment, 4U);
+	r = dmr_fake_replay(test, f, &m, &pos);
+	n = r.units;
+	KUNIT_EXPECT_EQ(test, n, 5U);
+	KUNIT_EXPECT_EQ(test, pos.segment, 4U);
+	KUNIT_EXPECT_EQ(test, pos.offset, 0U);
+	dmr_expect_content(test, f, &m, 100, 9);
+	dmr_expect_content(test, f, &m, 104, 9);
+	dmr_expect_content(test, f, &m, 105, 9);
+	dmr_expect_content(test, f, &m, 160, 9);
+	dmr_expect_content(test, f, &m, 161, 3);
+	KUNIT_EXPECT_EQ(test, m.segs[0].valid, 0U);	/* all overwritten */
+	KUNIT_EXPECT_EQ(test, m.segs[2].valid, 2U);	/* 161, 162 */
+	KUNIT_EXPECT_EQ(test, m.segs[3].valid, 61U);
+	dmr_expect_segments_match(test, &m);
+}
+
+static void dmr_test_replay_from_checkpoint_position(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	struct dmr_log_pos pos = { .next_segment = DMR_NO_SEGMENT }, ck;
+	static const u32 a[] = { 1, 2 }, b[] = { 2 }, c[] = { 3 };
+	struct dmr_replay r = dmr_fake_replay_params(f);
+	struct dmr_map *m = &f->map;
+
+	dmr_fake_write_unit(f, &pos, a, 2, 1, 0, 0);
+	/* "checkpoint": the map as of unit 1 and the position after it */
+	KUNIT_ASSERT_EQ(test, dmr_replay_log(&r, m, &(struct dmr_log_pos){
+		.next_segment = DMR_NO_SEGMENT }), 0);
+	ck = pos;
+	dmr_fake_write_unit(f, &pos, b, 1, 2, 0, 0);
+	dmr_fake_write_unit(f, &pos, c, 1, 2, 0, 0);
+	KUNIT_EXPECT_EQ(test, dmr_replay_log(&r, m, &ck), 0);
+	KUNIT_EXPECT_EQ(test, r.units, 2ULL);
+	KUNIT_EXPECT_EQ(test, ck.seq, 3ULL);
+	dmr_expect_content(test, f, m, 1, 1);
+	dmr_expect_content(test, f, m, 2, 2);
+	dmr_expect_content(test, f, m, 3, 2);
+	dmr_expect_segments_match(test, m);
+}
+
+static void dmr_test_replay_read_error_and_end(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	struct dmr_log_pos pos = { .next_segment = DMR_NO_SEGMENT };
+	static const u32 a[] = { 1 };
+	struct dmr_map m;
+	struct dmr_replay r;
+
+	dmr_fake_write_unit(f, &pos, a, 1, 1, 0, 0);
+	f->fail_reads_from = f->geo.data_offset + 1;	/* data block unreadable */
+	r = dmr_fake_replay(test, f, &m, &pos);
+	KUNIT_EXPECT_EQ(test, r.units, 0ULL);
+	KUNIT_EXPECT_EQ(test, r.stop, DMR_LOG_READ_ERROR);
+	f->fail_reads_from = 0;
+
+	pos = (struct dmr_log_pos){ .segment = DMR_NO_SEGMENT };
+	r = dmr_fake_replay_params(f);
+	KUNIT_EXPECT_EQ(test, dmr_replay_log(&r, &f->map, &pos), 0);
+	KUNIT_EXPECT_EQ(test, r.stop, DMR_LOG_END);
+}
+
+static struct kunit_case dmr_log_cases[] = {
+	KUNIT_CASE(dmr_test_map_basic),
+	KUNIT_CASE(dmr_test_map_runs_and_recount),
+	KUNIT_CASE(dmr_test_unit_codec),
+	KUNIT_CASE(dmr_test_ckpt_codec),
+	KUNIT_CASE(dmr_test_ckpt_layout),
+	KUNIT_CASE(dmr_test_replay_order_newest_wins),
+	KUNIT_CASE(dmr_test_replay_torn_unit_stops),
+	KUNIT_CASE(dmr_test_replay_bad_summary_stops),
+	KUNIT_CASE(dmr_test_replay_sequence_gap_stops),
+	KUNIT_CASE(dmr_test_replay_discards),
+	KUNIT_CASE(dmr_test_replay_crosses_segments),
+	KUNIT_CASE(dmr_test_replay_from_checkpoint_position),
+	KUNIT_CASE(dmr_test_replay_read_error_and_end),
+	{}
+};
+
+static struct kunit_suite dmr_log_suite = {
+	.name = "dm-remap-log",
+	.test_cases = dmr_log_cases,
+};
+
+kunit_test_suite(dmr_log_suite);

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * dm-remap log units, checkpoint headers and replay: functions defined in
+ * dmr-log.c.
+ *
+ * Pure code.  No locking: replay runs from the constructor before any I/O
+ * is admitted; the unit builder belongs to the single log writer.
+ */
+#ifndef DMR_LOG_H
+#define DMR_LOG_H
+
+#include "dmr-codec.h"
+#include "dmr-map.h"
+
+/**
+ * struct dmr_unit - a log unit being built, or one decoded from disk
+ * @seq: sequence number
+ * @blocknr: device block of its summary
+ * @next_segment: segment the log continues in
+ * @data_csum: checksum of the data blocks (set by encode / decode)
+ * @nr_blocks: data blocks
+ * @nr_discards: discard extents
+ * @lba: logical block of each data block
+ * @discard: (first, count) of each discard extent
+ */
+struct dmr_unit {
+	u64 seq;
+	u64 blocknr;
+	u32 next_segment;
+	u32 data_csum;
+	u32 nr_blocks;
+	u32 nr_discards;
+	u32 lba[DMR_SUMMARY_WORDS];
+	u32 discard[DMR_SUMMARY_WORDS / 2][2];
+};
+
+enum dmr_log_status {
+	DMR_LOG_OK = 0,
+	DMR_LOG_BAD_MAGIC,	/* never written (or not a summary) */
+	DMR_LOG_BAD_CSUM,	/* torn or corrupted summary */
+	DMR_LOG_BAD_LOCATION,	/* misdirected */
+	DMR_LOG_BAD_UUID,	/* left over from an earlier format */
+	DMR_LOG_BAD_COUNTS,	/* impossible sizes or logical blocks */
+	DMR_LOG_BAD_SEQ,	/* not the next unit */
+	DMR_LOG_BAD_DATA,	/* data blocks torn */
+	DMR_LOG_READ_ERROR,
+	DMR_LOG_END,		/* the log ran out of segments */
+	DMR_LOG_NR_STATUS,
+};
+
+const char *dmr_log_strerror(enum dmr_log_status st);
+
+/* Unit builder (the writer side). */
+void dmr_unit_reset(struct dmr_unit *u);
+bool dmr_unit_room(const struct dmr_unit *u, u32 words);
+u32 dmr_data_csum(const void *data, u32 nr_blocks);
+void dmr_unit_encode(struct dmr_unit *u, const u8 *uuid, const void *data,
+		     void *block);
+enum dmr_log_status __must_check
+dmr_unit_decode(const void *block, u64 blocknr, const u8 *uuid,
+		u64 nr_logical, struct dmr_unit *u);
+
+/**
+ * struct dmr_ckpt - decoded checkpoint header
+ */
+struct dmr_ckpt {
+	u32 flags;
+	u64 seq;
+	u64 log_seq;
+	u64 blocknr;
+	u32 log_segment;
+	u32 log_offset;
+	u32 next_segment;
+	u32 crc_csum;
+	u32 segtab_csum;
+	u64 mapped_blocks;
+};
+
+void dmr_ckpt_encode(const struct dmr_ckpt *c, const u8 *uuid, void *block);
+enum dmr_log_status __must_check
+dmr_ckpt_decode(const void *block, u64 blocknr, const u8 *uuid,
+		struct dmr_ckpt *c);
+
+/**
+ * struct dmr_log_pos - where the log goes on
+ * @segment: segment of the next unit (DMR_NO_SEGMENT: out of space)
+ * @offset: block in @segment of the next unit's summary
+ * @next_segment: segment after @segment
+ * @seq: sequence number of the last unit applied or written
+ */
+struct dmr_log_pos {
+	u32 segment;
+	u32 offset;
+	u32 next_segment;
+	u64 seq;
+};
+
+void dmr_log_advance(struct dmr_log_pos *pos, u32 unit_blocks, u32 seg_blocks);
+
+/**
+ * typedef dmr_read_fn - read blocks for replay
+ * @ctx: caller's context
+ * @blocknr: first device block
+ * @nr: number of blocks
+ * @buf: destination, @nr * DMR_BLOCK_SIZE bytes
+ *
+ * Return: 0 or a negative errno.
+ */
+typedef int (*dmr_read_fn)(void *ctx, u64 blocknr, u32 nr, void *buf);
+
+/**
+ * struct dmr_replay - replay parameters and results
+ * @geo: geometry
+ * @uuid: the superblock's uuid
+ * @read: block reader
+ * @ctx: passed to @read
+ * @buf: scratch space of @geo->segment_blocks blocks
+ * @unit: scratch unit
+ * @units: units applied (out)
+ * @stop: why replay stopped (out)
+ */
+struct dmr_replay {
+	const struct dmr_geometry *geo;
+	const u8 *uuid;
+	dmr_read_fn read;
+	void *ctx;
+	void *buf;
+	struct dmr_unit *unit;
+	u64 units;
+	enum dmr_log_status stop;
+};
+
+void dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u, u32 segment,
+		    u32 offset);
+int __must_check dmr_replay_log(struct dmr_replay *r, struct dmr_map *m,
+				struct dmr_log_pos *pos);
+
+#endif /* DMR_LOG_H */

@@ -1,0 +1,399 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The log-structured data path: persistence, flush cost, discard, crash
+recovery, power cut, ENOSPC and metadata write errors."""
+import mmap
+import os
+import random
+
+import pytest
+
+from conftest import (BLOCK, DM_PREFIX, MNT, Kmsg, dm_create, dm_path,
+                      dm_remove, dump, remapctl, run, sectors, status_fields)
+
+
+def mmap_buf(n):
+    """A page-aligned buffer, as O_DIRECT needs."""
+    return mmap.mmap(-1, n * BLOCK)
+
+
+def _pread(dev, lba, n=1):
+    """O_DIRECT read of n blocks (aligned buffer via mmap)."""
+    buf = mmap_buf(n)
+    fd = os.open(dev, os.O_RDONLY | os.O_DIRECT)
+    try:
+        got = os.preadv(fd, [buf], lba * BLOCK)
+    finally:
+        os.close(fd)
+    assert got == n * BLOCK
+    return bytes(buf)
+
+
+def _pwrite(dev, lba, data, sync=False):
+    buf = mmap_buf(len(data) // BLOCK)
+    buf.write(data)
+    fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
+    try:
+        assert os.pwritev(fd, [buf], lba * BLOCK) == len(data)
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def block(lba, gen):
+    """Recognisable content of logical block lba, generation gen."""
+    head = f"lba {lba} gen {gen} ".encode()
+    return (head * (BLOCK // len(head) + 1))[:BLOCK]
+
+
+class Stack:
+    """dm-flakey 'under' over a ramdisk, dm-remap 'top' over it.
+
+    The flakey layer lets a test cut power: from then on writes are
+    dropped (but reported done), as if the machine lost power; then the
+    remap target is removed and recreated over a working stack.
+    """
+
+    def __init__(self, ram, fmt_args=()):
+        self.ram = ram
+        self.size = sectors(ram)
+        self.flakey("up")
+        remapctl("format", *fmt_args, self.under)
+        self.info = dump(self.under)
+        self.n = int(self.info["logical_sectors"])
+        self.create()
+
+    @property
+    def under(self):
+        return dm_path("under")
+
+    @property
+    def top(self):
+        return dm_path("top")
+
+    def flakey(self, state):
+        feats = {"up": "", "cut": " 1 drop_writes", "error": " 1 error_writes"}[state]
+        up, down = (1000, 0) if state == "up" else (0, 1000)
+        table = f"0 {self.size} flakey {self.ram} 0 {up} {down}{feats}"
+        if run(["dmsetup", "info", DM_PREFIX + "under"], check=False).returncode:
+            dm_create("under", table)
+        else:
+            run(["dmsetup", "reload", DM_PREFIX + "under", "--table", table])
+            run(["dmsetup", "resume", DM_PREFIX + "under"])
+
+    def create(self, opts=""):
+        dm_create("top", f"0 {self.n} remap {self.under} {opts}".strip())
+
+    def crash(self):
+        """Power cut: drop every later write, tear the target down."""
+        self.flakey("cut")
+        dm_remove("top")
+        self.flakey("up")
+
+    def reload(self):
+        self.crash_free_remove()
+        self.create()
+
+    def crash_free_remove(self):
+        dm_remove("top")
+
+    def status(self):
+        return status_fields("top")
+
+
+@pytest.fixture
+def stack(ram):
+    s = Stack(ram)
+    yield s
+
+
+def test_data_persists_across_clean_reload(stack):
+    rnd = random.Random(1)
+    lbas = rnd.sample(range(stack.n // 8), 300)
+    for lba in lbas:
+        _pwrite(stack.top, lba, block(lba, 1))
+    stack.reload()
+    st = stack.status()
+    assert st["replayed_units"] == 0          # clean shutdown: nothing to replay
+    for lba in lbas:
+        assert _pread(stack.top, lba) == block(lba, 1)
+
+
+def test_unwritten_blocks_read_as_zeroes(stack):
+    assert _pread(stack.top, 0, 64) == bytes(64 * BLOCK)
+    _pwrite(stack.top, 10, block(10, 1))
+    assert _pread(stack.top, 9, 3) == bytes(BLOCK) + block(10, 1) + bytes(BLOCK)
+
+
+def test_large_write_is_one_log_write_and_reads_back(stack):
+    data = os.urandom(256 * 1024)
+    _pwrite(stack.top, 4096, data, sync=True)
+    st = stack.status()
+    assert st["user_blocks"] == 64
+    # one summary for the whole request, not one per block
+    assert st["device_blocks"] <= 64 + 2
+    assert _pread(stack.top, 4096, 64) == data    # served from memory or device
+
+
+def test_fsync_per_write_costs_one_summary_block(stack):
+    n = 30
+    for i in range(n):
+        _pwrite(stack.top, 100 + i, block(100 + i, 1), sync=True)
+    st = stack.status()
+    assert st["flushes"] >= n
+    assert st["short_units"] >= n
+    # each fsync costs its data block plus one summary block
+    assert st["device_blocks"] <= 2 * n + 2
+    # and those units share segments: nowhere near a segment per fsync
+    assert st["segments"] - st["free_segments"] <= 2
+
+
+def test_overwrites_read_newest(stack):
+    for gen in range(1, 6):
+        _pwrite(stack.top, 77, block(77, gen))
+        assert _pread(stack.top, 77) == block(77, gen)
+    stack.reload()
+    assert _pread(stack.top, 77) == block(77, 5)
+
+
+def test_discard_persists_across_reload_and_crash(stack):
+    for lba in range(200, 216):
+        _pwrite(stack.top, lba, block(lba, 1))
+    _pwrite(stack.top, 0, block(0, 1), sync=True)
+    run(["blkdiscard", "-o", str(204 * BLOCK), "-l", str(8 * BLOCK), stack.top])
+    assert _pread(stack.top, 204, 8) == bytes(8 * BLOCK)
+    stack.reload()
+    assert _pread(stack.top, 204, 8) == bytes(8 * BLOCK)
+    assert _pread(stack.top, 203) == block(203, 1)
+    # discard, fsync, crash: the discard is replayed from the log
+    run(["blkdiscard", "-o", str(200 * BLOCK), "-l", str(4 * BLOCK), stack.top])
+    _pwrite(stack.top, 1, block(1, 1), sync=True)
+    stack.crash()
+    stack.create()
+    assert stack.status()["replayed_units"] >= 1
+    assert _pread(stack.top, 200, 12) == bytes(12 * BLOCK)
+    assert _pread(stack.top, 212) == block(212, 1)
+
+
+def test_crash_keeps_every_fsynced_write(stack):
+    rnd = random.Random(7)
+    acked = {}
+    for rounds in range(5):
+        for _ in range(40):
+            lba = rnd.randrange(stack.n // 16)
+            acked[lba] = rounds + 1
+            _pwrite(stack.top, lba, block(lba, rounds + 1))
+        _pwrite(stack.top, stack.n // 16 + rounds, block(0, 0), sync=True)
+    ckpt_before = stack.status()["checkpoint_seq"]
+    log = Kmsg()
+    stack.crash()
+    stack.create()
+    st = stack.status()
+    assert st["replayed_units"] >= 1
+    assert "recovery" in log.text()
+    assert st["checkpoint_seq"] > ckpt_before   # recovery wrote a checkpoint
+    for lba, gen in acked.items():
+        assert _pread(stack.top, lba) == block(lba, gen), lba
+    # and it keeps working after recovery, across another clean reload
+    _pwrite(stack.top, 5, block(5, 9), sync=True)
+    stack.reload()
+    assert stack.status()["replayed_units"] == 0
+    assert _pread(stack.top, 5) == block(5, 9)
+    for lba, gen in acked.items():
+        assert _pread(stack.top, lba) == block(lba, gen), lba
+
+
+def test_crash_after_checkpoint_replays_only_the_tail(stack):
+    for lba in range(0, 50):
+        _pwrite(stack.top, lba, block(lba, 1))
+    run(["dmsetup", "message", DM_PREFIX + "top", "0", "checkpoint"])
+    for lba in range(25, 30):
+        _pwrite(stack.top, lba, block(lba, 2), sync=True)
+    stack.crash()
+    stack.create()
+    st = stack.status()
+    assert 1 <= st["replayed_units"] <= 5
+    for lba in range(0, 50):
+        assert _pread(stack.top, lba) == block(lba, 2 if 25 <= lba < 30 else 1)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_power_cut_at_random_point(ram, seed):
+    """Writes acknowledged by a completed fsync survive a cut anywhere."""
+    s = Stack(ram)
+    rnd = random.Random(seed)
+    acked, pending = {}, {}
+    cut_after = rnd.randrange(50, 400)
+    for i in range(cut_after):
+        lba = rnd.randrange(2048)
+        pending[lba] = i
+        _pwrite(s.top, lba, block(lba, i))
+        if rnd.random() < 0.1:
+            _pwrite(s.top, 4000, block(4000, i), sync=True)
+            acked.update(pending)
+            pending.clear()
+        if rnd.random() < 0.02:
+            run(["dmsetup", "message", DM_PREFIX + "top", "0", "checkpoint"])
+            acked.update(pending)
+            pending.clear()
+    s.crash()
+    s.create()
+    for lba, gen in acked.items():
+        if lba in pending:
+            # written again after the last fsync: old or new, never garbage
+            got = _pread(s.top, lba)
+            assert got in (block(lba, gen), block(lba, pending[lba])), lba
+        else:
+            assert _pread(s.top, lba) == block(lba, gen), lba
+    for lba in pending:
+        if lba not in acked:
+            got = _pread(s.top, lba)
+            assert got in (bytes(BLOCK), block(lba, pending[lba])), lba
+
+
+def test_metadata_write_error_enters_failed_mode(stack):
+    _pwrite(stack.top, 3, block(3, 1), sync=True)
+    stack.flakey("error")
+    fd = os.open(stack.top, os.O_WRONLY | os.O_DIRECT)
+    buf = mmap_buf(1)
+    buf.write(block(4, 1))
+    try:
+        os.pwritev(fd, [buf], 4 * BLOCK)
+        with pytest.raises(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    st = stack.status()
+    assert st["mode"] == "failed" and st["first_error"] == -5
+    stack.flakey("up")
+    # never silently back to writing, reads still served
+    with pytest.raises(OSError):
+        _pwrite(stack.top, 5, block(5, 1), sync=True)
+    assert _pread(stack.top, 3) == block(3, 1)
+    assert stack.status()["mode"] == "failed"
+    stack.crash_free_remove()
+    stack.create()
+    assert _pread(stack.top, 3) == block(3, 1)
+
+
+def test_enospc_without_garbage_collection(ram):
+    s = Stack(ram)
+    n_blocks = s.n // 8
+    chunk = 256
+    data = os.urandom(chunk * BLOCK)
+    for lba in range(0, n_blocks - chunk + 1, chunk):
+        _pwrite(s.top, lba, data)
+    _pwrite(s.top, 0, data[:BLOCK], sync=True)
+    first = _pread(s.top, 0, chunk)
+    # overwrite until the segments run out: a clean ENOSPC, no hang
+    err = None
+    for lba in range(0, n_blocks - chunk + 1, chunk):
+        try:
+            _pwrite(s.top, lba, data, sync=True)
+        except OSError as e:
+            err = e
+            break
+    assert err is not None and err.errno == 28, err
+    st = s.status()
+    assert st["free_segments"] == 0 and st["mode"] == "write"
+    assert _pread(s.top, 0, chunk) == first
+    s.reload()
+    assert _pread(s.top, 0, chunk) == first
+
+
+def test_fio_verify_across_reload_and_crash(stack):
+    job = ["fio", "--name=v", f"--filename={stack.top}", "--rw=randwrite",
+           "--bs=4k", "--direct=1", "--ioengine=psync", "--size=16M",
+           "--verify=crc32c", "--verify_state_save=0", "--do_verify=0",
+           "--randseed=1234", "--end_fsync=1"]
+    verify = ["fio", "--name=v", f"--filename={stack.top}", "--rw=randwrite",
+              "--bs=4k", "--direct=1", "--ioengine=psync", "--size=16M",
+              "--verify=crc32c", "--verify_state_save=0", "--verify_only",
+              "--randseed=1234"]
+    run(job)
+    stack.reload()
+    assert stack.status()["replayed_units"] == 0
+    run(verify)
+    stack.crash()
+    stack.create()
+    run(verify)
+
+
+@pytest.fixture
+def loop512():
+    """A 512 MiB sparse loop device (mkfs.xfs wants more than 300 MB)."""
+    img = "/tmp/dmrt-loop.img"
+    with open(img, "wb") as f:
+        f.truncate(512 << 20)
+    dev = run(["losetup", "-f", "--show", img]).stdout.strip()
+    yield dev
+    from conftest import cleanup_dm
+    cleanup_dm()
+    run(["losetup", "-d", dev], check=False)
+    os.unlink(img)
+
+
+@pytest.mark.parametrize("fs", ["ext4", "xfs"])
+def test_filesystem_tree_survives_crash(loop512, fs):
+    stack = Stack(loop512)
+    mkfs = ["mkfs.ext4", "-q", "-F"] if fs == "ext4" else ["mkfs.xfs", "-q", "-f"]
+    run(mkfs + [stack.top])
+    os.makedirs(MNT, exist_ok=True)
+    run(["mount", stack.top, MNT])
+    try:
+        for d in range(5):
+            os.makedirs(f"{MNT}/d{d}")
+            for i in range(20):
+                with open(f"{MNT}/d{d}/f{i}", "wb") as f:
+                    f.write(block(d * 100 + i, 1) * (i + 1))
+        run(["sync"])
+    finally:
+        run(["umount", MNT])
+    stack.crash()
+    stack.create()
+    check = ["e2fsck", "-fn", stack.top] if fs == "ext4" else \
+        ["xfs_repair", "-n", stack.top]
+    p = run(check, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    run(["mount", stack.top, MNT])
+    try:
+        for d in range(5):
+            for i in range(20):
+                with open(f"{MNT}/d{d}/f{i}", "rb") as f:
+                    assert f.read() == block(d * 100 + i, 1) * (i + 1)
+    finally:
+        run(["umount", MNT])
+
+
+def test_reads_racing_overwrites_see_whole_blocks(stack):
+    """A read racing an overwrite returns the old or the new block, whole.
+
+    Each generation of block 9 is followed by a segment's worth of other
+    data, so block 9 keeps moving from the open segment (served from
+    memory) to the device (remapped straight down) while it is read.
+    """
+    import threading
+    gens = 30
+    valid = {block(9, g) for g in range(gens + 1)} | {bytes(BLOCK)}
+    filler = os.urandom(256 * BLOCK)
+    stop = threading.Event()
+    bad, reads = [], [0]
+
+    def reader():
+        while not stop.is_set():
+            got = _pread(stack.top, 9)
+            reads[0] += 1
+            if got not in valid:
+                bad.append(got[:32])
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        for g in range(1, gens + 1):
+            _pwrite(stack.top, 9, block(9, g))
+            _pwrite(stack.top, 1024, filler)
+    finally:
+        stop.set()
+        t.join()
+    assert not bad, bad[:3]
+    assert reads[0] > gens
+    assert _pread(stack.top, 9) == block(9, gens)
