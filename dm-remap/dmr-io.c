@@ -538,6 +538,7 @@ static int dmr_checkpoint(struct dmr_target *rc, bool clean)
 	if (r)
 		goto fail;
 	rc->ckpt_seq = c.seq;
+	rc->ckpt_log_seq = c.log_seq;
 	rc->ckpt_slot ^= 1;
 	return 0;
 fail:
@@ -550,8 +551,11 @@ static void dmr_ckpt_worker(struct work_struct *work)
 	struct dmr_target *rc = container_of(to_delayed_work(work),
 					     struct dmr_target, ckpt_work);
 
-	dmr_checkpoint(rc, false);
-	if (READ_ONCE(rc->mode) == DMR_MODE_WRITE)
+	/* the periodic checkpoint is skipped when nothing changed since */
+	if (rc->ckpt_requested || rc->unit_open || rc->pos.seq != rc->ckpt_log_seq)
+		dmr_checkpoint(rc, false);
+	rc->ckpt_requested = false;
+	if (READ_ONCE(rc->mode) == DMR_MODE_WRITE && !READ_ONCE(rc->suspended))
 		queue_delayed_work(rc->wq, &rc->ckpt_work,
 				   rc->opts.checkpoint_interval * HZ);
 }
@@ -568,6 +572,7 @@ int dmr_checkpoint_now(struct dmr_target *rc, bool clean)
 	if (clean)
 		return dmr_checkpoint(rc, true);
 	/* run it on the ordered workqueue, serialised with the I/O worker */
+	rc->ckpt_requested = true;
 	mod_delayed_work(rc->wq, &rc->ckpt_work, 0);
 	flush_delayed_work(&rc->ckpt_work);
 	return READ_ONCE(rc->mode) == DMR_MODE_FAILED ? rc->first_error : 0;
@@ -726,6 +731,7 @@ int dmr_load(struct dmr_target *rc, const char **error)
 	}
 
 	rc->ckpt_seq = c[slot].seq;
+	rc->ckpt_log_seq = c[slot].log_seq;
 	rc->ckpt_slot = slot ^ 1;
 	rc->pos.segment = c[slot].log_segment;
 	rc->pos.offset = c[slot].log_offset;

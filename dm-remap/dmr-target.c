@@ -150,6 +150,7 @@ static void dmr_postsuspend(struct dm_target *ti)
 {
 	struct dmr_target *rc = ti->private;
 
+	WRITE_ONCE(rc->suspended, true);
 	dmr_worker_stop(rc);
 	if (READ_ONCE(rc->mode) == DMR_MODE_WRITE)
 		dmr_checkpoint_now(rc, false);
@@ -157,7 +158,10 @@ static void dmr_postsuspend(struct dm_target *ti)
 
 static void dmr_resume(struct dm_target *ti)
 {
-	dmr_worker_start(ti->private);
+	struct dmr_target *rc = ti->private;
+
+	WRITE_ONCE(rc->suspended, false);
+	dmr_worker_start(rc);
 }
 
 static int dmr_map(struct dm_target *ti, struct bio *bio)

@@ -76,7 +76,10 @@ struct dmr_stats {
  * @pos: log position: open segment, offset of the open unit's summary,
  *	the segment after it, last sequence number written (worker)
  * @alloc_cursor: segment allocator cursor (worker)
+ * @suspended: between postsuspend and resume: no periodic checkpoints
+ * @ckpt_requested: the next run of @ckpt_work checkpoints even if idle
  * @ckpt_seq: sequence number of the last checkpoint written or loaded
+ * @ckpt_log_seq: log sequence number the last checkpoint covers (worker)
  * @ckpt_slot: slot the next checkpoint goes to (worker)
  * @map_crc: CRC32C of each map block as last written to a slot (worker)
  * @bounce: scratch for checkpoint I/O, DMR_BOUNCE_BLOCKS blocks (worker)
@@ -114,7 +117,10 @@ struct dmr_target {
 	bool seg_fresh;
 	struct dmr_log_pos pos;
 	u32 alloc_cursor;
+	bool suspended;
+	bool ckpt_requested;
 	u64 ckpt_seq;
+	u64 ckpt_log_seq;
 	unsigned int ckpt_slot;
 	u32 *map_crc;
 	void *bounce;
