@@ -4,7 +4,7 @@
  * loading (checkpoint + roll-forward replay).
  *
  * Locking: see dmr.h.  Everything here that changes state runs in the
- * worker (ordered workqueue) or, with the worker stopped, in the
+ * worker (one work item) or, with the worker stopped, in the
  * constructor, destructor and postsuspend.  @map_lock is taken around map
  * changes because dmr_map_read() looks the map up from the submission path.
  *
@@ -392,6 +392,14 @@ void dmr_queue_bio(struct dmr_target *rc, struct bio *bio)
 	queue_work(rc->wq, &rc->work);
 }
 
+static void dmr_checkpoint_due(struct dmr_target *rc);
+
+/*
+ * The worker: every bio that changes state or needs the open segment, and
+ * checkpoints.  One work item, so it never runs concurrently with itself;
+ * it is queued on the submitting CPU (a plain, not ordered, workqueue)
+ * which saves a cross-CPU wake-up per request.
+ */
 static void dmr_worker(struct work_struct *work)
 {
 	struct dmr_target *rc = container_of(work, struct dmr_target, work);
@@ -399,6 +407,8 @@ static void dmr_worker(struct work_struct *work)
 	struct bio *bio;
 
 	for (;;) {
+		if (READ_ONCE(rc->ckpt_due))
+			dmr_checkpoint_due(rc);
 		spin_lock_irqsave(&rc->bio_lock, flags);
 		bio = bio_list_pop(&rc->bios);
 		spin_unlock_irqrestore(&rc->bio_lock, flags);
@@ -546,18 +556,28 @@ fail:
 	return r;
 }
 
-static void dmr_ckpt_worker(struct work_struct *work)
+/* In the worker: a periodic or requested checkpoint is due. */
+static void dmr_checkpoint_due(struct dmr_target *rc)
+{
+	WRITE_ONCE(rc->ckpt_due, false);
+	/* the periodic checkpoint is skipped when nothing changed since */
+	if (READ_ONCE(rc->ckpt_requested) || rc->unit_open ||
+	    rc->pos.seq != rc->ckpt_log_seq)
+		dmr_checkpoint(rc, false);
+	WRITE_ONCE(rc->ckpt_requested, false);
+	if (READ_ONCE(rc->mode) == DMR_MODE_WRITE && !READ_ONCE(rc->suspended))
+		queue_delayed_work(rc->wq, &rc->ckpt_work,
+				   rc->opts.checkpoint_interval * HZ);
+}
+
+/* The checkpoint timer only hands the checkpoint to the worker. */
+static void dmr_ckpt_timer(struct work_struct *work)
 {
 	struct dmr_target *rc = container_of(to_delayed_work(work),
 					     struct dmr_target, ckpt_work);
 
-	/* the periodic checkpoint is skipped when nothing changed since */
-	if (rc->ckpt_requested || rc->unit_open || rc->pos.seq != rc->ckpt_log_seq)
-		dmr_checkpoint(rc, false);
-	rc->ckpt_requested = false;
-	if (READ_ONCE(rc->mode) == DMR_MODE_WRITE && !READ_ONCE(rc->suspended))
-		queue_delayed_work(rc->wq, &rc->ckpt_work,
-				   rc->opts.checkpoint_interval * HZ);
+	WRITE_ONCE(rc->ckpt_due, true);
+	queue_work(rc->wq, &rc->work);
 }
 
 /**
@@ -571,10 +591,11 @@ int dmr_checkpoint_now(struct dmr_target *rc, bool clean)
 {
 	if (clean)
 		return dmr_checkpoint(rc, true);
-	/* run it on the ordered workqueue, serialised with the I/O worker */
-	rc->ckpt_requested = true;
-	mod_delayed_work(rc->wq, &rc->ckpt_work, 0);
-	flush_delayed_work(&rc->ckpt_work);
+	/* run it in the worker, serialised with the I/O */
+	WRITE_ONCE(rc->ckpt_requested, true);
+	WRITE_ONCE(rc->ckpt_due, true);
+	queue_work(rc->wq, &rc->work);
+	flush_work(&rc->work);
 	return READ_ONCE(rc->mode) == DMR_MODE_FAILED ? rc->first_error : 0;
 }
 
@@ -582,7 +603,7 @@ int dmr_checkpoint_now(struct dmr_target *rc, bool clean)
 void dmr_worker_stop(struct dmr_target *rc)
 {
 	cancel_delayed_work_sync(&rc->ckpt_work);
-	flush_workqueue(rc->wq);
+	flush_work(&rc->work);
 }
 
 void dmr_worker_start(struct dmr_target *rc)
@@ -830,7 +851,7 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	spin_lock_init(&rc->bio_lock);
 	bio_list_init(&rc->bios);
 	INIT_WORK(&rc->work, dmr_worker);
-	INIT_DELAYED_WORK(&rc->ckpt_work, dmr_ckpt_worker);
+	INIT_DELAYED_WORK(&rc->ckpt_work, dmr_ckpt_timer);
 	rc->open_segment = DMR_NO_SEGMENT;
 
 	l2p = kvcalloc(geo->logical_blocks, sizeof(u32), GFP_KERNEL);
@@ -861,8 +882,8 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 		*error = "Cannot create the bio set";
 		return -ENOMEM;
 	}
-	rc->wq = alloc_ordered_workqueue("dmr-%s", WQ_MEM_RECLAIM,
-					 dm_device_name(dm_table_get_md(rc->ti->table)));
+	rc->wq = alloc_workqueue("dmr-%s", WQ_MEM_RECLAIM, 0,
+				 dm_device_name(dm_table_get_md(rc->ti->table)));
 	if (!rc->wq) {
 		*error = "Cannot create the workqueue";
 		return -ENOMEM;

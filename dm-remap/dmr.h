@@ -3,8 +3,8 @@
  * dm-remap: internal interfaces of the kernel module.
  *
  * Concurrency model.  All writes, discards, flushes, checkpoints and reads
- * that must be served from memory are handled by one worker on an ordered
- * workqueue (dmr-io.c), so the log writer state (open unit, segment
+ * that must be served from memory are handled by one worker, a single work
+ * item that never runs concurrently with itself (dmr-io.c), so the log writer state (open unit, segment
  * buffer, log position) has a single owner and needs no lock.  The map and
  * segment table are read from the bio submission path too (dmr_map() sends
  * reads of data already on the device straight down), so every change to
@@ -63,9 +63,10 @@ struct dmr_stats {
  * @open_segment: segment whose blocks are served from @segbuf
  * @bio_lock: protects @bios
  * @bios: bios waiting for the worker
- * @wq: ordered workqueue: @work and @ckpt_work never run concurrently
+ * @wq: workqueue of @work (one item: never runs concurrently with itself)
  * @work: the worker
- * @ckpt_work: periodic checkpoint
+ * @ckpt_work: periodic checkpoint timer: sets @ckpt_due, queues @work
+ * @ckpt_due: a checkpoint is due, the worker does it
  * @mode: enum dmr_mode; written by the worker, read anywhere
  * @first_error: first metadata or log write error (negative errno), kept
  * @segbuf: the open segment in memory (worker)
@@ -77,7 +78,7 @@ struct dmr_stats {
  *	the segment after it, last sequence number written (worker)
  * @alloc_cursor: segment allocator cursor (worker)
  * @suspended: between postsuspend and resume: no periodic checkpoints
- * @ckpt_requested: the next run of @ckpt_work checkpoints even if idle
+ * @ckpt_requested: the due checkpoint is written even if nothing changed
  * @ckpt_seq: sequence number of the last checkpoint written or loaded
  * @ckpt_log_seq: log sequence number the last checkpoint covers (worker)
  * @ckpt_slot: slot the next checkpoint goes to (worker)
@@ -119,6 +120,7 @@ struct dmr_target {
 	u32 alloc_cursor;
 	bool suspended;
 	bool ckpt_requested;
+	bool ckpt_due;
 	u64 ckpt_seq;
 	u64 ckpt_log_seq;
 	unsigned int ckpt_slot;
