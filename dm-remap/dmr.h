@@ -4,8 +4,9 @@
  *
  * Concurrency model.  All writes, discards, flushes, checkpoints and reads
  * that must be served from memory are handled by one worker, a single work
- * item that never runs concurrently with itself (dmr-io.c), so the log writer state (open unit, segment
- * buffer, log position) has a single owner and needs no lock.  The map and
+ * item that never runs concurrently with itself (dmr-io.c), so the log
+ * writer state (open unit, segment buffer, log position) has a single
+ * owner and needs no lock.  The map and
  * segment table are read from the bio submission path too (dmr_map() sends
  * reads of data already on the device straight down), so every change to
  * them, and to @open_segment, is made under @map_lock.  Blocks are never

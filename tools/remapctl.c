@@ -14,7 +14,6 @@
  *
  * Exit status: 0 success, 1 failure or refusal, 2 bad usage.
  */
-#include <blkid/blkid.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -33,6 +32,7 @@
 
 #include "dmr-codec.h"
 #include "dmr-log.h"
+#include "dmr-probe.h"
 #include "dmr-table.h"
 
 static const char *prog = "remapctl";
@@ -241,47 +241,13 @@ static void sync_device(struct device *d)
 		die("%s: fsync failed: %s", d->path, strerror(errno));
 }
 
-/*
- * Return a description of any signature found on the device, or NULL.
- * Looks for filesystems, RAID members, LVM PVs and partition tables with
- * libblkid, and for a dm-remap superblock (copy 0 or 1) itself.
- */
-static char *find_signature(struct device *d, void *buf)
+/* Return a description of any signature found on the device, or NULL. */
+static char *find_signature(struct device *d)
 {
-	blkid_probe pr;
-	const char *val = NULL;
-	char *found = NULL;
-	int i;
+	char *found;
 
-	for (i = 0; i < DMR_SB_COPIES && d->bytes >= (uint64_t)(i + 1) * DMR_BLOCK_SIZE; i++) {
-		read_block(d, i, buf);
-		if (dmr_sb_has_magic(buf))
-			return strdup("dm-remap");
-	}
-
-	pr = blkid_new_probe_from_filename(d->path);
-	if (!pr)
-		die("%s: cannot probe for signatures", d->path);
-	blkid_probe_enable_superblocks(pr, 1);
-	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_USAGE);
-	blkid_probe_enable_partitions(pr, 1);
-	switch (blkid_do_safeprobe(pr)) {
-	case 0:
-		if (!blkid_probe_lookup_value(pr, "TYPE", &val, NULL) ||
-		    !blkid_probe_lookup_value(pr, "PTTYPE", &val, NULL))
-			found = strdup(val);
-		else
-			found = strdup("unknown signature");
-		break;
-	case -2:
-		found = strdup("several conflicting signatures");
-		break;
-	case 1:
-		break;
-	default:
+	if (dmr_probe_signature(d->path, &found))
 		die("%s: signature probe failed", d->path);
-	}
-	blkid_free_probe(pr);
 	return found;
 }
 
@@ -359,7 +325,7 @@ static int cmd_format(int argc, char **argv)
 	memset(zero, 0, DMR_BLOCK_SIZE);
 
 	open_device(&d, argv[optind], O_RDWR, !force);
-	sig = find_signature(&d, buf);
+	sig = find_signature(&d);
 	if (sig && !force)
 		die("%s holds a %s signature; refusing to format it (use --force)",
 		    d.path, sig);

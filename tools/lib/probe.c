@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Signature probing for the tools that write to devices (remapctl format,
+ * bm-flash write tests): filesystems, RAID members, LVM PVs and partition
+ * tables through libblkid, and dm-remap's own superblock (block 0 or 1).
+ */
+#include <blkid/blkid.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dmr-probe.h"
+
+#define PROBE_BLOCK	4096
+#define DMR_SB_MAGIC_STR	"DM-REMAP"
+
+static int has_dmr_magic(const char *path)
+{
+	char buf[2 * PROBE_BLOCK];
+	ssize_t r;
+	int fd, i, found = 0;
+
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	r = pread(fd, buf, sizeof(buf), 0);
+	close(fd);
+	for (i = 0; i < 2 && (i + 1) * PROBE_BLOCK <= r; i++)
+		found |= !memcmp(buf + i * PROBE_BLOCK, DMR_SB_MAGIC_STR,
+				 strlen(DMR_SB_MAGIC_STR));
+	return found;
+}
+
+/**
+ * dmr_probe_signature() - look for anything a write would destroy
+ * @path: device or image file
+ * @found: set to a malloc'ed description of the signature, or NULL
+ *
+ * Return: 0, or -1 if the device could not be probed.
+ */
+int dmr_probe_signature(const char *path, char **found)
+{
+	const char *val = NULL;
+	blkid_probe pr;
+	int r;
+
+	*found = NULL;
+	r = has_dmr_magic(path);
+	if (r < 0)
+		return -1;
+	if (r) {
+		*found = strdup("dm-remap");
+		return 0;
+	}
+	pr = blkid_new_probe_from_filename(path);
+	if (!pr)
+		return -1;
+	blkid_probe_enable_superblocks(pr, 1);
+	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_USAGE);
+	blkid_probe_enable_partitions(pr, 1);
+	r = 0;
+	switch (blkid_do_safeprobe(pr)) {
+	case 0:
+		if (!blkid_probe_lookup_value(pr, "TYPE", &val, NULL) ||
+		    !blkid_probe_lookup_value(pr, "PTTYPE", &val, NULL))
+			*found = strdup(val);
+		else
+			*found = strdup("unknown signature");
+		break;
+	case -2:
+		*found = strdup("several conflicting signatures");
+		break;
+	case 1:
+		break;
+	default:
+		r = -1;
+	}
+	blkid_free_probe(pr);
+	return r;
+}
