@@ -222,9 +222,12 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 
 	switch (type) {
 	case STATUSTYPE_INFO:
-		spin_lock(&rc->map_lock);
+		/*
+		 * No map_lock: the scan is O(segments) and would stall the
+		 * read path; segments only ever gain DMR_SEG_USED, so a racy
+		 * count is merely a moment old.
+		 */
 		free_segs = dmr_seg_free_count(&rc->map);
-		spin_unlock(&rc->map_lock);
 		DMEMIT("%s %u %llu %llu %llu %u %lld %lld %lld %lld %llu %llu %llu %u %lld %d",
 		       dmr_mode_name(READ_ONCE(rc->mode)),
 		       rc->sb.version,

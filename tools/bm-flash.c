@@ -15,7 +15,8 @@
  *
  * Write tests destroy the data on DEVICE.  They refuse a device that is in
  * use or holds a filesystem, RAID, LVM, partition-table or dm-remap
- * signature unless --force is given; --read-only runs never write.
+ * signature, and any regular file, unless --force is given; --read-only
+ * runs never write.
  *
  * Exit status: 0 success, 1 I/O error or refusal, 2 bad usage.
  */
@@ -132,7 +133,8 @@ static void help(void)
 	       "  --json           print one JSON object instead of the table\n"
 	       "  --csv            print CSV (op,bs,threads,iops,bw_bytes,ios,seconds)\n"
 	       "  --force          write even to a device that is in use or holds a\n"
-	       "                   filesystem, RAID, LVM, partition table or dm-remap signature\n"
+	       "                   filesystem, RAID, LVM, partition table or dm-remap signature,\n"
+	       "                   or to a regular file (an image)\n"
 	       "  --seed N         seed of the offset and data generators (default 1)\n"
 	       "  --help           show this help\n"
 	       "\n"
@@ -470,6 +472,10 @@ static void check_signature(const struct device *d, const struct options *o)
 		fprintf(stderr, "%s: %s: overwriting its signature (%s) (--force)\n",
 			prog, d->path, sig);
 	free(sig);
+	/* a plain file (a config file, a database) never looks like a disk */
+	if (!d->is_blk && !o->force)
+		die("%s: is a regular file, not a block device; a write test would "
+		    "overwrite it (use --force for an image file)", d->path);
 }
 
 static void fmt_bs(uint32_t bs, char *out, size_t len)

@@ -176,7 +176,7 @@ def check_cell(iops, bw, bs, unit=None):
 
 
 def test_table(img):
-    p = bm(*SHORT, img)
+    p = bm(*SHORT, "--force", img)
     assert p.returncode == 0, p.stderr
     assert p.stderr == ""                   # no progress line: not a tty
     header, rows = parse_table(p.stdout)
@@ -192,7 +192,7 @@ def test_table(img):
 
 
 def test_json(img):
-    p = bm(*SHORT, "--json", img)
+    p = bm(*SHORT, "--json", "--force", img)
     assert p.returncode == 0, p.stderr
     j = json.loads(p.stdout)
     assert j["device"] == img
@@ -208,7 +208,7 @@ def test_json(img):
 
 
 def test_csv(img):
-    p = bm(*SHORT, "--csv", img)
+    p = bm(*SHORT, "--csv", "--force", img)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines()[0] == "op,bs,threads,iops,bw_bytes,ios,seconds"
     rows = list(csv.DictReader(io.StringIO(p.stdout)))
@@ -222,7 +222,7 @@ def test_csv(img):
 
 def test_default_grid(img):
     """The papers' grid: 512B to 1M, 1/10/40 threads, read then write."""
-    p = bm("--seconds", "0.02", img)
+    p = bm("--seconds", "0.02", "--force", img)
     assert p.returncode == 0, p.stderr
     header, rows = parse_table(p.stdout)
     assert header[1].split() == ["1", "thread", "10", "threads", "40",
@@ -239,14 +239,14 @@ def test_read_only_and_write_only_sections(img):
     assert "Random Read Tests:" in p.stdout and "Write" not in p.stdout
     assert Path(img).read_bytes() == b"\0" * (64 << 20)
     p = bm("--write-only", "--bs", "4K", "--threads", "1", "--seconds", "0.1",
-           "--csv", img)
+           "--csv", "--force", img)
     assert p.returncode == 0, p.stderr
     assert [r["op"] for r in csv.DictReader(io.StringIO(p.stdout))] == ["write"]
 
 
 def test_writes_random_data_inside_size(img):
     p = bm("--write-only", "--bs", "4K", "--threads", "2", "--seconds", "0.3",
-           "--size", "1M", "--csv", img)
+           "--size", "1M", "--csv", "--force", img)
     assert p.returncode == 0, p.stderr
     data = Path(img).read_bytes()
     assert data[1 << 20:] == b"\0" * ((64 << 20) - (1 << 20))
@@ -264,3 +264,16 @@ def test_block_size_larger_than_region_is_skipped(img):
     assert p.stderr == ("bm-flash: skipping 1M: larger than the tested region "
                         "(524288 bytes)\n")
     assert list(parse_table(p.stdout)[1]) == ["4K"]
+
+
+def test_refuses_plain_file_unless_forced(tmp_path):
+    """A regular file without any signature (a config file, say) is not
+    written to unless --force: it is not a disk."""
+    f = tmp_path / "notes.txt"
+    text = b"root:*:20228:0:99999:7:::\n" * 200
+    f.write_bytes(text)
+    p = bm("--write-only", "--bs", "4K", "--threads", "1", "--seconds", "0.1",
+           str(f))
+    assert p.returncode == 1
+    assert "is a regular file" in p.stderr and "--force" in p.stderr
+    assert f.read_bytes() == text
