@@ -5,7 +5,7 @@
 #   build612  module against Debian's 6.12 headers (-Werror), for the VM
 #   build61   module against Debian's 6.1 headers (-Werror), in a copy
 #   tools     userspace tools, and the KUnit suite of the pure code on the host
-#   host      pytest: remapctl argument handling on image files
+#   host      pytest: remapctl, bm-flash, compare (arguments, refusals, output)
 #   dkms      `dkms build` of the tracked tree for the 6.12 and 6.1 kernels
 #   style     checkpatch.pl --strict on the kernel sources
 #   kunit     KUnit under UML (kunit.py, cached build dir)
@@ -117,7 +117,7 @@ for s in "${stages[@]}"; do
 		fi ;;
 	host)
 		echo "== host: pytest tests/host"
-		run_tests host "$out/host.log" python3 -m pytest -q -p no:cacheprovider tests/host ;;
+		run_tests host "$out/host.log" /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/host ;;
 	dkms)
 		echo "== dkms: dkms build (private dkms tree in $cache/dkms)"
 		ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)

@@ -1,3 +1,5 @@
 #!/usr/bin/env bash
-# `make demo`: format a ramdisk, create the target, mkfs, a short fio (VM).
-exec bash "$(dirname "$0")/vm-job.sh" demo --mem 2048 -- bash tests/vm/guest-demo.sh
+# `make demo`: bm-flash on md RAID-5 over 4 ramdisks, bare and through
+# dm-remap, side by side, with a chart (in the VM; a few minutes).
+exec bash "$(dirname "$0")/vm-job.sh" demo --mem 3072 --timeout 1800 -- \
+	bash tests/vm/guest-demo.sh

@@ -4,7 +4,7 @@
  *
  *   bm-flash [--bs LIST] [--threads LIST] [--seconds S] [--size BYTES]
  *            [--read-only | --write-only] [--json | --csv] [--force]
- *            [--seed N] DEVICE
+ *            [--max-bytes N] [--seed N] [--check] DEVICE
  *
  * A re-implementation of the method of EasyCo's bm-flash, the benchmark
  * behind the papers this project started from: blocking, block-aligned
@@ -59,8 +59,10 @@ struct options {
 	unsigned int nr_threads;
 	double seconds;
 	uint64_t size;			/* 0: the whole device */
+	uint64_t max_bytes;		/* 0: cells end on time only */
 	bool ops[NR_OPS];
 	bool json, csv, force;
+	bool check_only;		/* --check: safety checks, no I/O */
 	uint64_t seed;
 	const char *path;
 };
@@ -88,6 +90,8 @@ struct cell {
 	uint32_t bs;
 	uint64_t nblocks;		/* bs-sized slots in the region */
 	uint64_t seed;
+	uint64_t max_ios;		/* 0: no cap (--max-bytes) */
+	atomic_uint_fast64_t issued;	/* I/Os started, counted with a cap */
 	pthread_barrier_t start;
 	atomic_bool stop;
 };
@@ -100,6 +104,7 @@ struct worker {
 	int err;			/* errno of the failure, 0 if none */
 	bool short_io;
 	uint64_t err_off;
+	double end;			/* when its last I/O completed */
 };
 
 static void __attribute__((noreturn, format(printf, 2, 3))) fail(int code, const char *fmt, ...)
@@ -128,6 +133,8 @@ static void help(void)
 	       "  --threads LIST   thread counts (default 1,10,40)\n"
 	       "  --seconds S      run time of each cell, fractions allowed (default 10)\n"
 	       "  --size BYTES     test only the first BYTES of DEVICE (K, M, G suffix)\n"
+	       "  --max-bytes N    end a cell after N bytes if that comes before --seconds\n"
+	       "                   (IOPS are over the time it really ran)\n"
 	       "  --read-only      read tests only; DEVICE is opened read-only\n"
 	       "  --write-only     write tests only\n"
 	       "  --json           print one JSON object instead of the table\n"
@@ -136,6 +143,8 @@ static void help(void)
 	       "                   filesystem, RAID, LVM, partition table or dm-remap signature,\n"
 	       "                   or to a regular file (an image)\n"
 	       "  --seed N         seed of the offset and data generators (default 1)\n"
+	       "  --check          only check that a write test of DEVICE would be\n"
+	       "                   allowed (exit 0) or refused (exit 1); no I/O\n"
 	       "  --help           show this help\n"
 	       "\n"
 	       "Write tests overwrite the data on DEVICE with random bytes.  DEVICE may\n"
@@ -285,7 +294,7 @@ static void set_defaults(struct options *o)
 static void parse_args(struct options *o, int argc, char **argv)
 {
 	enum { O_BS = 256, O_THREADS, O_SECONDS, O_SIZE, O_RO, O_WO, O_JSON, O_CSV,
-	       O_FORCE, O_SEED, O_HELP };
+	       O_FORCE, O_SEED, O_CHECK, O_MAX_BYTES, O_HELP };
 	static const struct option lopts[] = {
 		{ "bs", required_argument, NULL, O_BS },
 		{ "threads", required_argument, NULL, O_THREADS },
@@ -297,6 +306,8 @@ static void parse_args(struct options *o, int argc, char **argv)
 		{ "csv", no_argument, NULL, O_CSV },
 		{ "force", no_argument, NULL, O_FORCE },
 		{ "seed", required_argument, NULL, O_SEED },
+		{ "check", no_argument, NULL, O_CHECK },
+		{ "max-bytes", required_argument, NULL, O_MAX_BYTES },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -339,6 +350,14 @@ static void parse_args(struct options *o, int argc, char **argv)
 		case O_SEED:
 			o->seed = parse_seed(optarg);
 			break;
+		case O_CHECK:
+			o->check_only = true;
+			break;
+		case O_MAX_BYTES:
+			o->max_bytes = parse_size(optarg);
+			if (!o->max_bytes)
+				usage_error("--max-bytes: bad size '%s'", optarg);
+			break;
 		case 'h':
 		case O_HELP:
 			help();
@@ -353,6 +372,8 @@ static void parse_args(struct options *o, int argc, char **argv)
 		usage_error("--read-only and --write-only exclude each other");
 	if (o->json && o->csv)
 		usage_error("--json and --csv exclude each other");
+	if (o->check_only && ro)
+		usage_error("--check tests write safety; it excludes --read-only");
 	if (ro)
 		o->ops[OP_WRITE] = false;
 	if (wo)
@@ -573,6 +594,14 @@ static void scramble(void *buf, size_t len, uint64_t *rng)
 		*(uint64_t *)((char *)buf + i) = xorshift64s(rng);
 }
 
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -593,6 +622,11 @@ static void *worker_main(void *arg)
 		uint64_t off = xorshift64s(&rng) % c->nblocks * c->bs;
 		ssize_t r;
 
+		if (c->max_ios && atomic_fetch_add(&c->issued, 1) >= c->max_ios) {
+			atomic_store(&c->stop, true);
+			break;
+		}
+
 		if (c->op == OP_WRITE) {
 			scramble(buf, c->bs, &rng);
 			r = pwrite(fd, buf, c->bs, off);
@@ -608,16 +642,9 @@ static void *worker_main(void *arg)
 		}
 		w->ios++;
 	}
+	w->end = now();
 	free(buf);
 	return NULL;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* Sleep until @end, waking early when the cell is stopped by an error. */
@@ -656,6 +683,7 @@ static void run_cell(struct cell *c, unsigned int threads, struct result *res)
 	if (!w)
 		die("out of memory");
 	atomic_init(&c->stop, false);
+	atomic_init(&c->issued, 0);
 	if (pthread_barrier_init(&c->start, NULL, threads + 1))
 		die("cannot initialise a barrier");
 	for (i = 0; i < threads; i++) {
@@ -669,11 +697,14 @@ static void run_cell(struct cell *c, unsigned int threads, struct result *res)
 	start = now();
 	wait_cell(c, start + res->seconds);
 	res->ios = 0;
+	end = start;
 	for (i = 0; i < threads; i++) {
 		pthread_join(w[i].tid, NULL);
 		res->ios += w[i].ios;
+		/* the last worker's last I/O ends the cell (not the timer poll) */
+		if (w[i].end > end)
+			end = w[i].end;
 	}
-	end = now();
 	pthread_barrier_destroy(&c->start);
 	for (i = 0; i < threads; i++)
 		if (w[i].err)
@@ -730,6 +761,8 @@ static void run_all(const struct device *d, const struct options *o,
 					     ((uint64_t)i << 40) + ((uint64_t)t << 32);
 
 				c.seed = splitmix64(&x);
+				if (o->max_bytes)
+					c.max_ios = o->max_bytes / o->bs[i] ?: 1;
 				if (tty)
 					progress(++done, total, o->bs[i], op, o->threads[t]);
 				res[op][i][t].seconds = o->seconds;
@@ -914,6 +947,12 @@ int main(int argc, char **argv)
 	open_device(&d, &o);
 	probe_geometry(&d, &o);
 	check_signature(&d, &o);
+	if (o.check_only) {
+		printf("%s: a write test is allowed%s\n", d.path,
+		       o.force ? " (--force)" : "");
+		close(d.fd);
+		return 0;
+	}
 	check_block_sizes(&d, &o, skip);
 	run_all(&d, &o, skip, res);
 	close(d.fd);

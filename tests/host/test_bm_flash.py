@@ -129,7 +129,8 @@ def test_help():
     p = bm("--help")
     assert p.returncode == 0 and p.stdout.startswith("Usage: bm-flash")
     for opt in ("--bs", "--threads", "--seconds", "--size", "--read-only",
-                "--write-only", "--json", "--csv", "--force", "--seed"):
+                "--write-only", "--json", "--csv", "--force", "--seed", "--check",
+                "--max-bytes"):
         assert opt in p.stdout
 
 
@@ -277,3 +278,36 @@ def test_refuses_plain_file_unless_forced(tmp_path):
     assert p.returncode == 1
     assert "is a regular file" in p.stderr and "--force" in p.stderr
     assert f.read_bytes() == text
+
+
+def test_check_only_does_no_io(img):
+    """--check applies the write-test rules and exits; it writes nothing
+    even when the answer is yes (tools/compare asks it first)."""
+    subprocess.run(["mkfs.ext4", "-q", "-F", img], check=True)
+    before = Path(img).read_bytes()
+    p = bm("--check", img)
+    assert p.returncode == 1 and p.stdout == ""
+    assert "holds a signature (ext4)" in p.stderr and "--force" in p.stderr
+    p = bm("--check", "--force", img)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == f"{img}: a write test is allowed (--force)\n"
+    assert Path(img).read_bytes() == before
+    p = bm("--check", "--read-only", img)
+    assert p.returncode == 2 and "excludes --read-only" in p.stderr
+
+
+def test_max_bytes_ends_cells_early(img):
+    """--max-bytes ends a cell after that many bytes; IOPS are over the time
+    the cell really ran (tools/compare caps remapped write cells with it)."""
+    p = bm("--bs", "4K,64K", "--threads", "1,3", "--seconds", "60",
+           "--max-bytes", "1M", "--force", "--json", img)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout)["results"]
+    assert len(res) == 8
+    for r in res:
+        assert r["ios"] == (1 << 20) // r["bs"], r
+        assert r["seconds"] < 30                        # not the 60 s
+        assert abs(r["iops"] - r["ios"] / r["seconds"]) <= 0.01 * r["iops"] + 0.01
+    for bad in ("0", "x", "1Q"):
+        p = bm("--max-bytes", bad, img)
+        assert p.returncode == 2 and f"--max-bytes: bad size '{bad}'" in p.stderr

@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """The log-structured data path: persistence, flush cost, discard, crash
 recovery, power cut, ENOSPC and metadata write errors."""
+import json
 import mmap
 import os
 import random
+import subprocess
 
 import pytest
 
-from conftest import (BLOCK, DM_PREFIX, MNT, Kmsg, dm_create, dm_path,
+from conftest import (BLOCK, DM_PREFIX, MNT, REPO, Kmsg, dm_create, dm_path,
                       dm_remove, dump, remapctl, run, sectors, status_fields)
 
 
@@ -301,22 +303,34 @@ def test_enospc_without_garbage_collection(ram):
     assert _pread(s.top, 0, chunk) == first
 
 
-def test_fio_verify_across_reload_and_crash(stack):
-    job = ["fio", "--name=v", f"--filename={stack.top}", "--rw=randwrite",
-           "--bs=4k", "--direct=1", "--ioengine=psync", "--size=16M",
-           "--verify=crc32c", "--verify_state_save=0", "--do_verify=0",
-           "--randseed=1234", "--end_fsync=1"]
-    verify = ["fio", "--name=v", f"--filename={stack.top}", "--rw=randwrite",
-              "--bs=4k", "--direct=1", "--ioengine=psync", "--size=16M",
-              "--verify=crc32c", "--verify_state_save=0", "--verify_only",
-              "--randseed=1234"]
-    run(job)
+@pytest.mark.parametrize("job", ["verify-randwrite", "verify-seqmix"])
+def test_fio_verify_across_reload_and_crash(stack, job):
+    """The verify jobs of tests/fio: write + verify, then verify only after a
+    clean reload and after a power cut (the job ends with an fsync)."""
+    path = str(REPO / "tests" / "fio" / f"{job}.fio")
+
+    def fio(verify_only):
+        env = dict(os.environ, DEV=stack.top, SIZE="16M", RUNTIME="0",
+                   VERIFY_ONLY=str(verify_only))
+        p = subprocess.run(["fio", "--output-format=json", path], env=env,
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr
+        j = json.loads(p.stdout[p.stdout.index("{"):])["jobs"][0]
+        assert j["error"] == 0 and j["read"]["io_bytes"] >= 16 << 20
+        return j
+
+    assert fio(0)["write"]["io_bytes"] >= 16 << 20
     stack.reload()
     assert stack.status()["replayed_units"] == 0
-    run(verify)
+    fio(1)      # (fio counts the writes it skips in io_bytes)
     stack.crash()
     stack.create()
-    run(verify)
+    fio(1)
+    # and the check has teeth: a block overwritten behind fio's back fails it
+    _pwrite(stack.top, 5, block(5, 1), sync=True)
+    env = dict(os.environ, DEV=stack.top, SIZE="16M", RUNTIME="0", VERIFY_ONLY="1")
+    p = subprocess.run(["fio", path], env=env, capture_output=True, text=True)
+    assert p.returncode != 0 and "verify" in p.stdout + p.stderr
 
 
 @pytest.fixture

@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""`make bench`, guest side: dm-remap against the bare device, in one run.
+"""`make bench`, guest side: tools/compare on three ramdisk configurations.
 
-md RAID-5 over 4 ramdisks (64 KiB chunk, 192 KiB full stripe):
-  - 4 KiB random writes, 1 / 10 / 40 threads, bare md vs dm-remap over it
-  - the array's sequential full-stripe write bandwidth, and the remapped
-    random-write bandwidth as a fraction of it
-  - 4 KiB random reads (1 / 10 threads) over data written sequentially
-  - 4 KiB random writes with fsync after each write (1 thread)
-A fresh dm-remap format precedes every write test: there is no garbage
-collector yet, so each test must fit in the free segments (io_size caps
-what a test may write).  Results: a table on stdout and bench.json in
-$DMR_OUT.
+  raid5-4   md RAID-5 over 4 ramdisks (64 KiB chunk)
+  raid5-8   md RAID-5 over 8 ramdisks (64 KiB chunk)
+  ram       a single ramdisk: the cost of the remapping itself
+
+For each: the bare device's sequential write bandwidth (full stripes on md:
+6 stripes per write), then tools/compare with the bm-flash grid (4K to 1M,
+1/10/40 threads) and every fio job of tests/fio, bare, through dm-linear
+(what device-mapper itself costs) and remapped.  Each
+configuration's results.json and chart.png go to $DMR_OUT/<config>/; the
+summary (the figures the project's goals are stated against) is printed
+and saved as $DMR_OUT/bench.json.
 """
 import json
 import os
@@ -21,13 +22,17 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-REMAPCTL = os.path.join(REPO, "tools", "remapctl")
-RUNTIME = int(os.environ.get("DMR_BENCH_RUNTIME", "5"))
-RAM_MIB = int(os.environ.get("DMR_BENCH_RAM_MIB", "384"))
-REGION = "256M"
-IO_CAP = "220M"         # what one write test may write: fits a fresh device
+COMPARE = os.path.join(REPO, "tools", "compare")
+SECONDS = os.environ.get("DMR_BENCH_SECONDS", "2")
+FIO_RUNTIME = os.environ.get("DMR_BENCH_FIO_RUNTIME", "4")
+REGION = os.environ.get("DMR_BENCH_REGION", "256M")
+OUT = os.environ.get("DMR_OUT", "/tmp")
 MD = "/dev/md/dmrbench"
-DM = "dmrbench"
+CONFIGS = [  # name, ramdisks, MiB each, label
+    ("raid5-4", 4, 384, "md RAID-5, 4 x 384 MiB ramdisks, 64K chunk"),
+    ("raid5-8", 8, 192, "md RAID-5, 8 x 192 MiB ramdisks, 64K chunk"),
+    ("ram", 1, 1024, "one 1 GiB ramdisk (brd)"),
+]
 
 
 def sh(*cmd, check=True, input=None):
@@ -37,79 +42,112 @@ def sh(*cmd, check=True, input=None):
     return p.stdout
 
 
-def fio(dev, rw, bs, jobs, extra=()):
-    out = sh("fio", "--name=b", f"--filename={dev}", f"--rw={rw}", f"--bs={bs}",
-             "--direct=1", "--ioengine=psync", f"--numjobs={jobs}",
-             "--group_reporting", "--time_based", f"--runtime={RUNTIME}",
-             f"--size={REGION}", "--randrepeat=0", "--output-format=json",
-             *extra)
-    j = json.loads(out[out.index("{"):])["jobs"][0]
-    side = j["write"] if "write" in rw else j["read"]
-    if "rw" in rw and "read" in rw:
-        side = j["read"]
-    return {"iops": side["iops"], "bw": side["bw_bytes"]}
+def seq_write_bw(dev, bs):
+    out = sh("fio", "--name=seq", f"--filename={dev}", "--rw=write", f"--bs={bs}",
+             "--direct=1", "--ioengine=libaio", "--iodepth=4", "--time_based",
+             f"--runtime={FIO_RUNTIME}", "--size=100%", "--output-format=json")
+    return json.loads(out[out.index("{"):])["jobs"][0]["write"]["bw_bytes"]
 
 
-def fresh_remap():
-    sh("dmsetup", "remove", "--retry", DM, check=False)
-    sh(REMAPCTL, "format", "--force", MD)
-    sh(REMAPCTL, "create", DM, MD)
-    return f"/dev/mapper/{DM}"
+def setup(disks, mib):
+    sh("modprobe", "brd", f"rd_nr={disks}", f"rd_size={mib * 1024}")
+    rams = [f"/dev/ram{i}" for i in range(disks)]
+    if disks == 1:
+        return rams[0], 1 << 20
+    sh("mdadm", "--create", MD, "--run", "--quiet", "--level=5",
+       f"--raid-devices={disks}", "--chunk=64", "--assume-clean",
+       "--metadata=1.2", *rams, input="y\n")
+    return MD, int(sh("blockdev", "--getioopt", MD)) * 6
+
+
+def teardown(dev):
+    if dev == MD:
+        sh("mdadm", "--stop", MD)
+    sh("udevadm", "settle", check=False)
+    for _ in range(50):
+        if subprocess.run(["rmmod", "brd"], capture_output=True).returncode == 0:
+            return
+        time.sleep(0.2)
+    sys.exit("bench: cannot unload brd")
+
+
+def cell(res, side, op, bs, threads):
+    for c in res["bm_flash"][side]:
+        if (c["op"], c["bs"], c["threads"]) == (op, bs, threads):
+            return c
+    return None
+
+
+def summarise(name, res, seq_bw):
+    s = {"config": name, "label": res["device"]["label"], "seq_write_bw": seq_bw,
+         "randwrite_4k": {}, "randread_4k": {}}
+    for t in res["params"]["threads"]:
+        for key, op in (("randwrite_4k", "write"), ("randread_4k", "read")):
+            b, r = cell(res, "bare", op, 4096, t), cell(res, "remap", op, 4096, t)
+            li = cell(res, "linear", op, 4096, t)
+            s[key][t] = {"bare": b["iops"], "remap": r["iops"], "linear": li["iops"],
+                         "ratio": r["iops"] / b["iops"],
+                         "linear_ratio": li["iops"] / b["iops"]}
+    best = max(c["bw_bytes"] for c in res["bm_flash"]["remap"]
+               if c["op"] == "write" and c["bs"] == 4096)
+    s["remap_4k_randwrite_best_bw"] = best
+    s["remap_4k_randwrite_over_seq"] = best / seq_bw
+    fs = res["fio"]
+    b = fs["bare"]["randwrite-4k-fsync"]["write"]["iops"]
+    r = fs["remap"]["randwrite-4k-fsync"]["write"]["iops"]
+    s["fsync"] = {"bare": b, "remap": r, "ratio": r / b}
+    s["remap_refreshes"] = res["remap_refreshes"]
+    return s
+
+
+def print_summary(sums):
+    print("\n==== summary: remapped / bare (goals: 4K random write >= 5x on "
+          "ramdisk RAID-5, >= 80% of sequential write bandwidth, reads >= 95%)")
+    for s in sums:
+        print(f"\n{s['config']}: {s['label']}")
+        for key, what in (("randwrite_4k", "4K random write"),
+                          ("randread_4k", "4K random read ")):
+            cells = "  ".join(f"{t:>2} thr {v['bare']:>7.0f} -> {v['remap']:>7.0f} "
+                              f"({v['ratio']:.2f}x)" for t, v in s[key].items())
+            print(f"  {what} IOPS: {cells}")
+            cells = "  ".join(f"{t:>2} thr {v['linear_ratio']:.2f}x" for t, v in s[key].items())
+            print(f"    dm-linear / bare (device-mapper floor): {cells}")
+        f = s["fsync"]
+        print(f"  4K random write + fsync IOPS: {f['bare']:.0f} -> {f['remap']:.0f} "
+              f"({f['ratio']:.2f}x)")
+        print(f"  sequential write, bare: {s['seq_write_bw'] / 2**20:.1f} MiB/s; best "
+              f"remapped 4K random write: {s['remap_4k_randwrite_best_bw'] / 2**20:.1f}"
+              f" MiB/s = {100 * s['remap_4k_randwrite_over_seq']:.0f}%")
 
 
 def main():
     sh("modprobe", "-a", "dm-mod", "libcrc32c", "raid456")
     sh("insmod", os.path.join(REPO, "dm-remap", "dm-remap.ko"))
-    sh("modprobe", "brd", "rd_nr=4", f"rd_size={RAM_MIB * 1024}")
-    rams = [f"/dev/ram{i}" for i in range(4)]
-    sh("mdadm", "--create", MD, "--run", "--quiet", "--level=5",
-       "--raid-devices=4", "--chunk=64", "--assume-clean", "--metadata=1.2",
-       *rams, input="y\n")
-    stripe = int(sh("blockdev", "--getioopt", MD))
-    res = {"kernel": platform.release(), "device": f"md RAID-5, 4 x {RAM_MIB} MiB brd, 64K chunk",
-           "full_stripe_bytes": stripe, "runtime_s": RUNTIME, "cells": {}}
-    cells = res["cells"]
-
-    def cell(name, bare, remap):
-        cells[name] = {"bare": bare, "remap": remap}
-        ratio = remap["iops"] / bare["iops"] if bare["iops"] else float("nan")
-        print(f"{name:<34} {bare['iops']:>10.0f} {remap['iops']:>10.0f} {ratio:>7.2f}x",
-              flush=True)
-
-    print(f"{'test (IOPS)':<34} {'bare':>10} {'remapped':>10} {'ratio':>8}")
-    for jobs in (1, 10, 40):
-        bare = fio(MD, "randwrite", "4k", jobs)
-        remap = fio(fresh_remap(), "randwrite", "4k", jobs, [f"--io_size={IO_CAP}"])
-        cell(f"4K random write, {jobs} threads", bare, remap)
-    bare = fio(MD, "randwrite", "4k", 1, ["--fsync=1"])
-    remap = fio(fresh_remap(), "randwrite", "4k", 1, ["--fsync=1", f"--io_size={IO_CAP}"])
-    cell("4K random write + fsync, 1 thread", bare, remap)
-
-    seq = fio(MD, "write", str(stripe * 6), 1)
-    remap_dev = fresh_remap()
-    seq_remap = fio(remap_dev, "write", str(stripe * 6), 1, [f"--io_size={IO_CAP}"])
-    cell("sequential write (6 stripes/IO)", seq, seq_remap)
-    # data for the read test: the region written sequentially on both
-    sh("fio", "--name=fill", f"--filename={MD}", "--rw=write", "--bs=1M",
-       "--direct=1", f"--size={REGION}")
-    remap_dev = fresh_remap()
-    sh("fio", "--name=fill", f"--filename={remap_dev}", "--rw=write", "--bs=1M",
-       "--direct=1", f"--size={REGION}")
-    for jobs in (1, 10):
-        cell(f"4K random read, {jobs} threads", fio(MD, "randread", "4k", jobs),
-             fio(remap_dev, "randread", "4k", jobs))
-
-    best = max(cells[f"4K random write, {j} threads"]["remap"]["bw"] for j in (1, 10, 40))
-    res["remap_randwrite_over_seq_stripe_bw"] = best / seq["bw"]
-    print(f"\nfull-stripe sequential write, bare md: {seq['bw'] / 2**20:.1f} MiB/s")
-    print(f"best remapped 4K random write:         {best / 2**20:.1f} MiB/s"
-          f" = {100 * best / seq['bw']:.0f}% of it")
-    sh("dmsetup", "remove", "--retry", DM, check=False)
-    sh("mdadm", "--stop", MD, check=False)
-    out = os.environ.get("DMR_OUT", "/tmp")
-    with open(os.path.join(out, "bench.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    print(f"bench: results in {out}/bench.json ({time.strftime('%Y-%m-%d %H:%M')})")
+    subprocess.run(["rmmod", "brd"], capture_output=True)
+    sums = []
+    for name, disks, mib, label in CONFIGS:
+        print(f"\n==== {name}: {label}", flush=True)
+        dev, seq_bs = setup(disks, mib)
+        seq_bw = seq_write_bw(dev, seq_bs)
+        print(f"sequential write, {seq_bs // 1024} KiB per I/O: "
+              f"{seq_bw / 2**20:.1f} MiB/s", flush=True)
+        out = os.path.join(OUT, name)
+        p = subprocess.run([COMPARE, "--label", label, "--threads", "1,10,40",
+                            "--seconds", SECONDS, "--size", REGION, "--fio", "all",
+                            "--fio-runtime", FIO_RUNTIME, "--name", "dmrbench", "--linear",
+                            "--out", out, dev])
+        if p.returncode:
+            sys.exit(f"bench: compare on {name} failed ({p.returncode})")
+        with open(os.path.join(out, "results.json")) as f:
+            res = json.load(f)
+        sums.append(summarise(name, res, seq_bw))
+        teardown(dev)
+    print_summary(sums)
+    with open(os.path.join(OUT, "bench.json"), "w") as f:
+        json.dump({"kernel": platform.release(), "date": time.strftime("%Y-%m-%d %H:%M"),
+                   "seconds_per_cell": float(SECONDS), "fio_runtime": int(FIO_RUNTIME),
+                   "region": REGION, "configs": sums}, f, indent=1)
+    print(f"\nbench: results in {OUT}")
 
 
 if __name__ == "__main__":

@@ -1,47 +1,34 @@
 #!/usr/bin/env bash
-# `make demo`, guest side: format a ramdisk, create the target, mkfs, a short
-# fio run on the filesystem, and the same fio on the bare ramdisk for scale.
+# `make demo`, guest side: md RAID-5 over 4 ramdisks, then tools/compare runs
+# a short bm-flash grid (4K to 1M, 1 and 10 threads) on the bare array, on
+# dm-linear over it (what device-mapper itself costs) and on dm-remap over
+# it, prints the side-by-side table and writes the chart.
 set -euo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 
-RUNTIME=${DMR_DEMO_RUNTIME:-10}
-modprobe -a dm-mod libcrc32c
-insmod dm-remap/dm-remap.ko
-modprobe brd rd_nr=1 rd_size=$((512 * 1024))
-
-say() { printf '\n### %s\n' "$*"; }
+SECONDS_PER_CELL=${DMR_DEMO_SECONDS:-2}
+RAM_MIB=${DMR_DEMO_RAM_MIB:-512}
+MD=/dev/md/dmrdemo
 
 # Print each command the way a transcript shows it, then run it.
-run() { printf '# %s\n' "$*"; "$@"; }
-
-run tools/remapctl format /dev/ram0
-run tools/remapctl create demo /dev/ram0
-run dmsetup table demo
-run dmsetup status demo
-run mkfs.ext4 -q -F /dev/mapper/demo
-mkdir -p /tmp/demo-mnt
-run mount /dev/mapper/demo /tmp/demo-mnt
-run df -h /tmp/demo-mnt
-
-fio_job() {	# fio_job NAME RW FILE-OR-DEV [SIZE]
-	fio --name="$1" --rw="$2" --bs=4k --direct=1 --ioengine=psync \
-		--numjobs=1 --time_based --runtime="$RUNTIME" --size="${4:-256M}" \
-		--filename="$3" --group_reporting --output-format=terse \
-		--terse-version=3 | awk -F';' -v n="$1" \
-		'{ printf "%-28s read %8d IOPS  write %8d IOPS\n", n, $8, $49 }'
+run() {
+	local a line=
+	for a; do
+		[[ $a == *[[:space:]]* ]] && a="\"$a\""
+		line+="$a "
+	done
+	printf '# %s\n' "${line% }"
+	"$@"
 }
 
-say "fio, ${RUNTIME}s per job, 4 KiB direct I/O, 1 thread"
-fio_job "ext4-on-remap randwrite" randwrite /tmp/demo-mnt/fio.dat
-fio_job "ext4-on-remap randread" randread /tmp/demo-mnt/fio.dat
-rm -f /tmp/demo-mnt/fio.dat
-run umount /tmp/demo-mnt
-run e2fsck -fn /dev/mapper/demo
-run dmsetup status demo
-run dmsetup message demo 0 checkpoint
-run tools/remapctl remove demo
-say "for scale: the bare ramdisk"
-fio_job "bare ram0 randwrite" randwrite /dev/ram0
-fio_job "bare ram0 randread" randread /dev/ram0
+modprobe -a dm-mod libcrc32c raid456
+run insmod dm-remap/dm-remap.ko
+run modprobe brd rd_nr=4 rd_size=$((RAM_MIB * 1024))
+run mdadm --create $MD --run --quiet --level=5 --raid-devices=4 --chunk=64 \
+	--assume-clean --metadata=1.2 /dev/ram0 /dev/ram1 /dev/ram2 /dev/ram3
+run tools/compare --label "md RAID-5, 4 x $RAM_MIB MiB ramdisks, 64K chunk" \
+	--bs 4K,8K,16K,32K,64K,128K,256K,512K,1M --threads 1,10 \
+	--seconds "$SECONDS_PER_CELL" --size 256M --linear --out "$DMR_OUT" $MD
+mdadm --stop $MD >/dev/null
 rmmod dm-remap
-say "demo finished"
+echo "demo finished"
