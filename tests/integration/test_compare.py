@@ -55,7 +55,8 @@ def test_compare_side_by_side(ram):
     assert end["user_blocks"] > 0     # the remapped cells did write through dm-remap
 
     # the printed table: one row per block size, ratio = remapped/bare IOPS
-    rows = [line for line in p.stdout.splitlines()
+    grid_text = p.stdout.split("dm-linear over the same device")[0]
+    rows = [line for line in grid_text.splitlines()
             if re.match(r"\s+(4K|64K)\s+\|", line)]
     assert len(rows) == 4, p.stdout             # read and write sections
     bare = {(c["op"], c["bs"], c["threads"]): c["iops"] for c in res["bm_flash"]["bare"]}
