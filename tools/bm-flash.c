@@ -104,6 +104,7 @@ struct worker {
 	int err;			/* errno of the failure, 0 if none */
 	bool short_io;
 	uint64_t err_off;
+	double begin;			/* when it passed the start barrier */
 	double end;			/* when its last I/O completed */
 };
 
@@ -618,6 +619,7 @@ static void *worker_main(void *arg)
 		fill_random(buf, c->bs, &rng);
 	}
 	pthread_barrier_wait(&c->start);
+	w->begin = now();
 	while (buf && !atomic_load_explicit(&c->stop, memory_order_relaxed)) {
 		uint64_t off = xorshift64s(&rng) % c->nblocks * c->bs;
 		ssize_t r;
@@ -701,7 +703,13 @@ static void run_cell(struct cell *c, unsigned int threads, struct result *res)
 	for (i = 0; i < threads; i++) {
 		pthread_join(w[i].tid, NULL);
 		res->ios += w[i].ios;
-		/* the last worker's last I/O ends the cell (not the timer poll) */
+		/*
+		 * The cell runs from the first worker's start to the last one's
+		 * last I/O, not to the timer poll: a capped cell can be over
+		 * before this thread even reads the clock after the barrier.
+		 */
+		if (w[i].begin < start)
+			start = w[i].begin;
 		if (w[i].end > end)
 			end = w[i].end;
 	}
