@@ -21,6 +21,9 @@
  *     of a segment can reach the media before every unit of the segments
  *     before it: after a crash at most the segment replay stops in and the
  *     one it would go on to can hold stale units beyond the end of the log.
+ *     A full segment is written by the second stage (dmr_flight_fn())
+ *     while the next one fills; dmr_seal() waits for that write before
+ *     writing or flushing anything else, which keeps rules 1 and 3.
  *  4. After a crash both of those are burnt (never written again) and a
  *     checkpoint is written before any new write, so new units start on a
  *     fresh segment and a stale unit can never be mistaken for a new one.
@@ -99,12 +102,69 @@ static void dmr_open_segment(struct dmr_target *rc)
 					     rc->pos.segment, DMR_NO_SEGMENT);
 }
 
+/* Encode unit @u (summary at block @off of @buf) and write it, @nr blocks. */
+static int dmr_write_unit(struct dmr_target *rc, struct dmr_unit *u, u8 *buf,
+			  u32 off, u32 nr, blk_opf_t opf)
+{
+	u8 *summary = buf + (size_t)off * DMR_BLOCK_SIZE;
+
+	dmr_unit_encode(u, rc->sb.uuid, summary + DMR_BLOCK_SIZE, summary);
+	return dmr_rw(rc, opf, u->blocknr, nr, summary);
+}
+
+/*
+ * The writer's second stage: checksums and writes the unit that filled a
+ * segment, on another CPU, while the worker goes on filling the next
+ * segment in the other buffer.  Owns @flight_unit and @flight_buf until it
+ * completes @flight_done.
+ */
+static void dmr_flight_fn(struct work_struct *work)
+{
+	struct dmr_target *rc = container_of(work, struct dmr_target, flight_work);
+
+	rc->flight_error = dmr_write_unit(rc, rc->flight_unit, rc->flight_buf,
+					  rc->flight_off, rc->flight_nr,
+					  rc->flight_opf);
+	complete(&rc->flight_done);
+}
+
+/**
+ * dmr_flight_wait() - wait until the segment in flight is on the device
+ * @rc: target; called by the worker, or with the worker stopped
+ *
+ * Its blocks are then read from the device again, and its buffer and
+ * unit are free for the next segment.
+ *
+ * Return: 0 or the write's error (the target is then in failed mode).
+ */
+static int dmr_flight_wait(struct dmr_target *rc)
+{
+	if (!rc->flight_pending)
+		return 0;
+	wait_for_completion_io(&rc->flight_done);
+	rc->flight_pending = false;
+	spin_lock(&rc->map_lock);
+	rc->flight_segment = DMR_NO_SEGMENT;
+	spin_unlock(&rc->map_lock);
+	if (rc->flight_error)
+		dmr_fail(rc, rc->flight_error, "log write");
+	return rc->flight_error;
+}
+
 /**
  * dmr_seal() - write the open unit to the device
  * @rc: target
  * @flush: make it and everything before it durable (flush / FUA)
  *
  * With no open unit (or an empty one) and @flush, just flushes the device.
+ *
+ * A unit that fills its segment, without @flush, is handed to the second
+ * stage (dmr_flight_fn()) and the worker goes on in the next segment at
+ * once.  Every seal first waits for that write: rule 1 (a flush covers
+ * the segment in flight, whose writes were acknowledged) and rule 3 (the
+ * next segment's first unit carries REQ_PREFLUSH, which orders it only
+ * behind writes that have completed) both need it, and then at most one
+ * segment is ever in flight.
  *
  * Return: 0 or a negative errno (the target is then in failed mode).
  */
@@ -114,9 +174,12 @@ static int dmr_seal(struct dmr_target *rc, bool flush)
 	u32 seg = rc->pos.segment, off = rc->pos.offset;
 	u32 nr = rc->wp - off;
 	blk_opf_t opf = REQ_OP_WRITE | REQ_SYNC;
-	u8 *base = rc->segbuf;
+	struct dmr_log_pos next = rc->pos;
 	int r;
 
+	r = dmr_flight_wait(rc);
+	if (r)
+		return r;
 	if (!rc->unit_open || (!u->nr_blocks && !u->nr_discards)) {
 		rc->unit_open = false;
 		if (!flush)
@@ -130,16 +193,27 @@ static int dmr_seal(struct dmr_target *rc, bool flush)
 	u->seq = rc->pos.seq + 1;
 	u->blocknr = dmr_seg_block(rc, seg, off);
 	u->next_segment = rc->pos.next_segment;
-	dmr_unit_encode(u, rc->sb.uuid, base + (size_t)(off + 1) * DMR_BLOCK_SIZE,
-			base + (size_t)off * DMR_BLOCK_SIZE);
 	if (flush)
 		opf |= REQ_PREFLUSH | REQ_FUA;
 	if (rc->seg_fresh)
 		opf |= REQ_PREFLUSH;	/* rule 3 */
-	r = dmr_rw(rc, opf, u->blocknr, nr, base + (size_t)off * DMR_BLOCK_SIZE);
-	if (r) {
-		dmr_fail(rc, r, "log write");
-		return r;
+	dmr_log_advance(&next, nr, dmr_seg_blocks(rc));
+	if (!flush && next.segment != seg) {
+		/* the segment is full: the next one fills the other buffer */
+		swap(rc->unit, rc->flight_unit);
+		swap(rc->segbuf, rc->flight_buf);
+		rc->flight_off = off;
+		rc->flight_nr = nr;
+		rc->flight_opf = opf;
+		reinit_completion(&rc->flight_done);
+		rc->flight_pending = true;
+		queue_work(rc->flight_wq, &rc->flight_work);
+	} else {
+		r = dmr_write_unit(rc, u, rc->segbuf, off, nr, opf);
+		if (r) {
+			dmr_fail(rc, r, "log write");
+			return r;
+		}
 	}
 	rc->seg_fresh = false;
 	rc->unit_open = false;
@@ -149,6 +223,9 @@ static int dmr_seal(struct dmr_target *rc, bool flush)
 		atomic64_inc(&rc->stats.short_units);
 
 	spin_lock(&rc->map_lock);
+	/* with open_segment, so a read never sees it as on the device early */
+	if (rc->flight_pending)
+		rc->flight_segment = seg;
 	dmr_log_advance(&rc->pos, nr, dmr_seg_blocks(rc));
 	if (rc->pos.segment != seg)
 		dmr_open_segment(rc);
@@ -329,10 +406,13 @@ static void dmr_do_read(struct dmr_target *rc, struct bio *bio)
 		pba = e - 1;
 		if (e == DMR_UNMAPPED) {
 			dmr_copy_to_bio(bio, NULL, run << DMR_BLOCK_SHIFT);
-		} else if (pba / seg_blocks == rc->open_segment) {
-			dmr_copy_to_bio(bio, (u8 *)rc->segbuf +
-					(size_t)(pba % seg_blocks) * DMR_BLOCK_SIZE,
-					run << DMR_BLOCK_SHIFT);
+		} else if (pba / seg_blocks == rc->open_segment ||
+			   pba / seg_blocks == rc->flight_segment) {
+			u8 *buf = pba / seg_blocks == rc->open_segment ?
+				  rc->segbuf : rc->flight_buf;
+
+			dmr_copy_to_bio(bio, buf + (size_t)(pba % seg_blocks) *
+					DMR_BLOCK_SIZE, run << DMR_BLOCK_SHIFT);
 		} else {
 			clone = bio_alloc_clone(rc->dev->bdev, bio, GFP_NOIO, &rc->bs);
 			clone->bi_iter.bi_size = run << DMR_BLOCK_SHIFT;
@@ -367,7 +447,8 @@ int dmr_map_read(struct dmr_target *rc, struct bio *bio)
 
 	spin_lock(&rc->map_lock);
 	run = dmr_lookup_run(rc, dmr_bio_lba(rc, bio), n, &e);
-	on_device = e != DMR_UNMAPPED && (e - 1) / seg_blocks != rc->open_segment;
+	on_device = e != DMR_UNMAPPED && (e - 1) / seg_blocks != rc->open_segment &&
+		    (e - 1) / seg_blocks != rc->flight_segment;
 	spin_unlock(&rc->map_lock);
 
 	if (!on_device) {
@@ -599,11 +680,12 @@ int dmr_checkpoint_now(struct dmr_target *rc, bool clean)
 	return READ_ONCE(rc->mode) == DMR_MODE_FAILED ? rc->first_error : 0;
 }
 
-/* Stop periodic checkpoints and wait for the worker to go idle. */
+/* Stop periodic checkpoints, wait for the worker and the log writes. */
 void dmr_worker_stop(struct dmr_target *rc)
 {
 	cancel_delayed_work_sync(&rc->ckpt_work);
 	flush_work(&rc->work);
+	dmr_flight_wait(rc);
 }
 
 void dmr_worker_start(struct dmr_target *rc)
@@ -852,20 +934,25 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	bio_list_init(&rc->bios);
 	INIT_WORK(&rc->work, dmr_worker);
 	INIT_DELAYED_WORK(&rc->ckpt_work, dmr_ckpt_timer);
+	INIT_WORK(&rc->flight_work, dmr_flight_fn);
+	init_completion(&rc->flight_done);
 	rc->open_segment = DMR_NO_SEGMENT;
+	rc->flight_segment = DMR_NO_SEGMENT;
 
 	l2p = kvcalloc(geo->logical_blocks, sizeof(u32), GFP_KERNEL);
 	segs = kvcalloc(geo->nr_segments, sizeof(*segs), GFP_KERNEL);
 	dirty = kvzalloc(nr_map_blocks, GFP_KERNEL);
 	rc->map_crc = kvcalloc(nr_map_blocks, sizeof(u32), GFP_KERNEL);
 	rc->segbuf = vmalloc((size_t)geo->segment_blocks * DMR_BLOCK_SIZE);
+	rc->flight_buf = vmalloc((size_t)geo->segment_blocks * DMR_BLOCK_SIZE);
 	rc->bounce = vmalloc((size_t)DMR_BOUNCE_BLOCKS * DMR_BLOCK_SIZE);
 	rc->unit = kzalloc(sizeof(*rc->unit), GFP_KERNEL);
+	rc->flight_unit = kzalloc(sizeof(*rc->flight_unit), GFP_KERNEL);
 	rc->map.l2p = l2p;
 	rc->map.segs = segs;
 	rc->map.dirty = dirty;
 	if (!l2p || !segs || !dirty || !rc->map_crc || !rc->segbuf ||
-	    !rc->bounce || !rc->unit) {
+	    !rc->flight_buf || !rc->bounce || !rc->unit || !rc->flight_unit) {
 		*error = "Cannot allocate the map";
 		return -ENOMEM;
 	}
@@ -884,7 +971,10 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	}
 	rc->wq = alloc_workqueue("dmr-%s", WQ_MEM_RECLAIM, 0,
 				 dm_device_name(dm_table_get_md(rc->ti->table)));
-	if (!rc->wq) {
+	/* unbound, so the second stage runs beside the worker, not behind it */
+	rc->flight_wq = alloc_workqueue("dmr-%s-log", WQ_MEM_RECLAIM | WQ_UNBOUND, 1,
+					dm_device_name(dm_table_get_md(rc->ti->table)));
+	if (!rc->wq || !rc->flight_wq) {
 		*error = "Cannot create the workqueue";
 		return -ENOMEM;
 	}
@@ -896,11 +986,15 @@ void dmr_io_exit(struct dmr_target *rc)
 {
 	if (rc->wq)
 		destroy_workqueue(rc->wq);
+	if (rc->flight_wq)
+		destroy_workqueue(rc->flight_wq);
 	bioset_exit(&rc->bs);
 	if (rc->io_client)
 		dm_io_client_destroy(rc->io_client);
+	kfree(rc->flight_unit);
 	kfree(rc->unit);
 	vfree(rc->bounce);
+	vfree(rc->flight_buf);
 	vfree(rc->segbuf);
 	kvfree(rc->map_crc);
 	kvfree(rc->map.dirty);

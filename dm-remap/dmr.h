@@ -6,7 +6,11 @@
  * that must be served from memory are handled by one worker, a single work
  * item that never runs concurrently with itself (dmr-io.c), so the log
  * writer state (open unit, segment buffer, log position) has a single
- * owner and needs no lock.  The map and
+ * owner and needs no lock.  A unit that fills its segment is checksummed
+ * and written by a second stage (@flight_work) while the worker fills the
+ * other buffer; the worker hands it @flight_unit and @flight_buf before
+ * queueing it and takes them back only after @flight_done, so they too
+ * have one owner at a time.  The map and
  * segment table are read from the bio submission path too (dmr_map() sends
  * reads of data already on the device straight down), so every change to
  * them, and to @open_segment, is made under @map_lock.  Blocks are never
@@ -22,6 +26,7 @@
 #include <linux/dm-io.h>
 #include <linux/atomic.h>
 #include <linux/bio.h>
+#include <linux/completion.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
 
@@ -58,13 +63,26 @@ struct dmr_stats {
  * @data_start: first sector of the data area on @dev
  * @io_client: dm-io client for log and metadata I/O
  * @bs: bio set for clones of reads sent down
- * @map_lock: protects @map (entries, segment table, dirty bits) and
- *	@open_segment; taken in the submission path, so never held across I/O
+ * @map_lock: protects @map (entries, segment table, dirty bits),
+ *	@open_segment and @flight_segment; taken in the submission path, so never held across I/O
  * @map: the map and segment table
  * @open_segment: segment whose blocks are served from @segbuf
+ * @flight_segment: segment whose last unit the second stage is writing
+ *	from @flight_buf (DMR_NO_SEGMENT if none); its blocks are served
+ *	from there until the worker has seen the write complete
  * @bio_lock: protects @bios
  * @bios: bios waiting for the worker
  * @wq: workqueue of @work (one item: never runs concurrently with itself)
+ * @flight_wq: unbound workqueue of @flight_work, so it runs on another CPU
+ * @flight_work: the writer's second stage: checksum and write a full segment
+ * @flight_done: @flight_work finished (its error is in @flight_error)
+ * @flight_pending: @flight_work queued and not yet waited for (worker)
+ * @flight_error: 0 or the second stage's write error
+ * @flight_unit: unit being written by the second stage; free otherwise
+ * @flight_buf: buffer of @flight_segment; free otherwise
+ * @flight_off: first block (the summary) of that unit in its segment
+ * @flight_nr: blocks in that unit, summary included
+ * @flight_opf: request flags of that write
  * @work: the worker
  * @ckpt_work: periodic checkpoint timer: sets @ckpt_due, queues @work
  * @ckpt_due: a checkpoint is due, the worker does it
@@ -99,15 +117,27 @@ struct dmr_target {
 	struct dm_io_client *io_client;
 	struct bio_set bs;
 
-	spinlock_t map_lock;		/* map, segment table, open_segment */
+	spinlock_t map_lock;	/* map, segment table, open/flight_segment */
 	struct dmr_map map;
 	u32 open_segment;
+	u32 flight_segment;
 
 	spinlock_t bio_lock;		/* bios */
 	struct bio_list bios;
 	struct workqueue_struct *wq;
 	struct work_struct work;
 	struct delayed_work ckpt_work;
+
+	struct workqueue_struct *flight_wq;
+	struct work_struct flight_work;
+	struct completion flight_done;
+	bool flight_pending;
+	int flight_error;
+	struct dmr_unit *flight_unit;
+	void *flight_buf;
+	u32 flight_off;
+	u32 flight_nr;
+	blk_opf_t flight_opf;
 
 	int mode;
 	int first_error;

@@ -411,3 +411,29 @@ def test_reads_racing_overwrites_see_whole_blocks(stack):
     assert not bad, bad[:3]
     assert reads[0] > gens
     assert _pread(stack.top, 9) == block(9, gens)
+
+
+def test_reads_right_after_a_segment_fills_see_the_new_data(stack):
+    """A segment that has just filled is being written in the background
+    (the writer's second stage); until that write is done its blocks must
+    still come from memory, never from the device where they are not yet.
+
+    Each round writes exactly one segment's worth of fresh data, which
+    fills the open segment and hands it to the second stage, and reads it
+    back at once; the ramdisk below holds zeroes (or an older round's data)
+    where the write has not landed.
+    """
+    seg_blocks = stack.status()["segment_sectors"] // 8
+    per_round = seg_blocks - 1          # the summary takes one block
+    for r in range(6):
+        lba = (r % 3) * seg_blocks
+        data = os.urandom(per_round * BLOCK)
+        _pwrite(stack.top, lba, data)
+        assert _pread(stack.top, lba, per_round) == data, r
+        # and a single block from the middle, through the map() fast path
+        mid = per_round // 2
+        assert _pread(stack.top, lba + mid) == data[mid * BLOCK:(mid + 1) * BLOCK], r
+    st = stack.status()
+    assert st["device_blocks"] >= 5 * seg_blocks    # the segments did fill
+    stack.reload()
+    assert _pread(stack.top, 2 * seg_blocks, per_round) == data
