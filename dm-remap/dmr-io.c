@@ -334,6 +334,8 @@ static void dmr_do_write(struct dmr_target *rc, struct bio *bio)
 	}
 	if (bio->bi_opf & REQ_FUA)
 		r = dmr_seal(rc, true);
+	else if (rc->unit_open && rc->wp == seg_blocks)
+		r = dmr_seal(rc, false);	/* full: start writing it now */
 out:
 	bio->bi_status = errno_to_blk_status(r);
 	bio_endio(bio);

@@ -413,27 +413,37 @@ def test_reads_racing_overwrites_see_whole_blocks(stack):
     assert _pread(stack.top, 9) == block(9, gens)
 
 
-def test_reads_right_after_a_segment_fills_see_the_new_data(stack):
-    """A segment that has just filled is being written in the background
-    (the writer's second stage); until that write is done its blocks must
-    still come from memory, never from the device where they are not yet.
 
-    Each round writes exactly one segment's worth of fresh data, which
-    fills the open segment and hands it to the second stage, and reads it
-    back at once; the ramdisk below holds zeroes (or an older round's data)
-    where the write has not landed.
+def test_reads_while_a_full_segment_is_written_see_the_new_data(ram):
+    """A segment that has just filled is written in the background (the
+    writer's second stage); until that write is done its blocks must come
+    from memory, never from the device, where they are not yet.
+
+    dm-delay under dm-remap holds every write for 300 ms, so a segment is
+    still in flight when it is read back.  Each round writes exactly a
+    segment's worth of fresh data (format starts the log at a segment
+    boundary), which fills the open segment and sends it to the second
+    stage, and reads it back at once: one block through the map() fast
+    path, then all of it.
     """
-    seg_blocks = stack.status()["segment_sectors"] // 8
+    slow = dm_path("slow")
+    dm_create("slow", f"0 {sectors(ram)} delay {ram} 0 0 {ram} 0 300")
+    remapctl("format", slow)
+    n = int(dump(slow)["logical_sectors"])
+    dm_create("top", f"0 {n} remap {slow}")
+    top = dm_path("top")
+    seg_blocks = status_fields("top")["segment_sectors"] // 8
     per_round = seg_blocks - 1          # the summary takes one block
-    for r in range(6):
-        lba = (r % 3) * seg_blocks
+    mid = per_round // 2
+    data = b""
+    for r in range(4):
+        lba = r * seg_blocks
         data = os.urandom(per_round * BLOCK)
-        _pwrite(stack.top, lba, data)
-        assert _pread(stack.top, lba, per_round) == data, r
-        # and a single block from the middle, through the map() fast path
-        mid = per_round // 2
-        assert _pread(stack.top, lba + mid) == data[mid * BLOCK:(mid + 1) * BLOCK], r
-    st = stack.status()
-    assert st["device_blocks"] >= 5 * seg_blocks    # the segments did fill
-    stack.reload()
-    assert _pread(stack.top, 2 * seg_blocks, per_round) == data
+        _pwrite(top, lba, data)
+        assert _pread(top, lba + mid) == data[mid * BLOCK:(mid + 1) * BLOCK], r
+        assert _pread(top, lba, per_round) == data, r
+    st = status_fields("top")
+    assert st["device_blocks"] >= 3 * seg_blocks    # the segments did fill
+    dm_remove("top")
+    dm_create("top", f"0 {n} remap {slow}")
+    assert _pread(top, 3 * seg_blocks, per_round) == data
