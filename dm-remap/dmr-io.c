@@ -133,7 +133,9 @@ static void dmr_flight_fn(struct work_struct *work)
  * @rc: target; called by the worker, or with the worker stopped
  *
  * Its blocks are then read from the device again, and its buffer and
- * unit are free for the next segment.
+ * unit are free for the next segment.  If the write failed, the target
+ * goes to failed mode, which never seals again, and the segment's blocks
+ * go on being read from its buffer: the device does not hold them.
  *
  * Return: 0 or the write's error (the target is then in failed mode).
  */
@@ -143,12 +145,14 @@ static int dmr_flight_wait(struct dmr_target *rc)
 		return 0;
 	wait_for_completion_io(&rc->flight_done);
 	rc->flight_pending = false;
+	if (rc->flight_error) {
+		dmr_fail(rc, rc->flight_error, "log write");
+		return rc->flight_error;
+	}
 	spin_lock(&rc->map_lock);
 	rc->flight_segment = DMR_NO_SEGMENT;
 	spin_unlock(&rc->map_lock);
-	if (rc->flight_error)
-		dmr_fail(rc, rc->flight_error, "log write");
-	return rc->flight_error;
+	return 0;
 }
 
 /**
