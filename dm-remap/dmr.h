@@ -64,7 +64,8 @@ struct dmr_stats {
  * @io_client: dm-io client for log and metadata I/O
  * @bs: bio set for clones of reads sent down
  * @map_lock: protects @map (entries, segment table, dirty bits),
- *	@open_segment and @flight_segment; taken in the submission path, so never held across I/O
+ *	@open_segment and @flight_segment; taken in the submission path,
+ *	so never held across I/O
  * @map: the map and segment table
  * @open_segment: segment whose blocks are served from @segbuf
  * @flight_segment: segment whose last unit the second stage is writing

@@ -47,7 +47,8 @@ def same(got, want):
     (which takes minutes in the VM) when they differ."""
     if got == want:
         return True
-    first = next(i for i in range(min(len(got), len(want))) if got[i] != want[i])
+    first = next((i for i in range(min(len(got), len(want)))
+                  if got[i] != want[i]), min(len(got), len(want)))
     print(f"differ: {len(got)} vs {len(want)} bytes, first at byte {first} "
           f"(block {first // BLOCK})")
     return False
@@ -422,7 +423,6 @@ def test_reads_racing_overwrites_see_whole_blocks(stack):
     assert not bad, bad[:3]
     assert reads[0] > gens
     assert _pread(stack.top, 9) == block(9, gens)
-
 
 
 def test_reads_while_a_full_segment_is_written_see_the_new_data(ram):
