@@ -43,8 +43,15 @@ demo: deps
 bench: deps
 	bash scripts/bench.sh
 
+# modules_install skips depmod where KDIR has no System.map (Debian's
+# headers packages ship none), and modprobe then cannot find dm-remap, so
+# run depmod here, for the release KDIR was configured for (not
+# necessarily the running kernel).  modprobe dm-remap then loads dm-mod
+# and libcrc32c first.
 install: module tools
 	$(MAKE) -C $(KDIR) M=$(CURDIR) CONFIG_DM_REMAP=m modules_install
+	release=$$(cat $(KDIR)/include/config/kernel.release) && \
+		depmod -a $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) $$release
 	$(MAKE) -C tools install
 
 clean:

@@ -65,6 +65,17 @@ enum dmr_geo_status {
 	DMR_GEO_NR_STATUS,
 };
 
+/*
+ * Whether a loaded device's memory fits a machine; see dmr_map_fits() and
+ * dmr_fit_strerror().
+ */
+enum dmr_fit {
+	DMR_FIT_OK = 0,
+	DMR_FIT_NO_MEMORY,
+	DMR_FIT_NO_VMALLOC,
+	DMR_FIT_NR_STATUS,
+};
+
 /**
  * struct dmr_ckpt_layout - where the parts of a checkpoint slot are
  *
@@ -85,6 +96,11 @@ dmr_geometry_compute(u64 device_blocks, u32 segment_blocks, u32 overprovision,
 const char *dmr_geo_strerror(enum dmr_geo_status st);
 
 u32 dmr_default_segment_blocks(u32 io_opt_bytes, u32 io_min_bytes);
+
+u64 dmr_map_memory_bytes(const struct dmr_geometry *geo);
+enum dmr_fit dmr_map_fits(u64 map_bytes, u64 mem_total_bytes,
+			  u64 vmalloc_total_bytes);
+const char *dmr_fit_strerror(enum dmr_fit fit);
 
 void dmr_sb_encode(const struct dmr_sb *sb, void *block);
 enum dmr_sb_status __must_check dmr_sb_decode(const void *block, u64 blocknr,

@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * dm-remap pure codec: superblock encode/decode and device geometry.
+ * dm-remap pure codec: superblock encode/decode, device geometry and the
+ * memory a loaded device needs.
  *
  * This file is pure (see dmr-pure.h): it is built into the module, into the
  * KUnit test kernel and into the userspace tools, so the on-disk format is
  * implemented exactly once.  No locking: callers own all memory passed in.
  */
 #include "dmr-codec.h"
+#include "dmr-map.h"
+
+/* Blocks of the module's checkpoint bounce buffer (DMR_BOUNCE_BLOCKS). */
+#define DMR_MEM_BOUNCE_BLOCKS	64U
 
 /**
  * dmr_csum_block() - checksum of one metadata block
@@ -142,6 +147,73 @@ u32 dmr_default_segment_blocks(u32 io_opt_bytes, u32 io_min_bytes)
 	if (seg > DMR_MAX_SEGMENT_BLOCKS)
 		seg = DMR_MAX_SEGMENT_BLOCKS;
 	return seg;
+}
+
+/**
+ * dmr_map_memory_bytes() - kernel memory the target needs for a device
+ * @geo: device geometry
+ *
+ * What the target allocates when it loads the device: the map (a u32 per
+ * logical block), the segment table (a struct dmr_seg per segment), a dirty
+ * byte and a CRC32C per map block (DMR_MAP_ENTRIES_PER_BLOCK entries), the
+ * two segment buffers of the log writer (the open one and the one in
+ * flight) and the checkpoint bounce buffer.  Small fixed allocations (the
+ * target itself, log unit scratch) are left out.
+ *
+ * All in 64 bits: above 2^29 logical blocks (about 2 TiB) the map alone is
+ * more than INT_MAX bytes.
+ *
+ * Return: bytes.
+ */
+u64 dmr_map_memory_bytes(const struct dmr_geometry *geo)
+{
+	u64 map_blocks = dmr_div_round_up(geo->logical_blocks,
+					  DMR_MAP_ENTRIES_PER_BLOCK);
+
+	return geo->logical_blocks * sizeof(u32) +
+	       geo->nr_segments * sizeof(struct dmr_seg) +
+	       map_blocks * (1 + sizeof(u32)) +
+	       2ULL * geo->segment_blocks * DMR_BLOCK_SIZE +
+	       (u64)DMR_MEM_BOUNCE_BLOCKS * DMR_BLOCK_SIZE;
+}
+
+/**
+ * dmr_map_fits() - whether a machine could load a device at all
+ * @map_bytes: dmr_map_memory_bytes() of the device
+ * @mem_total_bytes: the machine's RAM (MemTotal), 0 if unknown
+ * @vmalloc_total_bytes: the kernel's vmalloc space (VmallocTotal), 0 if
+ *	unknown
+ *
+ * The map lives in kernel memory, which is never swapped out, and its
+ * large parts are virtually contiguous allocations.  A device needing more
+ * than all of RAM, or more than the whole vmalloc address space, can never
+ * load.  This is the hard limit only: a map close to the size of RAM loads
+ * but leaves the machine little else.  RAM is checked first.
+ *
+ * Return: DMR_FIT_OK, DMR_FIT_NO_MEMORY or DMR_FIT_NO_VMALLOC.
+ */
+enum dmr_fit dmr_map_fits(u64 map_bytes, u64 mem_total_bytes,
+			  u64 vmalloc_total_bytes)
+{
+	if (mem_total_bytes && map_bytes > mem_total_bytes)
+		return DMR_FIT_NO_MEMORY;
+	if (vmalloc_total_bytes && map_bytes > vmalloc_total_bytes)
+		return DMR_FIT_NO_VMALLOC;
+	return DMR_FIT_OK;
+}
+
+const char *dmr_fit_strerror(enum dmr_fit fit)
+{
+	switch (fit) {
+	case DMR_FIT_OK:
+		return "ok";
+	case DMR_FIT_NO_MEMORY:
+		return "map larger than the machine's RAM";
+	case DMR_FIT_NO_VMALLOC:
+		return "map larger than the kernel's vmalloc space";
+	default:
+		return "unknown memory fit status";
+	}
 }
 
 bool dmr_sb_has_magic(const void *block)

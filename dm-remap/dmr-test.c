@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * KUnit tests for dm-remap's pure code: on-disk codec, geometry and the
- * table-line parser.
+ * KUnit tests for dm-remap's pure code: on-disk codec, geometry, the memory
+ * a loaded device needs and the table-line parser.
  *
  * The same file is compiled into the userspace test runner
  * (tools/tests/test-pure.c, through a small KUnit shim), so these cases run
@@ -218,6 +218,9 @@ static const struct dmr_geo_case dmr_geo_cases[] = {
 	{ 262144, 288, 7, DMR_GEO_OK },			/* 1 GiB */
 	{ 1ULL << 31, 2048, 10, DMR_GEO_OK },		/* 8 TiB, 8 MiB segments */
 	{ 1ULL << 33, 2048, 10, DMR_GEO_TOO_LARGE },	/* 32 TiB */
+	/* largest device with 1 MiB segments: 2^24 - 1 segments, ~16 TiB */
+	{ 4303512319ULL, 256, 10, DMR_GEO_OK },
+	{ 4303512320ULL, 256, 10, DMR_GEO_TOO_LARGE },
 	{ 65536, 64, 3, DMR_GEO_OK },			/* smallest segment */
 	{ 1536, 256, 10, DMR_GEO_TOO_SMALL },		/* 6 MiB: too few segments */
 	{ 2048, 256, 10, DMR_GEO_OK },			/* 8 MiB: just enough */
@@ -305,6 +308,144 @@ static void dmr_test_default_segment(struct kunit *test)
 	if (c->io_opt && c->io_opt % DMR_BLOCK_SIZE == 0 &&
 	    b < DMR_MAX_SEGMENT_BLOCKS)
 		KUNIT_EXPECT_EQ(test, ((u64)b * DMR_BLOCK_SIZE) % c->io_opt, 0ULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* memory a loaded device needs */
+
+/* kvmalloc() refuses any size above INT_MAX */
+#define DMR_TEST_INT_MAX	0x7fffffffULL
+
+/**
+ * struct dmr_mem_case - a device and the kernel memory its map needs
+ * @name: description
+ * @device_blocks: device size given to dmr_geometry_compute()
+ * @segment_blocks: segment size
+ * @overprovision: percent
+ * @nr_segments: expected segments
+ * @logical_blocks: expected logical blocks
+ * @bytes: expected dmr_map_memory_bytes(), worked out by hand below as
+ *	map (4 * logical) + segment table (16 * segments) + map block
+ *	bookkeeping (5 * ceil(logical / 1024)) + two segment buffers
+ *	(2 * 4096 * segment_blocks) + bounce buffer (64 * 4096)
+ * @over_int_max: the map alone is above INT_MAX bytes
+ */
+struct dmr_mem_case {
+	const char *name;
+	u64 device_blocks;
+	u32 segment_blocks, overprovision;
+	u64 nr_segments, logical_blocks, bytes;
+	bool over_int_max;
+};
+
+static const struct dmr_mem_case dmr_mem_cases[] = {
+	/* 56216 + 1008 + 5 * 14 + 2097152 + 262144 */
+	{ "64 MiB", 16384, 256, 10, 63, 14054, 2416590ULL, false },
+	/* 2182865896 + 35162176 + 5 * 532927 + 2097152 + 262144 */
+	{ "2.1 TiB, 3% overprovision", 563714457ULL, 256, 3,
+	  2197636, 545716474ULL, 2223052003ULL, true },
+	/* 2170007652 + 37673776 + 5 * 529788 + 2097152 + 262144 */
+	{ "2.25 TiB", 603979776ULL, 256, 10,
+	  2354611, 542501913ULL, 2212689664ULL, true },
+	/* 7715775280 + 16744336 + 5 * 1883735 + 16777216 + 262144 */
+	{ "8 TiB, 8 MiB segments", 1ULL << 31, 2048, 10,
+	  1046521, 1928943820ULL, 7758977651ULL, true },
+	/* 15461879500 + 268435440 + 5 * 3774873 + 2097152 + 262144 */
+	{ "largest, ~16 TiB", 4303512319ULL, 256, 10,
+	  16777215, 3865469875ULL, 15751548601ULL, true },
+};
+
+static void dmr_mem_desc(const struct dmr_mem_case *c, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%s", c->name);
+}
+
+KUNIT_ARRAY_PARAM(dmr_mem, dmr_mem_cases, dmr_mem_desc);
+
+static void dmr_test_map_memory(struct kunit *test)
+{
+	const struct dmr_mem_case *c = test->param_value;
+	struct dmr_geometry g;
+
+	KUNIT_ASSERT_EQ(test, dmr_geometry_compute(c->device_blocks,
+						   c->segment_blocks,
+						   c->overprovision, &g),
+			DMR_GEO_OK);
+	KUNIT_EXPECT_EQ(test, g.nr_segments, c->nr_segments);
+	KUNIT_EXPECT_EQ(test, g.logical_blocks, c->logical_blocks);
+	KUNIT_EXPECT_EQ(test, dmr_map_memory_bytes(&g), c->bytes);
+	/* above 2^29 logical blocks, the map cannot come from kvmalloc() */
+	KUNIT_EXPECT_EQ(test, g.logical_blocks > (1ULL << 29), c->over_int_max);
+	KUNIT_EXPECT_EQ(test, g.logical_blocks * DMR_MAP_ENTRY_SIZE > DMR_TEST_INT_MAX,
+			c->over_int_max);
+}
+
+/**
+ * struct dmr_fit_case - a memory need against a machine
+ * @name: description
+ * @bytes: dmr_map_memory_bytes() of the device
+ * @mem: MemTotal in bytes, 0 if unknown
+ * @vmalloc: VmallocTotal in bytes, 0 if unknown
+ * @expect: dmr_map_fits() verdict
+ */
+struct dmr_fit_case {
+	const char *name;
+	u64 bytes, mem, vmalloc;
+	enum dmr_fit expect;
+};
+
+#define DMR_GIB	(1024ULL * 1024 * 1024)
+#define DMR_TIB	(1024 * DMR_GIB)
+
+static const struct dmr_fit_case dmr_fit_cases[] = {
+	{ "64 MiB device, 1 GiB machine", 2416590ULL, DMR_GIB, 32 * DMR_TIB,
+	  DMR_FIT_OK },
+	{ "16 TiB device, 64 GiB machine", 15751548601ULL, 64 * DMR_GIB,
+	  32 * DMR_TIB, DMR_FIT_OK },
+	{ "16 TiB device, 8 GiB machine", 15751548601ULL, 8 * DMR_GIB,
+	  32 * DMR_TIB, DMR_FIT_NO_MEMORY },
+	{ "exactly all of RAM", 4 * DMR_GIB, 4 * DMR_GIB, 32 * DMR_TIB,
+	  DMR_FIT_OK },
+	{ "one byte more than RAM", 4 * DMR_GIB + 1, 4 * DMR_GIB, 32 * DMR_TIB,
+	  DMR_FIT_NO_MEMORY },
+	{ "2.1 TiB device, 1 GiB vmalloc", 2223052003ULL, 4 * DMR_GIB,
+	  DMR_GIB, DMR_FIT_NO_VMALLOC },
+	{ "exactly all of vmalloc", DMR_GIB, 4 * DMR_GIB, DMR_GIB,
+	  DMR_FIT_OK },
+	{ "vmalloc unknown", 2223052003ULL, 4 * DMR_GIB, 0, DMR_FIT_OK },
+	{ "RAM unknown", 2223052003ULL, 0, 32 * DMR_TIB, DMR_FIT_OK },
+	{ "RAM unknown, vmalloc too small", 2223052003ULL, 0, DMR_GIB,
+	  DMR_FIT_NO_VMALLOC },
+	{ "both unknown", ~0ULL, 0, 0, DMR_FIT_OK },
+	{ "both too small: RAM first", 2223052003ULL, DMR_GIB, DMR_GIB,
+	  DMR_FIT_NO_MEMORY },
+};
+
+static void dmr_fit_desc(const struct dmr_fit_case *c, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%s", c->name);
+}
+
+KUNIT_ARRAY_PARAM(dmr_fit, dmr_fit_cases, dmr_fit_desc);
+
+static void dmr_test_map_fits(struct kunit *test)
+{
+	const struct dmr_fit_case *c = test->param_value;
+
+	KUNIT_EXPECT_EQ(test, dmr_map_fits(c->bytes, c->mem, c->vmalloc),
+			c->expect);
+}
+
+/* Every verdict has its own message, and only DMR_FIT_OK reads "ok". */
+static void dmr_test_fit_strerror(struct kunit *test)
+{
+	int i, j;
+
+	KUNIT_EXPECT_STREQ(test, dmr_fit_strerror(DMR_FIT_OK), "ok");
+	for (i = 0; i < DMR_FIT_NR_STATUS; i++)
+		for (j = i + 1; j < DMR_FIT_NR_STATUS; j++)
+			KUNIT_EXPECT_STRNEQ(test, dmr_fit_strerror(i),
+					    dmr_fit_strerror(j));
 }
 
 /* ------------------------------------------------------------------ */
@@ -476,6 +617,9 @@ static struct kunit_case dmr_pure_cases[] = {
 	KUNIT_CASE(dmr_test_options_emit),
 	KUNIT_CASE_PARAM(dmr_test_geometry, dmr_geo_gen_params),
 	KUNIT_CASE_PARAM(dmr_test_default_segment, dmr_seg_gen_params),
+	KUNIT_CASE_PARAM(dmr_test_map_memory, dmr_mem_gen_params),
+	KUNIT_CASE_PARAM(dmr_test_map_fits, dmr_fit_gen_params),
+	KUNIT_CASE(dmr_test_fit_strerror),
 	KUNIT_CASE(dmr_test_crc32c_kat),
 	KUNIT_CASE(dmr_test_sb_roundtrip),
 	KUNIT_CASE(dmr_test_sb_layout),

@@ -12,6 +12,12 @@
  * The superblock codec and geometry come from ../dm-remap/dmr-format.c,
  * the very code the kernel module runs.
  *
+ * format refuses (without --force) a device whose map would need more
+ * kernel memory than this machine has; it reads MemTotal and VmallocTotal
+ * from /proc/meminfo.  Test hook: the environment variable DMR_MEMINFO
+ * names a file read instead of /proc/meminfo, so tests/host can fake a
+ * machine's memory.
+ *
  * Exit status: 0 success, 1 failure or refusal, 2 bad usage.
  */
 #include <errno.h>
@@ -72,7 +78,8 @@ static void help(void)
 	       "SIZE takes a K, M or G suffix (powers of 1024).  The default segment\n"
 	       "size is the smallest whole number of full RAID stripes of at least 1 MiB.\n"
 	       "format refuses a device that is in use or holds a filesystem, RAID, LVM,\n"
-	       "partition table or dm-remap signature unless --force is given.\n",
+	       "partition table or dm-remap signature, or whose map needs more kernel\n"
+	       "memory than this machine has, unless --force is given.\n",
 	       prog, prog, prog, prog);
 }
 
@@ -189,6 +196,28 @@ static void write_blocks(struct device *d, uint64_t blocknr, uint64_t nr,
 }
 
 /*
+ * Make @nr blocks at @blocknr read as zeroes, without writing them where
+ * the device can do it itself.  On a block device, FALLOC_FL_PUNCH_HOLE is
+ * a write-zeroes that may unmap (EOPNOTSUPP where the device has none) and
+ * FALLOC_FL_ZERO_RANGE one that keeps the blocks allocated; on an image
+ * file they punch a hole or allocate zeroed extents.  Only if both fail are
+ * the zeroes written.  Either way they are durable after the next
+ * sync_device(), as a write would be, so a multi-TiB sparse or thinly
+ * provisioned device formats without gigabytes of zeroes being written.
+ */
+static void zero_blocks(struct device *d, uint64_t blocknr, uint64_t nr)
+{
+	off_t off = blocknr * DMR_BLOCK_SIZE, len = nr * DMR_BLOCK_SIZE;
+
+	if (!nr)
+		return;
+	if (!fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len) ||
+	    !fallocate(d->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, off, len))
+		return;
+	write_blocks(d, blocknr, nr, NULL);
+}
+
+/*
  * Write checkpoint slot 0 as the empty, clean state the module starts
  * from: all-zero map and segment table, a CRC table of zero map blocks, and
  * a header that points the log at block 0 of segment 0.
@@ -218,8 +247,8 @@ static void write_initial_checkpoint(struct device *d, const struct dmr_sb *sb)
 	c.segtab_csum = sum;
 
 	write_blocks(d, base + l.crc_offset, l.crc_blocks, crcs);
-	write_blocks(d, base + l.map_offset, l.map_blocks, NULL);
-	write_blocks(d, base + l.segtab_offset, l.segtab_blocks, NULL);
+	zero_blocks(d, base + l.map_offset, l.map_blocks);
+	zero_blocks(d, base + l.segtab_offset, l.segtab_blocks);
 	/* the log starts at segment 0: no stale unit may be found there */
 	write_blocks(d, geo->data_offset, 1, NULL);
 
@@ -262,6 +291,69 @@ static void fmt_bytes(uint64_t b, char *out, size_t len)
 		u++;
 	}
 	snprintf(out, len, "%.1f %s", v, unit[u]);
+}
+
+/*
+ * Read MemTotal and VmallocTotal, in bytes (0 for a missing line), from
+ * /proc/meminfo, or from the file DMR_MEMINFO names (a test hook).
+ * Return: 0, or -1 if the file cannot be read or has no MemTotal.
+ */
+static int read_meminfo(const char **path, uint64_t *mem, uint64_t *vmalloc)
+{
+	unsigned long long kb;
+	char line[256];
+	FILE *f;
+
+	*path = getenv("DMR_MEMINFO");
+	if (!*path || !**path)
+		*path = "/proc/meminfo";
+	*mem = *vmalloc = 0;
+	f = fopen(*path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
+			*mem = kb * 1024;
+		else if (sscanf(line, "VmallocTotal: %llu kB", &kb) == 1)
+			*vmalloc = kb * 1024;
+	}
+	fclose(f);
+	return *mem ? 0 : -1;
+}
+
+/*
+ * Refuse, unless @force, a geometry whose map the module could never load
+ * on this machine (dmr_map_fits()); with @force, warn and go on (the
+ * device may be meant for a bigger machine).
+ */
+static void check_memory(const struct device *d, const struct dmr_geometry *geo,
+			 bool force)
+{
+	uint64_t need = dmr_map_memory_bytes(geo), mem, vmalloc;
+	char hneed[32], hhave[32], msg[256];
+	const char *path;
+	enum dmr_fit fit;
+
+	fmt_bytes(need, hneed, sizeof(hneed));
+	if (read_meminfo(&path, &mem, &vmalloc)) {
+		fprintf(stderr,
+			"%s: warning: cannot read MemTotal from %s; the map needs %s (not checked)\n",
+			prog, path, hneed);
+		return;
+	}
+	fit = dmr_map_fits(need, mem, vmalloc);
+	if (fit == DMR_FIT_OK)
+		return;
+	fmt_bytes(fit == DMR_FIT_NO_MEMORY ? mem : vmalloc, hhave, sizeof(hhave));
+	snprintf(msg, sizeof(msg),
+		 "the map of this device needs %s of kernel memory, more than this %s %s%s",
+		 hneed, fit == DMR_FIT_NO_MEMORY ? "machine's" : "kernel's", hhave,
+		 fit == DMR_FIT_NO_MEMORY ? " of RAM" : " of vmalloc space");
+	if (!force)
+		die("%s: %s; the module could not load it here (%s)", d->path, msg,
+		    "use --force to format it for a bigger machine");
+	fprintf(stderr, "%s: warning: %s: %s; formatting anyway (--force)\n",
+		prog, d->path, msg);
 }
 
 static int cmd_format(int argc, char **argv)
@@ -349,6 +441,7 @@ static int cmd_format(int argc, char **argv)
 	gst = dmr_geometry_compute(d.bytes / DMR_BLOCK_SIZE, seg_blocks, op, &sb.geo);
 	if (gst != DMR_GEO_OK)
 		die("%s: %s", d.path, dmr_geo_strerror(gst));
+	check_memory(&d, &sb.geo, force);
 	sb.version = DMR_FORMAT_VERSION;
 	sb.generation = 1;
 	sb.ctime = time(NULL);
@@ -362,7 +455,9 @@ static int cmd_format(int argc, char **argv)
 	 * checkpoint slot headers and write the initial checkpoint, flush,
 	 * and only then write the new superblocks and flush again.  An
 	 * interrupted format leaves no valid superblock pointing at stale
-	 * metadata.
+	 * metadata.  The map and segment table are zeroed by fallocate()
+	 * where the device supports it (zero_blocks()); the first flush
+	 * makes those zeroes durable as it does the written blocks.
 	 */
 	for (i = 0; i < DMR_SB_COPIES; i++)
 		write_block(&d, i, zero);
@@ -386,6 +481,8 @@ static int cmd_format(int argc, char **argv)
 	       (uint64_t)sb.geo.logical_blocks * DMR_SECTORS_PER_BLOCK, hsize);
 	printf("table: 0 %" PRIu64 " remap %s\n",
 	       (uint64_t)sb.geo.logical_blocks * DMR_SECTORS_PER_BLOCK, d.path);
+	fmt_bytes(dmr_map_memory_bytes(&sb.geo), hsize, sizeof(hsize));
+	printf("kernel memory when loaded: %s\n", hsize);
 	return 0;
 }
 
@@ -412,6 +509,51 @@ static int load_sb(struct device *d, struct dmr_sb *out, bool verbose)
 	}
 	free(buf);
 	return best;
+}
+
+/*
+ * Print each checkpoint slot's header and the slot the module would load
+ * first (the valid one with the higher seq).  Only the headers are checked
+ * here, not the map and segment table they checksum.
+ */
+static void dump_ckpts(struct device *d, const struct dmr_sb *sb)
+{
+	const struct dmr_geometry *geo = &sb->geo;
+	struct dmr_ckpt_layout l;
+	uint64_t newest_seq = 0;
+	int i, newest = -1;
+	void *buf;
+
+	dmr_ckpt_layout(geo, &l);
+	if (posix_memalign(&buf, DMR_BLOCK_SIZE, DMR_BLOCK_SIZE))
+		die("out of memory");
+	for (i = 0; i < DMR_CKPT_SLOTS; i++) {
+		uint64_t blk = geo->ckpt_offset + (uint64_t)i * geo->ckpt_slot_blocks;
+		enum dmr_log_status st = DMR_LOG_READ_ERROR;
+		struct dmr_ckpt c;
+
+		if (pread(d->fd, buf, DMR_BLOCK_SIZE, blk * DMR_BLOCK_SIZE) == DMR_BLOCK_SIZE)
+			st = dmr_ckpt_decode(buf, blk, sb->uuid, &c);
+		printf("ckpt%d=%s\n", i, dmr_log_strerror(st));
+		if (st != DMR_LOG_OK)
+			continue;
+		printf("ckpt%d_seq=%" PRIu64 "\nckpt%d_clean=%d\n", i, (uint64_t)c.seq,
+		       i, !!(c.flags & DMR_CKPT_CLEAN));
+		printf("ckpt%d_log_seq=%" PRIu64 "\n", i, (uint64_t)c.log_seq);
+		if (c.log_segment == DMR_NO_SEGMENT)
+			printf("ckpt%d_log_segment=-1\n", i);
+		else
+			printf("ckpt%d_log_segment=%u\n", i, c.log_segment);
+		printf("ckpt%d_log_offset=%u\n", i, c.log_offset);
+		printf("ckpt%d_header_block=%" PRIu64 "\nckpt%d_map_block=%" PRIu64 "\n",
+		       i, blk, i, blk + l.map_offset);
+		if (newest < 0 || c.seq > newest_seq) {
+			newest = i;
+			newest_seq = c.seq;
+		}
+	}
+	printf("newest_ckpt=%d\n", newest);
+	free(buf);
 }
 
 static int cmd_dump(int argc, char **argv)
@@ -443,6 +585,7 @@ static int cmd_dump(int argc, char **argv)
 	       sb.geo.overprovision, sb.stripe_blocks, (uint64_t)sb.geo.logical_blocks);
 	printf("logical_sectors=%" PRIu64 "\n",
 	       (uint64_t)sb.geo.logical_blocks * DMR_SECTORS_PER_BLOCK);
+	dump_ckpts(&d, &sb);
 	close(d.fd);
 	return 0;
 }

@@ -1,0 +1,316 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""remapctl format and dump on image files: the initial checkpoint, dump's
+checkpoint lines, formatting large sparse images without writing the map,
+and the refusal of a device whose map would not fit this machine's memory.
+
+The machine's memory is faked with DMR_MEMINFO, remapctl's test hook: a
+file read instead of /proc/meminfo.
+"""
+import math
+import os
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REMAPCTL = str(Path(__file__).resolve().parents[2] / "tools" / "remapctl")
+BLOCK = 4096
+GiB = 1 << 30
+
+# dump's lines before this change, in order; tests elsewhere parse them
+OLD_KEYS = ["superblock_copy0", "superblock_copy1", "using_copy", "version",
+            "generation", "uuid", "label", "ctime", "device_blocks",
+            "segment_blocks", "nr_segments", "data_offset", "ckpt_offset",
+            "ckpt_slot_blocks", "overprovision", "stripe_blocks",
+            "logical_blocks", "logical_sectors"]
+
+
+def rc(*args, meminfo=None):
+    env = dict(os.environ)
+    env.pop("DMR_MEMINFO", None)
+    if meminfo is not None:
+        env["DMR_MEMINFO"] = str(meminfo)
+    return subprocess.run([REMAPCTL, *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+def kv(out):
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def dump(path):
+    p = rc("dump", path)
+    assert p.returncode == 0, p.stderr
+    return kv(p.stdout)
+
+
+def fake_meminfo(tmp_path, mem_kb, vmalloc_kb=None):
+    p = tmp_path / "meminfo"
+    text = f"MemTotal:       {mem_kb} kB\nMemFree:         1234 kB\n"
+    if vmalloc_kb is not None:
+        text += f"VmallocTotal:   {vmalloc_kb} kB\n"
+    p.write_text(text)
+    return p
+
+
+def sparse(tmp_path, size, name="dev.img"):
+    p = tmp_path / name
+    with open(p, "wb") as f:
+        try:
+            f.truncate(size)
+        except OSError as e:
+            pytest.skip(f"cannot make a {size} byte sparse file here: {e}")
+    return str(p)
+
+
+@pytest.fixture
+def img(tmp_path):
+    return sparse(tmp_path, 64 << 20)
+
+
+def crc32c(data, crc=0xFFFFFFFF):
+    """CRC32C as the kernel's crc32c(): the caller seeds, no final xor."""
+    tab = crc32c.table
+    for b in data:
+        crc = tab[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc
+
+
+crc32c.table = []
+for _n in range(256):
+    _c = _n
+    for _ in range(8):
+        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
+    crc32c.table.append(_c)
+
+
+def layout(d):
+    """dmr_ckpt_layout(): block offsets within a checkpoint slot."""
+    map_blocks = math.ceil(int(d["logical_blocks"]) / (BLOCK // 4))
+    crc_blocks = math.ceil(map_blocks * 4 / BLOCK)
+    segtab_blocks = math.ceil(int(d["nr_segments"]) * 16 / BLOCK)
+    return dict(crc_offset=1, crc_blocks=crc_blocks,
+                map_offset=1 + crc_blocks, map_blocks=map_blocks,
+                segtab_offset=1 + crc_blocks + map_blocks,
+                segtab_blocks=segtab_blocks)
+
+
+def memory_bytes(d):
+    """dmr_map_memory_bytes(), from dump's geometry."""
+    logical, segs = int(d["logical_blocks"]), int(d["nr_segments"])
+    return (logical * 4 + segs * 16 + math.ceil(logical / 1024) * 5 +
+            2 * int(d["segment_blocks"]) * BLOCK + 64 * BLOCK)
+
+
+def fmt_bytes(b):
+    """remapctl's fmt_bytes()."""
+    units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
+    v, u = float(b), 0
+    while v >= 1024 and u < 5:
+        v /= 1024
+        u += 1
+    return f"{v:.1f} {units[u]}"
+
+
+def read_blocks(path, blocknr, nr):
+    with open(path, "rb") as f:
+        f.seek(blocknr * BLOCK)
+        return f.read(nr * BLOCK)
+
+
+# ---------------------------------------------------------------------------
+# dump: checkpoint lines
+
+
+def test_dump_checkpoint_lines(img):
+    assert rc("format", img).returncode == 0
+    p = rc("dump", img)
+    assert p.returncode == 0, p.stderr
+    keys = [line.split("=", 1)[0] for line in p.stdout.splitlines()]
+    assert keys[:len(OLD_KEYS)] == OLD_KEYS      # old lines first, unchanged
+    d = kv(p.stdout)
+    base = int(d["ckpt_offset"])
+    assert d["ckpt0"] == "ok"
+    assert d["ckpt0_seq"] == "1" and d["ckpt0_clean"] == "1"
+    assert d["ckpt0_log_seq"] == "0"
+    assert d["ckpt0_log_segment"] == "0" and d["ckpt0_log_offset"] == "0"
+    assert d["ckpt0_header_block"] == str(base)
+    assert d["ckpt0_map_block"] == str(base + layout(d)["map_offset"])
+    # slot 1 was only cleared by format
+    assert "bad magic" in d["ckpt1"]
+    assert not any(k.startswith("ckpt1_") for k in d)
+    assert d["newest_ckpt"] == "0"
+    assert keys[len(OLD_KEYS):] == [
+        "ckpt0", "ckpt0_seq", "ckpt0_clean", "ckpt0_log_seq",
+        "ckpt0_log_segment", "ckpt0_log_offset", "ckpt0_header_block",
+        "ckpt0_map_block", "ckpt1", "newest_ckpt"]
+
+
+def ckpt_header(d, slot, seq, flags, log_seq, log_segment, log_offset):
+    """A valid struct dmr_disk_ckpt for @slot (dmr_ckpt_encode())."""
+    uuid = bytes.fromhex(d["uuid"].replace("-", ""))
+    blocknr = int(d["ckpt_offset"]) + slot * int(d["ckpt_slot_blocks"])
+    body = struct.pack("<IQQQ16sIIIIIIQ", flags, seq, log_seq, blocknr, uuid,
+                       log_segment, log_offset, 0xFFFFFFFF, 0, 0, 0, 0)
+    body += bytes(BLOCK - 12 - len(body))
+    csum = crc32c(body) ^ 0xC4EC9017          # DMR_CKPT_CSUM_SALT
+    return b"DMR-CKPT" + struct.pack("<I", csum) + body, blocknr
+
+
+def test_dump_newest_slot_and_no_segment(img):
+    """A valid slot 1 with a higher seq is the newest; -1 for no segment."""
+    assert rc("format", img).returncode == 0
+    d = dump(img)
+    hdr, blocknr = ckpt_header(d, 1, seq=7, flags=0, log_seq=41,
+                               log_segment=0xFFFFFFFF, log_offset=3)
+    with open(img, "r+b") as f:
+        f.seek(blocknr * BLOCK)
+        f.write(hdr)
+    d = dump(img)
+    assert d["ckpt0"] == "ok" and d["ckpt1"] == "ok"
+    assert d["ckpt1_seq"] == "7" and d["ckpt1_clean"] == "0"
+    assert d["ckpt1_log_seq"] == "41"
+    assert d["ckpt1_log_segment"] == "-1" and d["ckpt1_log_offset"] == "3"
+    assert d["ckpt1_header_block"] == str(blocknr)
+    assert d["ckpt1_map_block"] == str(blocknr + layout(d)["map_offset"])
+    assert d["newest_ckpt"] == "1"
+
+
+def test_dump_damaged_and_unreadable_slots(img):
+    assert rc("format", img).returncode == 0
+    d = dump(img)
+    base = int(d["ckpt_offset"])
+    with open(img, "r+b") as f:                 # flip a bit of slot 0's seq
+        f.seek(base * BLOCK + 16)
+        b = f.read(1)
+        f.seek(base * BLOCK + 16)
+        f.write(bytes([b[0] ^ 1]))
+    d = dump(img)
+    assert d["ckpt0"] == "torn or corrupted summary"   # dmr_log_strerror()
+    assert "ckpt0_seq" not in d and d["newest_ckpt"] == "-1"
+    # cut the image after slot 0's header: slot 1's header cannot be read
+    os.truncate(img, (base + 1) * BLOCK)
+    d = dump(img)
+    assert d["ckpt1"] == "read error" and d["newest_ckpt"] == "-1"
+
+
+# ---------------------------------------------------------------------------
+# format: the initial checkpoint, zeroed without writing the map
+
+
+def test_initial_checkpoint_on_dirty_image(img):
+    """Over old contents, the map and segment table read back as zeroes and
+    every checksum the module checks at load matches."""
+    with open(img, "r+b") as f:
+        f.write(b"\xa5" * (64 << 20))
+    assert rc("format", img).returncode == 0
+    d = dump(img)
+    l = layout(d)
+    base = int(d["ckpt_offset"])
+    hdr = read_blocks(img, base, 1)
+    crc_csum, segtab_csum = struct.unpack_from("<II", hdr, 68)
+    crcs = read_blocks(img, base + l["crc_offset"], l["crc_blocks"])
+    mp = read_blocks(img, base + l["map_offset"], l["map_blocks"])
+    segtab = read_blocks(img, base + l["segtab_offset"], l["segtab_blocks"])
+    assert mp == bytes(len(mp)) and segtab == bytes(len(segtab))
+    zero_crc = crc32c(bytes(BLOCK))
+    entries = struct.unpack(f"<{len(crcs) // 4}I", crcs)
+    assert entries[:l["map_blocks"]] == (zero_crc,) * l["map_blocks"]
+    assert not any(entries[l["map_blocks"]:])
+    assert crc_csum == crc32c(crcs)
+    assert segtab_csum == crc32c(segtab)
+    # the log's first block holds no stale unit
+    assert read_blocks(img, int(d["data_offset"]), 1) == bytes(BLOCK)
+
+
+@pytest.mark.parametrize("size", [64 * GiB, 2400 * GiB],
+                         ids=["64GiB", "2400GiB"])
+def test_large_sparse_image_formats_without_writing_the_map(tmp_path, size):
+    """The map (about 1/1024 of the device) is punched, not written: the
+    image stays sparse.  At 2400 GiB the map is above 2 GiB (INT_MAX)."""
+    img = sparse(tmp_path, size)
+    mi = fake_meminfo(tmp_path, 256 << 20, 32 << 30)   # 256 GiB machine
+    p = rc("format", img, meminfo=mi)
+    assert p.returncode == 0, p.stderr
+    d = dump(img)
+    l = layout(d)
+    assert d["ckpt0"] == "ok" and d["newest_ckpt"] == "0"
+    map_bytes = l["map_blocks"] * BLOCK
+    allocated = os.stat(img).st_blocks * 512
+    # headers, superblocks, the CRC table and the log's first block only
+    assert allocated <= (l["crc_blocks"] + 64) * BLOCK, (allocated, map_bytes)
+    assert allocated < map_bytes // 100
+    if size > 2000 * GiB:
+        assert int(d["logical_blocks"]) > 1 << 29
+    base = int(d["ckpt_offset"])
+    first = read_blocks(img, base + l["map_offset"], 1)
+    last = read_blocks(img, base + l["map_offset"] + l["map_blocks"] - 1, 1)
+    assert first == bytes(BLOCK) and last == bytes(BLOCK)
+    assert f"kernel memory when loaded: {fmt_bytes(memory_bytes(d))}\n" in p.stdout
+
+
+# ---------------------------------------------------------------------------
+# format: memory check
+
+
+def test_refuses_map_larger_than_ram_unless_forced(tmp_path):
+    img = sparse(tmp_path, 2400 * GiB)
+    mi = fake_meminfo(tmp_path, 1 << 20, 32 << 30)     # 1 GiB of RAM
+    p = rc("format", img, meminfo=mi)
+    assert p.returncode == 1, p.stdout
+    assert p.stdout == ""
+    assert p.stderr.startswith(f"remapctl: {img}: the map of this device needs 2.1 GiB "
+                               "of kernel memory, more than this machine's 1.0 GiB of RAM")
+    assert "--force" in p.stderr
+    # refused before anything was written
+    assert os.stat(img).st_blocks == 0
+    assert rc("dump", img).returncode == 1
+
+    p = rc("format", "--force", img, meminfo=mi)
+    assert p.returncode == 0, p.stderr
+    assert "warning" in p.stderr and "2.1 GiB" in p.stderr
+    d = dump(img)
+    assert d["ckpt0"] == "ok"
+    assert fmt_bytes(memory_bytes(d)) == "2.1 GiB"
+
+
+def test_refusal_boundary_is_exact(img, tmp_path):
+    """MemTotal (kB) just below the need is refused, just above it fits."""
+    assert rc("format", img).returncode == 0
+    need = memory_bytes(dump(img))
+    below, above = (need - 1) // 1024, -(-need // 1024)   # kB
+    p = rc("format", "--force", img, meminfo=fake_meminfo(tmp_path, below))
+    assert p.returncode == 0 and "more than this machine's" in p.stderr
+    other = sparse(tmp_path, 64 << 20, "other.img")
+    p = rc("format", other, meminfo=fake_meminfo(tmp_path, below))
+    assert p.returncode == 1 and f"needs {fmt_bytes(need)}" in p.stderr
+    p = rc("format", other, meminfo=fake_meminfo(tmp_path, above))
+    assert p.returncode == 0, p.stderr
+    assert "warning" not in p.stderr
+
+
+def test_refuses_map_larger_than_vmalloc(img, tmp_path):
+    p = rc("format", img, meminfo=fake_meminfo(tmp_path, 16 << 20, 1024))
+    assert p.returncode == 1
+    assert "more than this kernel's 1.0 MiB of vmalloc space" in p.stderr
+    assert rc("dump", img).returncode == 1
+
+
+def test_vmalloc_unknown_is_not_checked(img, tmp_path):
+    p = rc("format", img, meminfo=fake_meminfo(tmp_path, 16 << 20))
+    assert p.returncode == 0 and p.stderr == ""
+
+
+def test_unreadable_meminfo_skips_the_check(img, tmp_path):
+    p = rc("format", img, meminfo=tmp_path / "no-such-meminfo")
+    assert p.returncode == 0
+    assert "warning: cannot read MemTotal" in p.stderr
+    assert dump(img)["ckpt0"] == "ok"
+
+
+def test_real_meminfo_small_image(img):
+    """Without the hook, /proc/meminfo is read and a small map fits."""
+    p = rc("format", img)
+    assert p.returncode == 0 and p.stderr == ""
+    assert f"kernel memory when loaded: {fmt_bytes(memory_bytes(dump(img)))}\n" in p.stdout
