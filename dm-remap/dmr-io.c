@@ -12,18 +12,20 @@
  *
  *  1. A write is complete once copied into the open segment in memory
  *     (a volatile write cache, as advertised).  A REQ_PREFLUSH or REQ_FUA
- *     request completes only after the unit holding every earlier write
- *     was written with REQ_PREFLUSH | REQ_FUA: everything acknowledged
- *     before the flush is then on stable media.
+ *     request completes only after every unit holding an earlier write
+ *     was written, the last with REQ_PREFLUSH | REQ_FUA: everything
+ *     acknowledged before the flush is then on stable media.
  *  2. Units are self-checking (summary checksum, data checksum, sequence
  *     number), so replay stops at the first torn or missing one.
- *  3. The first unit written to a segment carries REQ_PREFLUSH, so no unit
- *     of a segment can reach the media before every unit of the segments
+ *  3. The first write to a segment carries REQ_PREFLUSH, so no unit of a
+ *     segment can reach the media before every unit of the segments
  *     before it: after a crash at most the segment replay stops in and the
  *     one it would go on to can hold stale units beyond the end of the log.
- *     A full segment is written by the second stage (dmr_flight_fn())
- *     while the next one fills; dmr_seal() waits for that write before
- *     writing or flushing anything else, which keeps rules 1 and 3.
+ *     A segment is written whole (all its units, however many) once it is
+ *     done, by the second stage (dmr_flight_fn()), while the next one
+ *     fills; only a flush writes part of a segment.  dmr_seal() waits for
+ *     the second stage before writing or flushing anything else, which
+ *     keeps rules 1 and 3.
  *  4. After a crash both of those are burnt (never written again) and a
  *     checkpoint is written before any new write, so new units start on a
  *     fresh segment and a stale unit can never be mistaken for a new one.
@@ -31,9 +33,26 @@
  *     log it covers is durable), writes the map blocks changed since that
  *     slot was last written, the CRC table and the segment table, then its
  *     header with REQ_PREFLUSH | REQ_FUA.  A torn slot fails its checksums
- *     and the other slot, with a longer replay, is used.
+ *     and the other slot, with a longer replay, is used.  A slot that
+ *     cannot be read refuses the load (dmr_ckpt_order()).
  *  6. Segments are only ever taken from those never written since format,
  *     so nothing a checkpoint or a reachable unit points to is overwritten.
+ *  7. A clean checkpoint is the last write of its instance.  Before an
+ *     instance accepts its first write after loading (or writing) a clean
+ *     checkpoint, it rewrites that header without the clean flag
+ *     (dmr_mark_dirty()).  So a clean checkpoint that is the newest one
+ *     has nothing after it, and a load that finds one skips recovery only
+ *     when replay finds nothing either (dmr_load_needs_recovery()); any
+ *     other load burns as in rule 4.  Without this, a unit lost in front
+ *     of a surviving one would leave the survivor where the new log, which
+ *     reuses the same offsets and sequence numbers, could later replay it.
+ *  8. Only an active instance writes: from its load (constructor, or
+ *     preresume when another instance of the same device was live) to its
+ *     postsuspend, which writes a clean checkpoint.  A table reload
+ *     therefore hands the device over: the old instance's postsuspend
+ *     writes its last checkpoint before the new one's preresume loads it,
+ *     and the old destructor writes nothing.  A read-only table never
+ *     writes; it replays in memory only.
  */
 #include <linux/bio.h>
 #include <linux/blkdev.h>
@@ -93,6 +112,7 @@ static void dmr_open_segment(struct dmr_target *rc)
 
 	rc->open_segment = rc->pos.segment;
 	rc->seg_fresh = true;
+	rc->seg_written = 0;
 	if (rc->pos.segment == DMR_NO_SEGMENT)
 		return;
 	s = &rc->map.segs[rc->pos.segment];
@@ -102,29 +122,31 @@ static void dmr_open_segment(struct dmr_target *rc)
 					     rc->pos.segment, DMR_NO_SEGMENT);
 }
 
-/* Encode unit @u (summary at block @off of @buf) and write it, @nr blocks. */
-static int dmr_write_unit(struct dmr_target *rc, struct dmr_unit *u, u8 *buf,
-			  u32 off, u32 nr, blk_opf_t opf)
+/*
+ * Add the checksums to the units in blocks [@from, @from + @nr) of segment
+ * buffer @buf and write them to @blocknr.
+ */
+static int dmr_write_units(struct dmr_target *rc, u8 *buf, u32 from, u32 nr,
+			   u64 blocknr, blk_opf_t opf)
 {
-	u8 *summary = buf + (size_t)off * DMR_BLOCK_SIZE;
-
-	dmr_unit_encode(u, rc->sb.uuid, summary + DMR_BLOCK_SIZE, summary);
-	return dmr_rw(rc, opf, u->blocknr, nr, summary);
+	if (WARN_ON_ONCE(!dmr_units_finish(buf, from, from + nr)))
+		return -EIO;
+	return dmr_rw(rc, opf, blocknr, nr, buf + (size_t)from * DMR_BLOCK_SIZE);
 }
 
 /*
- * The writer's second stage: checksums and writes the unit that filled a
- * segment, on another CPU, while the worker goes on filling the next
- * segment in the other buffer.  Owns @flight_unit and @flight_buf until it
- * completes @flight_done.
+ * The writer's second stage: checksums and writes the units of a segment
+ * that is done, on another CPU, while the worker goes on filling the next
+ * segment in the other buffer.  Owns @flight_buf until it completes
+ * @flight_done.
  */
 static void dmr_flight_fn(struct work_struct *work)
 {
 	struct dmr_target *rc = container_of(work, struct dmr_target, flight_work);
 
-	rc->flight_error = dmr_write_unit(rc, rc->flight_unit, rc->flight_buf,
-					  rc->flight_off, rc->flight_nr,
-					  rc->flight_opf);
+	rc->flight_error = dmr_write_units(rc, rc->flight_buf, rc->flight_off,
+					   rc->flight_nr, rc->flight_blocknr,
+					   rc->flight_opf);
 	complete(&rc->flight_done);
 }
 
@@ -132,10 +154,10 @@ static void dmr_flight_fn(struct work_struct *work)
  * dmr_flight_wait() - wait until the segment in flight is on the device
  * @rc: target; called by the worker, or with the worker stopped
  *
- * Its blocks are then read from the device again, and its buffer and
- * unit are free for the next segment.  If the write failed, the target
- * goes to failed mode, which never seals again, and the segment's blocks
- * go on being read from its buffer: the device does not hold them.
+ * Its blocks are then read from the device again, and its buffer is free
+ * for the next segment.  If the write failed, the target goes to failed
+ * mode, which never seals again, and the segment's blocks go on being
+ * read from its buffer: the device does not hold them.
  *
  * Return: 0 or the write's error (the target is then in failed mode).
  */
@@ -155,84 +177,107 @@ static int dmr_flight_wait(struct dmr_target *rc)
 	return 0;
 }
 
+/*
+ * Close the open unit: its summary is encoded in the segment buffer in
+ * front of its data (the checksums are added when it is written) and the
+ * log position moves past it.  The unit is then free for the next one.
+ */
+static void dmr_close_unit(struct dmr_target *rc)
+{
+	struct dmr_unit *u = rc->unit;
+	u32 off = rc->pos.offset;
+
+	u->seq = rc->pos.seq + 1;
+	u->blocknr = dmr_seg_block(rc, rc->pos.segment, off);
+	u->next_segment = rc->pos.next_segment;
+	dmr_unit_encode_body(u, rc->sb.uuid,
+			     (u8 *)rc->segbuf + (size_t)off * DMR_BLOCK_SIZE);
+	rc->pos.seq = u->seq;
+	rc->pos.offset = rc->wp;
+	rc->unit_open = false;
+}
+
 /**
- * dmr_seal() - write the open unit to the device
+ * dmr_seal() - close the open unit and write what must be written
  * @rc: target
  * @flush: make it and everything before it durable (flush / FUA)
  *
- * With no open unit (or an empty one) and @flush, just flushes the device.
- *
- * A unit that fills its segment, without @flush, is handed to the second
- * stage (dmr_flight_fn()) and the worker goes on in the next segment at
- * once.  Every seal first waits for that write: rule 1 (a flush covers
- * the segment in flight, whose writes were acknowledged) and rule 3 (the
- * next segment's first unit carries REQ_PREFLUSH, which orders it only
- * behind writes that have completed) both need it, and then at most one
- * segment is ever in flight.
+ * dmr_seal_action() decides: a closed unit waits in the buffer until its
+ * segment is done (then the whole segment is handed to the second stage
+ * and the worker goes on in the next one at once), or until a flush,
+ * which writes every closed unit of the segment synchronously.  Every
+ * seal first waits for the second stage: rule 1 (a flush covers the
+ * segment in flight, whose writes were acknowledged) and rule 3 (the next
+ * segment's first write carries REQ_PREFLUSH, which orders it only behind
+ * writes that have completed) both need it, and then at most one segment
+ * is ever in flight.
  *
  * Return: 0 or a negative errno (the target is then in failed mode).
  */
 static int dmr_seal(struct dmr_target *rc, bool flush)
 {
-	struct dmr_unit *u = rc->unit;
-	u32 seg = rc->pos.segment, off = rc->pos.offset;
-	u32 nr = rc->wp - off;
+	u32 seg = rc->pos.segment, from = rc->seg_written, nr;
 	blk_opf_t opf = REQ_OP_WRITE | REQ_SYNC;
-	struct dmr_log_pos next = rc->pos;
+	enum dmr_seal_action act;
+	bool done;
 	int r;
 
 	r = dmr_flight_wait(rc);
 	if (r)
 		return r;
-	if (!rc->unit_open || (!u->nr_blocks && !u->nr_discards)) {
-		rc->unit_open = false;
-		if (!flush)
-			return 0;
+	if (rc->unit_open && (rc->unit->nr_blocks || rc->unit->nr_discards))
+		dmr_close_unit(rc);
+	rc->unit_open = false;
+	nr = rc->pos.offset - from;
+	done = seg != DMR_NO_SEGMENT && dmr_seg_done(rc->pos.offset, dmr_seg_blocks(rc));
+	act = dmr_seal_action(flush, nr, done);
+	if (act == DMR_SEAL_NONE)
+		return 0;
+	if (act == DMR_SEAL_FLUSH) {
 		r = blkdev_issue_flush(rc->dev->bdev);
 		if (r)
 			dmr_fail(rc, r, "device flush");
 		return r;
 	}
 
-	u->seq = rc->pos.seq + 1;
-	u->blocknr = dmr_seg_block(rc, seg, off);
-	u->next_segment = rc->pos.next_segment;
 	if (flush)
 		opf |= REQ_PREFLUSH | REQ_FUA;
 	if (rc->seg_fresh)
 		opf |= REQ_PREFLUSH;	/* rule 3 */
-	dmr_log_advance(&next, nr, dmr_seg_blocks(rc));
-	if (!flush && next.segment != seg) {
-		/* the segment is full: the next one fills the other buffer */
-		swap(rc->unit, rc->flight_unit);
+	if (act == DMR_SEAL_FLIGHT) {
+		/* the segment is done: the next one fills the other buffer */
 		swap(rc->segbuf, rc->flight_buf);
-		rc->flight_off = off;
+		rc->flight_off = from;
 		rc->flight_nr = nr;
+		rc->flight_blocknr = dmr_seg_block(rc, seg, from);
 		rc->flight_opf = opf;
 		reinit_completion(&rc->flight_done);
 		rc->flight_pending = true;
 		queue_work(rc->flight_wq, &rc->flight_work);
 	} else {
-		r = dmr_write_unit(rc, u, rc->segbuf, off, nr, opf);
+		r = dmr_write_units(rc, rc->segbuf, from, nr,
+				    dmr_seg_block(rc, seg, from), opf);
 		if (r) {
 			dmr_fail(rc, r, "log write");
 			return r;
 		}
+		if (!done)
+			atomic64_inc(&rc->stats.short_units);
 	}
 	rc->seg_fresh = false;
-	rc->unit_open = false;
-	rc->pos.seq = u->seq;
+	rc->seg_written = rc->pos.offset;
 	atomic64_add(nr, &rc->stats.device_blocks);
-	if (rc->wp + 2 <= dmr_seg_blocks(rc))
-		atomic64_inc(&rc->stats.short_units);
+	if (!done)
+		return 0;
 
 	spin_lock(&rc->map_lock);
 	/* with open_segment, so a read never sees it as on the device early */
 	if (rc->flight_pending)
 		rc->flight_segment = seg;
-	dmr_log_advance(&rc->pos, nr, dmr_seg_blocks(rc));
-	if (rc->pos.segment != seg)
-		dmr_open_segment(rc);
+	rc->pos.segment = rc->pos.next_segment;
+	rc->pos.offset = 0;
+	rc->pos.next_segment = DMR_NO_SEGMENT;
+	dmr_open_segment(rc);
 	spin_unlock(&rc->map_lock);
 	return 0;
 }
@@ -242,8 +287,7 @@ static int dmr_room(struct dmr_target *rc)
 {
 	int r;
 
-	if (rc->unit_open && rc->wp < dmr_seg_blocks(rc) &&
-	    dmr_unit_room(rc->unit, 1))
+	if (dmr_unit_takes_block(rc->unit_open, rc->unit, rc->wp, dmr_seg_blocks(rc)))
 		return 0;
 	if (rc->unit_open) {
 		r = dmr_seal(rc, false);
@@ -255,6 +299,35 @@ static int dmr_room(struct dmr_target *rc)
 	dmr_unit_reset(rc->unit);
 	rc->unit_open = true;
 	rc->wp = rc->pos.offset + 1;
+	return 0;
+}
+
+/**
+ * dmr_mark_dirty() - rule 7: the clean checkpoint on the device stops being clean
+ * @rc: target, in the worker, before it accepts a write or discard
+ *
+ * Rewrites the header of the last checkpoint loaded or written, which was
+ * clean, without the clean flag, with REQ_FUA, and waits.  Same slot,
+ * same sequence number: only the flag and the header checksum change.  A
+ * torn rewrite fails its checksum and the load uses the other slot, whose
+ * log chain reaches this one's position (nothing was written after it).
+ *
+ * Return: 0 or a negative errno (the target is then in failed mode).
+ */
+static int dmr_mark_dirty(struct dmr_target *rc)
+{
+	struct dmr_ckpt c = rc->last_ckpt;
+	int r;
+
+	c.flags &= ~DMR_CKPT_CLEAN;
+	dmr_ckpt_encode(&c, rc->sb.uuid, rc->bounce);
+	r = dmr_rw(rc, REQ_OP_WRITE | REQ_SYNC | REQ_FUA, c.blocknr, 1, rc->bounce);
+	if (r) {
+		dmr_fail(rc, r, "checkpoint write");
+		return r;
+	}
+	rc->last_ckpt = c;
+	rc->ckpt_clean_on_disk = false;
 	return 0;
 }
 
@@ -299,11 +372,17 @@ static void dmr_do_write(struct dmr_target *rc, struct bio *bio)
 {
 	u32 seg_blocks = dmr_seg_blocks(rc);
 	u64 lba = dmr_bio_lba(rc, bio);
+	bool fua = bio->bi_opf & REQ_FUA;
 	int r = 0;
 
 	if (READ_ONCE(rc->mode) != DMR_MODE_WRITE) {
 		r = -EIO;
 		goto out;
+	}
+	if (bio->bi_iter.bi_size && rc->ckpt_clean_on_disk) {
+		r = dmr_mark_dirty(rc);		/* rule 7 */
+		if (r)
+			goto out;
 	}
 	if (bio->bi_opf & (REQ_PREFLUSH | REQ_FUA))
 		atomic64_inc(&rc->stats.flushes);
@@ -318,10 +397,8 @@ static void dmr_do_write(struct dmr_target *rc, struct bio *bio)
 		r = dmr_room(rc);
 		if (r)
 			goto out;
-		n = bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT;
-		n = min(n, seg_blocks - rc->wp);
-		n = min_t(u32, n, DMR_SUMMARY_WORDS - rc->unit->nr_blocks -
-			  2 * rc->unit->nr_discards);
+		n = dmr_write_chunk(rc->unit, rc->wp, seg_blocks,
+				    bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT);
 		dmr_copy_from_bio(bio, (u8 *)rc->segbuf +
 				  (size_t)rc->wp * DMR_BLOCK_SIZE,
 				  n << DMR_BLOCK_SHIFT);
@@ -336,10 +413,8 @@ static void dmr_do_write(struct dmr_target *rc, struct bio *bio)
 		lba += n;
 		atomic64_add(n, &rc->stats.user_blocks);
 	}
-	if (bio->bi_opf & REQ_FUA)
-		r = dmr_seal(rc, true);
-	else if (rc->unit_open && rc->wp == seg_blocks)
-		r = dmr_seal(rc, false);	/* full: start writing it now */
+	if (dmr_seal_after_write(fua, rc->unit_open, rc->wp, seg_blocks))
+		r = dmr_seal(rc, fua);
 out:
 	bio->bi_status = errno_to_blk_status(r);
 	bio_endio(bio);
@@ -356,12 +431,16 @@ static void dmr_do_discard(struct dmr_target *rc, struct bio *bio)
 		r = -EIO;
 		goto out;
 	}
+	if (nr && rc->ckpt_clean_on_disk) {
+		r = dmr_mark_dirty(rc);		/* rule 7 */
+		if (r)
+			goto out;
+	}
 	while (nr) {
-		struct dmr_unit *u = rc->unit;
 		u32 count = min_t(u64, nr, 1U << 30);
+		struct dmr_unit *u;
 
-		/* discards go before a unit's data blocks: seal if it has any */
-		if (rc->unit_open && (u->nr_blocks || !dmr_unit_room(u, 2))) {
+		if (dmr_discard_needs_seal(rc->unit_open, rc->unit)) {
 			r = dmr_seal(rc, false);
 			if (r)
 				goto out;
@@ -369,6 +448,8 @@ static void dmr_do_discard(struct dmr_target *rc, struct bio *bio)
 		r = dmr_room(rc);
 		if (r)
 			goto out;
+		/* the unit open now, after any seal: never one sealed before */
+		u = rc->unit;
 		u->discard[u->nr_discards][0] = lba;
 		u->discard[u->nr_discards][1] = count;
 		u->nr_discards++;
@@ -532,6 +613,78 @@ static void dmr_map_block_to_bounce(struct dmr_target *rc, u64 p, u32 i)
 				     rc->map.l2p[first + j] : 0);
 }
 
+/* Is map block @p all unmapped (its on-disk form all zero)? */
+static bool dmr_map_block_zero(const struct dmr_target *rc, u64 p)
+{
+	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
+	u64 n = min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK, rc->map.nr_logical - first);
+
+	return !memchr_inv(&rc->map.l2p[first], 0, n * sizeof(u32));
+}
+
+static bool dmr_map_block_dirty(const struct dmr_target *rc, u64 p,
+				unsigned int slot)
+{
+	return rc->map.dirty[p] & DMR_DIRTY_SLOT(slot);
+}
+
+static void dmr_map_block_clean(struct dmr_target *rc, u64 p, u64 n,
+				unsigned int slot)
+{
+	u64 j;
+
+	spin_lock(&rc->map_lock);
+	for (j = 0; j < n; j++)
+		rc->map.dirty[p + j] &= ~DMR_DIRTY_SLOT(slot);
+	spin_unlock(&rc->map_lock);
+}
+
+/*
+ * Write the map blocks of slot @slot (at @start) that changed since it was
+ * last written.  Runs of unmapped (all-zero) blocks go down as
+ * write-zeroes, which costs a thin or flash device nothing and falls back
+ * to writing zeroes elsewhere, so a large, mostly empty map is cheap to
+ * checkpoint.  Only the worker changes the map, so it is stable here.
+ */
+static int dmr_write_map(struct dmr_target *rc, u64 start, unsigned int slot)
+{
+	u64 p = 0, nr = rc->map.nr_map_blocks;
+	int r;
+
+	while (p < nr) {
+		u64 i = 0;
+
+		if (!dmr_map_block_dirty(rc, p, slot)) {
+			p++;
+			continue;
+		}
+		if (dmr_map_block_zero(rc, p)) {
+			while (p + i < nr && dmr_map_block_dirty(rc, p + i, slot) &&
+			       dmr_map_block_zero(rc, p + i))
+				rc->map_crc[p + i++] = rc->zero_crc;
+			r = blkdev_issue_zeroout(rc->dev->bdev,
+						 (start + p) * DMR_SECTORS_PER_BLOCK,
+						 i * DMR_SECTORS_PER_BLOCK, GFP_NOIO, 0);
+		} else {
+			while (p + i < nr && i < DMR_BOUNCE_BLOCKS &&
+			       dmr_map_block_dirty(rc, p + i, slot) &&
+			       !dmr_map_block_zero(rc, p + i)) {
+				dmr_map_block_to_bounce(rc, p + i, i);
+				rc->map_crc[p + i] = crc32c(~0U, (u8 *)rc->bounce +
+							    (size_t)i * DMR_BLOCK_SIZE,
+							    DMR_BLOCK_SIZE);
+				i++;
+			}
+			r = dmr_rw(rc, REQ_OP_WRITE, start + p, i, rc->bounce);
+		}
+		if (r)
+			return r;
+		dmr_map_block_clean(rc, p, i, slot);
+		p += i;
+	}
+	return 0;
+}
+
 /* Write the CRC table (@crc false: the segment table) of a slot. */
 static int dmr_write_table(struct dmr_target *rc, u64 start, u64 nr_blocks,
 			   bool crc, u32 *csum)
@@ -578,7 +731,7 @@ static int dmr_checkpoint(struct dmr_target *rc, bool clean)
 {
 	const struct dmr_geometry *geo = &rc->sb.geo;
 	unsigned int slot = rc->ckpt_slot;
-	u64 base = geo->ckpt_offset + (u64)slot * geo->ckpt_slot_blocks, p;
+	u64 base = geo->ckpt_offset + (u64)slot * geo->ckpt_slot_blocks;
 	struct dmr_ckpt_layout l;
 	struct dmr_ckpt c = {};
 	int r;
@@ -590,30 +743,9 @@ static int dmr_checkpoint(struct dmr_target *rc, bool clean)
 		return r;
 
 	dmr_ckpt_layout(geo, &l);
-	for (p = 0; p < rc->map.nr_map_blocks; ) {
-		u32 i = 0, j;
-
-		while (p + i < rc->map.nr_map_blocks && i < DMR_BOUNCE_BLOCKS &&
-		       (rc->map.dirty[p + i] & DMR_DIRTY_SLOT(slot))) {
-			dmr_map_block_to_bounce(rc, p + i, i);
-			rc->map_crc[p + i] = crc32c(~0U, (u8 *)rc->bounce +
-						    (size_t)i * DMR_BLOCK_SIZE,
-						    DMR_BLOCK_SIZE);
-			i++;
-		}
-		if (!i) {
-			p++;
-			continue;
-		}
-		r = dmr_rw(rc, REQ_OP_WRITE, base + l.map_offset + p, i, rc->bounce);
-		if (r)
-			goto fail;
-		spin_lock(&rc->map_lock);
-		for (j = 0; j < i; j++)
-			rc->map.dirty[p + j] &= ~DMR_DIRTY_SLOT(slot);
-		spin_unlock(&rc->map_lock);
-		p += i;
-	}
+	r = dmr_write_map(rc, base + l.map_offset, slot);
+	if (r)
+		goto fail;
 	r = dmr_write_table(rc, base + l.crc_offset, l.crc_blocks, true, &c.crc_csum);
 	if (r)
 		goto fail;
@@ -637,6 +769,8 @@ static int dmr_checkpoint(struct dmr_target *rc, bool clean)
 	rc->ckpt_seq = c.seq;
 	rc->ckpt_log_seq = c.log_seq;
 	rc->ckpt_slot ^= 1;
+	rc->last_ckpt = c;
+	rc->ckpt_clean_on_disk = clean;
 	return 0;
 fail:
 	dmr_fail(rc, r, "checkpoint write");
@@ -652,7 +786,8 @@ static void dmr_checkpoint_due(struct dmr_target *rc)
 	    rc->pos.seq != rc->ckpt_log_seq)
 		dmr_checkpoint(rc, false);
 	WRITE_ONCE(rc->ckpt_requested, false);
-	if (READ_ONCE(rc->mode) == DMR_MODE_WRITE && !READ_ONCE(rc->suspended))
+	if (dmr_ckpt_rearm(READ_ONCE(rc->mode), READ_ONCE(rc->suspended),
+			   READ_ONCE(rc->stopping)))
 		queue_delayed_work(rc->wq, &rc->ckpt_work,
 				   rc->opts.checkpoint_interval * HZ);
 }
@@ -686,17 +821,30 @@ int dmr_checkpoint_now(struct dmr_target *rc, bool clean)
 	return READ_ONCE(rc->mode) == DMR_MODE_FAILED ? rc->first_error : 0;
 }
 
-/* Stop periodic checkpoints, wait for the worker and the log writes. */
+/**
+ * dmr_worker_stop() - stop periodic checkpoints, wait for the worker and the log
+ * @rc: target; no new I/O arrives (postsuspend, destructor)
+ *
+ * The worker re-arms the timer after a periodic checkpoint, so @stopping is
+ * set first (the worker no longer re-arms once it sees it), the timer is
+ * cancelled, the worker flushed, and the timer cancelled again in case
+ * the worker re-armed it before it saw @stopping.  Then nothing is left
+ * queued that could run after the destructor frees the target.
+ */
 void dmr_worker_stop(struct dmr_target *rc)
 {
+	WRITE_ONCE(rc->stopping, true);
 	cancel_delayed_work_sync(&rc->ckpt_work);
 	flush_work(&rc->work);
+	cancel_delayed_work_sync(&rc->ckpt_work);
 	dmr_flight_wait(rc);
 }
 
+/* Start periodic checkpoints (resume of an active, writable instance). */
 void dmr_worker_start(struct dmr_target *rc)
 {
-	if (READ_ONCE(rc->mode) == DMR_MODE_WRITE)
+	WRITE_ONCE(rc->stopping, false);
+	if (dmr_ckpt_rearm(READ_ONCE(rc->mode), READ_ONCE(rc->suspended), false))
 		queue_delayed_work(rc->wq, &rc->ckpt_work,
 				   rc->opts.checkpoint_interval * HZ);
 }
@@ -743,7 +891,11 @@ static int dmr_read_table(struct dmr_target *rc, u64 start, u64 nr_blocks,
 	return sum == csum ? 0 : -EILSEQ;
 }
 
-/* Load the map and segment table of one slot whose header validated. */
+/*
+ * Load the map and segment table of one slot whose header validated.
+ * Return: 0, -EILSEQ if a checksum or count does not match (a torn slot:
+ * the other one may be used), or the read error.
+ */
 static int dmr_load_slot(struct dmr_target *rc, unsigned int slot,
 			 const struct dmr_ckpt *c)
 {
@@ -767,10 +919,18 @@ static int dmr_load_slot(struct dmr_target *rc, unsigned int slot,
 						 (size_t)i * DMR_BLOCK_SIZE);
 			u64 first = (p + i) * DMR_MAP_ENTRIES_PER_BLOCK;
 
+			u64 cnt = min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK,
+					rc->map.nr_logical - first);
+
+			/* an unmapped block: no CRC to compute */
+			if (rc->map_crc[p + i] == rc->zero_crc &&
+			    !memchr_inv(src, 0, DMR_BLOCK_SIZE)) {
+				memset(&rc->map.l2p[first], 0, cnt * sizeof(u32));
+				continue;
+			}
 			if (crc32c(~0U, src, DMR_BLOCK_SIZE) != rc->map_crc[p + i])
 				return -EILSEQ;
-			for (j = 0; j < DMR_MAP_ENTRIES_PER_BLOCK &&
-			     first + j < rc->map.nr_logical; j++)
+			for (j = 0; j < cnt; j++)
 				rc->map.l2p[first + j] = le32_to_cpu(src[j]);
 		}
 		p += n;
@@ -792,14 +952,20 @@ static int dmr_load_slot(struct dmr_target *rc, unsigned int slot,
  * @rc: target, with dmr_io_init() done
  * @error: static message for ti->error
  *
- * After a crash (anything but a clean checkpoint with nothing after it)
- * this burns the segments the log ended in and writes a checkpoint that
- * starts the log on a fresh segment (rules 3 and 4), unless read-only.
+ * After a crash (dmr_load_needs_recovery()) this burns the segments the
+ * log ended in and writes a checkpoint that starts the log on a fresh
+ * segment (rules 3, 4 and 7).  A read-only table replays in memory only
+ * and never writes (rule 8).  A read error on a checkpoint refuses the
+ * load (rule 5).
  *
  * Return: 0 or a negative errno.
  */
 int dmr_load(struct dmr_target *rc, const char **error)
 {
+	static const char *const read_error[DMR_CKPT_SLOTS] = {
+		"I/O error reading checkpoint slot 0",
+		"I/O error reading checkpoint slot 1",
+	};
 	const struct dmr_geometry *geo = &rc->sb.geo;
 	struct dmr_ckpt c[DMR_CKPT_SLOTS];
 	enum dmr_log_status st[DMR_CKPT_SLOTS];
@@ -807,7 +973,7 @@ int dmr_load(struct dmr_target *rc, const char **error)
 		.geo = geo, .uuid = rc->sb.uuid, .read = dmr_replay_read,
 		.ctx = rc, .buf = rc->segbuf, .unit = rc->unit,
 	};
-	int order[DMR_CKPT_SLOTS], i, slot = -1, r;
+	int order[DMR_CKPT_SLOTS], i, n, bad = 0, slot = -1, r;
 	bool recovery;
 
 	for (i = 0; i < DMR_CKPT_SLOTS; i++) {
@@ -817,20 +983,25 @@ int dmr_load(struct dmr_target *rc, const char **error)
 		st[i] = r ? DMR_LOG_READ_ERROR :
 			dmr_ckpt_decode(rc->bounce, blk, rc->sb.uuid, &c[i]);
 	}
-	order[0] = st[1] == DMR_LOG_OK && (st[0] != DMR_LOG_OK || c[1].seq > c[0].seq);
-	order[1] = !order[0];
-	for (i = 0; i < DMR_CKPT_SLOTS; i++) {
+	n = dmr_ckpt_order(st, c, order, &bad);
+	if (n < 0) {
+		*error = read_error[bad];
+		return n;
+	}
+	for (i = 0; i < n; i++) {
 		int s = order[i];
 
-		if (st[s] != DMR_LOG_OK)
-			continue;
 		r = dmr_load_slot(rc, s, &c[s]);
 		if (!r) {
 			slot = s;
 			break;
 		}
-		DMWARN("checkpoint slot %d (seq %llu) unusable (%d), trying the other",
-		       s, (unsigned long long)c[s].seq, r);
+		if (r != -EILSEQ) {
+			*error = read_error[s];
+			return r;
+		}
+		DMWARN("%s: checkpoint slot %d (seq %llu) fails its checksums, trying the other",
+		       rc->dev->name, s, (unsigned long long)c[s].seq);
 	}
 	if (slot < 0) {
 		*error = st[0] == DMR_LOG_BAD_MAGIC && st[1] == DMR_LOG_BAD_MAGIC ?
@@ -842,6 +1013,7 @@ int dmr_load(struct dmr_target *rc, const char **error)
 	rc->ckpt_seq = c[slot].seq;
 	rc->ckpt_log_seq = c[slot].log_seq;
 	rc->ckpt_slot = slot ^ 1;
+	rc->last_ckpt = c[slot];
 	rc->pos.segment = c[slot].log_segment;
 	rc->pos.offset = c[slot].log_offset;
 	rc->pos.next_segment = c[slot].next_segment;
@@ -862,15 +1034,21 @@ int dmr_load(struct dmr_target *rc, const char **error)
 		return -EIO;
 	}
 	rc->replayed = rp.units;
-	recovery = !(c[slot].flags & DMR_CKPT_CLEAN) || rp.units ||
-		   (rp.stop != DMR_LOG_BAD_MAGIC && rp.stop != DMR_LOG_END);
+	recovery = dmr_load_needs_recovery(&c[slot], rp.units, rp.stop);
+	rc->mode = rc->read_only ? DMR_MODE_READ_ONLY : DMR_MODE_WRITE;
 	if (recovery)
-		DMINFO("%s: recovery: checkpoint %llu (slot %d), %llu units replayed, end: %s",
-		       rc->dev->name, (unsigned long long)c[slot].seq, slot,
+		DMINFO("%s: recovery%s: checkpoint %llu (slot %d), %llu units replayed, end: %s",
+		       rc->dev->name, rc->read_only ? " in memory (read-only)" : "",
+		       (unsigned long long)c[slot].seq, slot,
 		       (unsigned long long)rp.units, dmr_log_strerror(rp.stop));
 
-	rc->mode = rc->opts.read_only ? DMR_MODE_READ_ONLY : DMR_MODE_WRITE;
-	if (recovery && rc->mode == DMR_MODE_WRITE) {
+	if (rc->read_only) {
+		/* rule 8: nothing is written; every mapped block is on the device */
+		rc->open_segment = DMR_NO_SEGMENT;
+		rc->loaded = true;
+		return 0;
+	}
+	if (recovery) {
 		/* rule 4: burn where the log ended, restart on a fresh segment */
 		if (rc->pos.segment != DMR_NO_SEGMENT)
 			rc->map.segs[rc->pos.segment].flags |= DMR_SEG_USED;
@@ -879,19 +1057,25 @@ int dmr_load(struct dmr_target *rc, const char **error)
 		rc->pos.segment = dmr_seg_alloc(&rc->map, &rc->alloc_cursor,
 						DMR_NO_SEGMENT, DMR_NO_SEGMENT);
 		rc->pos.offset = 0;
+		rc->pos.next_segment = DMR_NO_SEGMENT;
 		dmr_open_segment(rc);
+		rc->seg_written = 0;
 		rc->unit_open = false;
 		r = dmr_checkpoint(rc, false);
 		if (r) {
 			*error = "Cannot write the recovery checkpoint";
 			return r;
 		}
+		rc->loaded = true;
 		return 0;
 	}
 
+	/* rule 7: the clean checkpoint is marked not clean at the first write */
+	rc->ckpt_clean_on_disk = true;
 	/* go on in the open segment: its written part must be in memory */
 	rc->open_segment = rc->pos.segment;
 	rc->seg_fresh = rc->pos.offset == 0;
+	rc->seg_written = rc->pos.offset;
 	if (rc->pos.segment != DMR_NO_SEGMENT && rc->pos.offset) {
 		r = dmr_rw(rc, REQ_OP_READ, dmr_seg_block(rc, rc->pos.segment, 0),
 			   rc->pos.offset, rc->segbuf);
@@ -912,6 +1096,7 @@ int dmr_load(struct dmr_target *rc, const char **error)
 							     rc->pos.segment,
 							     DMR_NO_SEGMENT);
 	}
+	rc->loaded = true;
 	return 0;
 }
 
@@ -924,6 +1109,23 @@ u64 dmr_map_memory(const struct dmr_target *rc)
 	return rc->map.nr_logical * sizeof(u32) +
 	       (u64)rc->map.nr_segs * sizeof(struct dmr_seg) +
 	       rc->map.nr_map_blocks * (1 + sizeof(u32));
+}
+
+/*
+ * Zeroed array of @n elements of @size bytes.  kvcalloc() refuses more
+ * than INT_MAX bytes, and the map of a device above 2 TiB of logical
+ * space (2^29 blocks) is bigger than that, so those go to vmalloc
+ * directly.  Freed with kvfree() either way.
+ */
+static void *dmr_alloc_array(u64 n, size_t size)
+{
+	u64 bytes = n * size;
+
+	if (bytes <= INT_MAX)
+		return kvcalloc(n, size, GFP_KERNEL);
+	if (bytes > ULONG_MAX)
+		return NULL;
+	return __vmalloc(bytes, GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN);
 }
 
 int dmr_io_init(struct dmr_target *rc, const char **error)
@@ -945,23 +1147,25 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	rc->open_segment = DMR_NO_SEGMENT;
 	rc->flight_segment = DMR_NO_SEGMENT;
 
-	l2p = kvcalloc(geo->logical_blocks, sizeof(u32), GFP_KERNEL);
-	segs = kvcalloc(geo->nr_segments, sizeof(*segs), GFP_KERNEL);
-	dirty = kvzalloc(nr_map_blocks, GFP_KERNEL);
-	rc->map_crc = kvcalloc(nr_map_blocks, sizeof(u32), GFP_KERNEL);
+	rc->mode = DMR_MODE_READ_ONLY;	/* until dmr_load() */
+	l2p = dmr_alloc_array(geo->logical_blocks, sizeof(u32));
+	segs = dmr_alloc_array(geo->nr_segments, sizeof(*segs));
+	dirty = dmr_alloc_array(nr_map_blocks, 1);
+	rc->map_crc = dmr_alloc_array(nr_map_blocks, sizeof(u32));
 	rc->segbuf = vmalloc((size_t)geo->segment_blocks * DMR_BLOCK_SIZE);
 	rc->flight_buf = vmalloc((size_t)geo->segment_blocks * DMR_BLOCK_SIZE);
 	rc->bounce = vmalloc((size_t)DMR_BOUNCE_BLOCKS * DMR_BLOCK_SIZE);
 	rc->unit = kzalloc(sizeof(*rc->unit), GFP_KERNEL);
-	rc->flight_unit = kzalloc(sizeof(*rc->flight_unit), GFP_KERNEL);
 	rc->map.l2p = l2p;
 	rc->map.segs = segs;
 	rc->map.dirty = dirty;
 	if (!l2p || !segs || !dirty || !rc->map_crc || !rc->segbuf ||
-	    !rc->flight_buf || !rc->bounce || !rc->unit || !rc->flight_unit) {
+	    !rc->flight_buf || !rc->bounce || !rc->unit) {
 		*error = "Cannot allocate the map";
 		return -ENOMEM;
 	}
+	memset(rc->bounce, 0, DMR_BLOCK_SIZE);
+	rc->zero_crc = crc32c(~0U, rc->bounce, DMR_BLOCK_SIZE);
 	dmr_map_init(&rc->map, l2p, geo->logical_blocks, segs, geo->nr_segments,
 		     geo->segment_blocks, dirty);
 
@@ -997,7 +1201,6 @@ void dmr_io_exit(struct dmr_target *rc)
 	bioset_exit(&rc->bs);
 	if (rc->io_client)
 		dm_io_client_destroy(rc->io_client);
-	kfree(rc->flight_unit);
 	kfree(rc->unit);
 	vfree(rc->bounce);
 	vfree(rc->flight_buf);

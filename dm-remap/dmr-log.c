@@ -59,22 +59,22 @@ static bool dmr_csum_ok(const void *block, u32 salt)
 }
 
 /**
- * dmr_unit_encode() - write a unit's summary block
- * @u: the unit; @u->data_csum is computed here
+ * dmr_unit_encode_body() - write a unit's summary block, checksums aside
+ * @u: the unit
  * @uuid: the superblock's uuid
- * @data: the unit's @u->nr_blocks data blocks, contiguous
  * @block: the summary block, fully overwritten
+ *
+ * The writer encodes a unit when it closes it, in the segment buffer right
+ * in front of its data; the checksums are added by dmr_unit_finish() when
+ * the unit is written, possibly together with the units after it.
  */
-void dmr_unit_encode(struct dmr_unit *u, const u8 *uuid, const void *data,
-		     void *block)
+void dmr_unit_encode_body(const struct dmr_unit *u, const u8 *uuid, void *block)
 {
 	struct dmr_disk_summary *d = block;
 	u32 i, w = 0;
 
 	memset(d, 0, sizeof(*d));
 	memcpy(d->magic, DMR_SUMMARY_MAGIC, DMR_MAGIC_LEN);
-	u->data_csum = dmr_data_csum(data, u->nr_blocks);
-	d->data_csum = cpu_to_le32(u->data_csum);
 	d->seq = cpu_to_le64(u->seq);
 	d->blocknr = cpu_to_le64(u->blocknr);
 	memcpy(d->uuid, uuid, sizeof(d->uuid));
@@ -87,7 +87,64 @@ void dmr_unit_encode(struct dmr_unit *u, const u8 *uuid, const void *data,
 		d->words[w++] = cpu_to_le32(u->discard[i][0]);
 		d->words[w++] = cpu_to_le32(u->discard[i][1]);
 	}
+}
+
+/**
+ * dmr_unit_finish() - add the checksums to an encoded summary
+ * @block: a summary written by dmr_unit_encode_body()
+ * @data: its data blocks, contiguous (the blocks after @block in a segment)
+ *
+ * Return: the data checksum.
+ */
+u32 dmr_unit_finish(void *block, const void *data)
+{
+	struct dmr_disk_summary *d = block;
+	u32 csum = dmr_data_csum(data, le32_to_cpu(d->nr_blocks));
+
+	d->data_csum = cpu_to_le32(csum);
 	dmr_put_csum(d, DMR_SUMMARY_CSUM_SALT);
+	return csum;
+}
+
+/**
+ * dmr_units_finish() - add the checksums to consecutive units in a buffer
+ * @seg: segment buffer
+ * @from: block of the first unit's summary
+ * @to: block after the last unit
+ *
+ * Walks the summaries from @from, each followed by its data blocks.
+ *
+ * Return: true if the units end exactly at @to (false means the caller's
+ * bookkeeping is wrong; nothing after the first misfit is touched).
+ */
+bool dmr_units_finish(void *seg, u32 from, u32 to)
+{
+	u8 *buf = seg;
+
+	while (from < to) {
+		u8 *s = buf + (size_t)from * DMR_BLOCK_SIZE;
+		u32 nr = le32_to_cpu(((struct dmr_disk_summary *)s)->nr_blocks);
+
+		if (nr > DMR_SUMMARY_WORDS || from + 1 + nr > to)
+			return false;
+		dmr_unit_finish(s, s + DMR_BLOCK_SIZE);
+		from += 1 + nr;
+	}
+	return from == to;
+}
+
+/**
+ * dmr_unit_encode() - write a unit's summary block, checksums included
+ * @u: the unit; @u->data_csum is computed here
+ * @uuid: the superblock's uuid
+ * @data: the unit's @u->nr_blocks data blocks, contiguous
+ * @block: the summary block, fully overwritten
+ */
+void dmr_unit_encode(struct dmr_unit *u, const u8 *uuid, const void *data,
+		     void *block)
+{
+	dmr_unit_encode_body(u, uuid, block);
+	u->data_csum = dmr_unit_finish(block, data);
 }
 
 /**

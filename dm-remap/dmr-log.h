@@ -56,6 +56,9 @@ bool dmr_unit_room(const struct dmr_unit *u, u32 words);
 u32 dmr_data_csum(const void *data, u32 nr_blocks);
 void dmr_unit_encode(struct dmr_unit *u, const u8 *uuid, const void *data,
 		     void *block);
+void dmr_unit_encode_body(const struct dmr_unit *u, const u8 *uuid, void *block);
+u32 dmr_unit_finish(void *block, const void *data);
+bool __must_check dmr_units_finish(void *seg, u32 from, u32 to);
 enum dmr_log_status __must_check
 dmr_unit_decode(const void *block, u64 blocknr, const u8 *uuid,
 		u64 nr_logical, struct dmr_unit *u);

@@ -12,14 +12,50 @@
  * the device are remapped here directly.
  *
  * Locking: see dmr.h.  The constructor, destructor and suspend hooks run
- * with no I/O in flight; the statistics are atomics.
+ * with no I/O in flight; the statistics are atomics.  @dmr_instances_lock
+ * protects the list of instances, which the constructor uses to tell a
+ * table reload (another instance of the same device is live) from a
+ * first load.
  */
 #include <linux/module.h>
 #include <linux/bio.h>
 #include <linux/blkdev.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
 #include <linux/slab.h>
 
 #include "dmr.h"
+
+static LIST_HEAD(dmr_instances);
+static DEFINE_MUTEX(dmr_instances_lock);	/* protects dmr_instances */
+
+/*
+ * Add @rc to the instances.  Return: true if another instance of the same
+ * device exists: @rc is a reload of a live (or suspended) table, and must
+ * not read the metadata before the old instance's postsuspend wrote its
+ * last checkpoint.  Device-mapper opens devices exclusively per mapped
+ * device, so only a table of the same mapped device can share one.
+ */
+static bool dmr_register(struct dmr_target *rc)
+{
+	struct dmr_target *o;
+	bool shared = false;
+
+	mutex_lock(&dmr_instances_lock);
+	list_for_each_entry(o, &dmr_instances, node)
+		if (o->dev->bdev == rc->dev->bdev)
+			shared = true;
+	list_add(&rc->node, &dmr_instances);
+	mutex_unlock(&dmr_instances_lock);
+	return shared;
+}
+
+static void dmr_unregister(struct dmr_target *rc)
+{
+	mutex_lock(&dmr_instances_lock);
+	list_del(&rc->node);
+	mutex_unlock(&dmr_instances_lock);
+}
 
 static void dmr_clear_stats(struct dmr_stats *s)
 {
@@ -46,7 +82,7 @@ static int dmr_check_device(struct dmr_target *rc, struct dm_target *ti)
 		return -EINVAL;
 	}
 	if ((rc->sb.feature_ro_compat & ~DMR_FEATURE_RO_COMPAT_SUPP) &&
-	    dmr_table_writable(ti) && !rc->opts.read_only) {
+	    !rc->read_only) {
 		ti->error = "Unsupported read-only-compatible features: load with read_only";
 		return -EINVAL;
 	}
@@ -64,6 +100,10 @@ static int dmr_check_device(struct dmr_target *rc, struct dm_target *ti)
 /*
  * Construct a remap target:
  *   <dev> [<#opt args> <opt args>...]
+ *
+ * Loads the device here, so that a bad device fails the table load with
+ * its own message; but a reload of a live table only allocates here and
+ * loads at preresume (rule 8 in dmr-io.c).
  */
 static int dmr_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 {
@@ -82,12 +122,15 @@ static int dmr_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		return -ENOMEM;
 	}
 	rc->ti = ti;
+	INIT_LIST_HEAD(&rc->node);
 
 	r = dmr_options_parse(&rc->opts, argc - 1, argv + 1, &err);
 	if (r)
 		goto bad;
+	/* the read_only option, or a table loaded read-only (dmsetup -r) */
+	rc->read_only = rc->opts.read_only || !dmr_table_writable(ti);
 
-	r = dm_get_device(ti, argv[0], rc->opts.read_only ? DMR_OPEN_READ :
+	r = dm_get_device(ti, argv[0], rc->read_only ? DMR_OPEN_READ :
 			  dm_table_get_mode(ti->table), &rc->dev);
 	if (r) {
 		ti->error = "Device lookup failed";
@@ -108,9 +151,12 @@ static int dmr_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	r = dmr_io_init(rc, &err);
 	if (r)
 		goto bad_io;
-	r = dmr_load(rc, &err);
-	if (r)
-		goto bad_io;
+	rc->deferred = dmr_register(rc);
+	if (!rc->deferred) {
+		r = dmr_load(rc, &err);
+		if (r)
+			goto bad_load;
+	}
 
 	ti->num_flush_bios = 1;
 	ti->flush_supported = true;
@@ -118,9 +164,10 @@ static int dmr_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	ti->discards_supported = !rc->opts.ignore_discard;
 	ti->num_write_zeroes_bios = 1;
 	ti->private = rc;
-	dmr_worker_start(rc);
 	return 0;
 
+bad_load:
+	dmr_unregister(rc);
 bad_io:
 	dmr_io_exit(rc);
 bad_dev:
@@ -138,22 +185,55 @@ static void dmr_dtr(struct dm_target *ti)
 	struct dmr_target *rc = ti->private;
 
 	dmr_worker_stop(rc);
-	if (READ_ONCE(rc->mode) == DMR_MODE_WRITE && dmr_checkpoint_now(rc, true))
+	/*
+	 * Device-mapper postsuspends a live table before destroying it, and
+	 * postsuspend wrote the last checkpoint, so this normally writes
+	 * nothing; a table loaded but never resumed never became active and
+	 * must not write either: a live table may own the device.
+	 */
+	if (rc->active && READ_ONCE(rc->mode) == DMR_MODE_WRITE &&
+	    dmr_checkpoint_now(rc, true))
 		DMERR("%s: final checkpoint failed; the next load replays the log",
 		      rc->dev->name);
+	dmr_unregister(rc);
 	dmr_io_exit(rc);
 	dm_put_device(ti, rc->dev);
 	kfree(rc);
 }
 
+/* A reloaded table loads here, after the old one's postsuspend. */
+static int dmr_preresume(struct dm_target *ti)
+{
+	struct dmr_target *rc = ti->private;
+	const char *err = "load failed";
+	int r;
+
+	if (!rc->loaded) {
+		r = dmr_load(rc, &err);
+		if (r) {
+			DMERR("%s: %s (%d)", rc->dev->name, err, r);
+			return r;
+		}
+	}
+	rc->active = true;
+	return 0;
+}
+
+/*
+ * The last thing an instance writes before it is resumed again or
+ * replaced by a reload: a clean checkpoint (rule 8).
+ */
 static void dmr_postsuspend(struct dm_target *ti)
 {
 	struct dmr_target *rc = ti->private;
 
 	WRITE_ONCE(rc->suspended, true);
 	dmr_worker_stop(rc);
-	if (READ_ONCE(rc->mode) == DMR_MODE_WRITE)
-		dmr_checkpoint_now(rc, false);
+	if (rc->active && READ_ONCE(rc->mode) == DMR_MODE_WRITE &&
+	    dmr_checkpoint_now(rc, true))
+		DMERR("%s: checkpoint at suspend failed; the next load replays the log",
+		      rc->dev->name);
+	rc->active = false;
 }
 
 static void dmr_resume(struct dm_target *ti)
@@ -178,11 +258,17 @@ static int dmr_map(struct dm_target *ti, struct bio *bio)
 	case REQ_OP_WRITE:
 	case REQ_OP_DISCARD:
 	case REQ_OP_WRITE_ZEROES:
-		if (READ_ONCE(rc->mode) != DMR_MODE_WRITE) {
-			if (bio_op(bio) == REQ_OP_WRITE && !bio_sectors(bio)) {
-				bio_endio(bio);	/* nothing to flush */
+		if (bio_op(bio) == REQ_OP_WRITE && !bio_sectors(bio)) {
+			switch (dmr_empty_flush_verdict(READ_ONCE(rc->mode))) {
+			case DMR_FLUSH_DONE:
+				bio_endio(bio);	/* read-only: nothing to flush */
 				return DM_MAPIO_SUBMITTED;
+			case DMR_FLUSH_FAIL:
+				return DM_MAPIO_KILL;
+			case DMR_FLUSH_QUEUE:
+				break;
 			}
+		} else if (READ_ONCE(rc->mode) != DMR_MODE_WRITE) {
 			return DM_MAPIO_KILL;
 		}
 		dmr_queue_bio(rc, bio);
@@ -269,6 +355,8 @@ static int dmr_message(struct dm_target *ti, unsigned int argc, char **argv,
 	if (argc == 1 && !strcasecmp(argv[0], "checkpoint")) {
 		if (READ_ONCE(rc->mode) != DMR_MODE_WRITE)
 			return -EROFS;
+		if (!rc->active)
+			return -EBUSY;	/* suspended: the last one is written */
 		return dmr_checkpoint_now(rc, false);
 	}
 	DMWARN("unrecognised message received (%u args, first '%s')",
@@ -307,13 +395,14 @@ static void dmr_io_hints(struct dm_target *ti, struct queue_limits *limits)
 
 static struct target_type dmr_target_type = {
 	.name = "remap",
-	.version = {0, 2, 0},
+	.version = {0, 3, 0},
 	.module = THIS_MODULE,
 	.ctr = dmr_ctr,
 	.dtr = dmr_dtr,
 	.map = dmr_map,
 	.status = dmr_status,
 	.message = dmr_message,
+	.preresume = dmr_preresume,
 	.postsuspend = dmr_postsuspend,
 	.resume = dmr_resume,
 	.iterate_devices = dmr_iterate_devices,

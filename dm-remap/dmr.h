@@ -6,17 +6,23 @@
  * that must be served from memory are handled by one worker, a single work
  * item that never runs concurrently with itself (dmr-io.c), so the log
  * writer state (open unit, segment buffer, log position) has a single
- * owner and needs no lock.  A unit that fills its segment is checksummed
- * and written by a second stage (@flight_work) while the worker fills the
- * other buffer; the worker hands it @flight_unit and @flight_buf before
- * queueing it and takes them back only after @flight_done, so they too
- * have one owner at a time.  The map and
- * segment table are read from the bio submission path too (dmr_map() sends
- * reads of data already on the device straight down), so every change to
- * them, and to @open_segment, is made under @map_lock.  Blocks are never
- * moved once on the device (there is no garbage collection yet), so a read
- * sent down with a location looked up under @map_lock always finds the
- * data it looked up, old or new.
+ * owner and needs no lock.  A segment that is done is checksummed and
+ * written by a second stage (@flight_work) while the worker fills the
+ * other buffer; the worker hands it @flight_buf before queueing it and
+ * takes it back only after @flight_done, so it too has one owner at a
+ * time.  The map and segment table are read from the bio submission path
+ * too (dmr_map() sends reads of data already on the device straight
+ * down), so every change to them, and to @open_segment and
+ * @flight_segment, is made under @map_lock.  Blocks are never moved once
+ * on the device (there is no garbage collection yet), so a read sent down
+ * with a location looked up under @map_lock always finds the data it
+ * looked up, old or new.
+ *
+ * Lifecycle.  The constructor allocates and, unless another instance of
+ * the same device is live (a table reload), loads; otherwise the load
+ * waits for preresume, after the old instance's postsuspend wrote its
+ * last checkpoint.  An instance writes only while @active: from its load
+ * to its postsuspend (see rule 8 in dmr-io.c).
  */
 #ifndef DMR_H
 #define DMR_H
@@ -34,14 +40,9 @@
 #include "dmr-table.h"
 #include "dmr-map.h"
 #include "dmr-log.h"
+#include "dmr-writer.h"
 
 #define DM_MSG_PREFIX "remap"
-
-enum dmr_mode {
-	DMR_MODE_WRITE,		/* normal */
-	DMR_MODE_READ_ONLY,	/* table said read_only */
-	DMR_MODE_FAILED,	/* a metadata or log write failed: reads only */
-};
 
 /* Counters shown in status; reset by the clear_stats message. */
 struct dmr_stats {
@@ -79,10 +80,10 @@ struct dmr_stats {
  * @flight_done: @flight_work finished (its error is in @flight_error)
  * @flight_pending: @flight_work queued and not yet waited for (worker)
  * @flight_error: 0 or the second stage's write error
- * @flight_unit: unit being written by the second stage; free otherwise
  * @flight_buf: buffer of @flight_segment; free otherwise
- * @flight_off: first block (the summary) of that unit in its segment
- * @flight_nr: blocks in that unit, summary included
+ * @flight_off: first block of that write in its segment (a summary)
+ * @flight_nr: blocks of that write: one or more whole units
+ * @flight_blocknr: device block of @flight_off
  * @flight_opf: request flags of that write
  * @work: the worker
  * @ckpt_work: periodic checkpoint timer: sets @ckpt_due, queues @work
@@ -93,11 +94,24 @@ struct dmr_stats {
  * @unit: the unit being filled (worker)
  * @unit_open: @unit has a summary slot at @pos.offset (worker)
  * @wp: next free block in the open segment (worker)
- * @seg_fresh: no unit written to the open segment yet (worker)
+ * @seg_fresh: nothing written to the open segment yet (worker)
+ * @seg_written: blocks of the open segment written (or in flight); the
+ *	closed units after them wait in @segbuf (worker)
  * @pos: log position: open segment, offset of the open unit's summary,
  *	the segment after it, last sequence number written (worker)
  * @alloc_cursor: segment allocator cursor (worker)
  * @suspended: between postsuspend and resume: no periodic checkpoints
+ * @stopping: dmr_worker_stop() began: the timer is not re-armed
+ * @read_only: never write the device (read_only option or read-only table)
+ * @loaded: dmr_load() succeeded
+ * @deferred: another instance of the device was live at construction:
+ *	load at preresume
+ * @active: this instance owns the device for writing (load to postsuspend)
+ * @ckpt_clean_on_disk: the newest checkpoint on the device is clean: mark
+ *	it dirty before the next write (rule 7, worker)
+ * @last_ckpt: header of the newest checkpoint on the device (worker)
+ * @zero_crc: CRC32C of an all-zero block (an unmapped map block)
+ * @node: entry in the list of instances (dmr-target.c)
  * @ckpt_requested: the due checkpoint is written even if nothing changed
  * @ckpt_seq: sequence number of the last checkpoint written or loaded
  * @ckpt_log_seq: log sequence number the last checkpoint covers (worker)
@@ -134,10 +148,10 @@ struct dmr_target {
 	struct completion flight_done;
 	bool flight_pending;
 	int flight_error;
-	struct dmr_unit *flight_unit;
 	void *flight_buf;
 	u32 flight_off;
 	u32 flight_nr;
+	u64 flight_blocknr;
 	blk_opf_t flight_opf;
 
 	int mode;
@@ -148,9 +162,19 @@ struct dmr_target {
 	bool unit_open;
 	u32 wp;
 	bool seg_fresh;
+	u32 seg_written;
 	struct dmr_log_pos pos;
 	u32 alloc_cursor;
 	bool suspended;
+	bool stopping;
+	bool read_only;
+	bool loaded;
+	bool deferred;
+	bool active;
+	bool ckpt_clean_on_disk;
+	struct dmr_ckpt last_ckpt;
+	u32 zero_crc;
+	struct list_head node;
 	bool ckpt_requested;
 	bool ckpt_due;
 	u64 ckpt_seq;

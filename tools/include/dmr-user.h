@@ -41,6 +41,10 @@ typedef int64_t s64;
 #define __force
 #endif
 
+#ifndef min
+#define min(a, b) ((a) < (b) ? (a) : (b))
+#endif
+
 static inline u64 div64_u64(u64 a, u64 b)
 {
 	return a / b;

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KUnit tests for dm-remap's writer and loader decisions (dmr-writer.c)
+ * and the multi-unit summary encoding (dmr-log.c).  Also compiled into the
+ * host runner tools/tests/test-pure.
+ */
+#include <kunit/test.h>
+
+#include "dmr-writer.h"
+
+#define TW_SEG_BLOCKS	64
+
+/* ------------------------------------------------------------------ */
+/* sealing */
+
+struct dmr_seal_case {
+	bool flush;
+	u32 unwritten;
+	bool seg_done;
+	enum dmr_seal_action want;
+};
+
+static const struct dmr_seal_case dmr_seal_cases[] = {
+	{ false, 0, false, DMR_SEAL_NONE },
+	{ true, 0, false, DMR_SEAL_FLUSH },
+	/* a closed unit in a segment that is not done waits for the rest */
+	{ false, 1009, false, DMR_SEAL_NONE },
+	{ false, 3000, false, DMR_SEAL_NONE },
+	/* a done segment goes whole to the second stage */
+	{ false, 2047, true, DMR_SEAL_FLIGHT },
+	{ false, 5, true, DMR_SEAL_FLIGHT },
+	/* a flush writes every closed unit now, done or not */
+	{ true, 3, false, DMR_SEAL_WRITE },
+	{ true, 2047, true, DMR_SEAL_WRITE },
+};
+
+static void dmr_seal_desc(const struct dmr_seal_case *c, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "flush=%d unwritten=%u done=%d",
+		 c->flush, c->unwritten, c->seg_done);
+}
+
+KUNIT_ARRAY_PARAM(dmr_seal, dmr_seal_cases, dmr_seal_desc);
+
+static void dmr_test_seal_action(struct kunit *test)
+{
+	const struct dmr_seal_case *c = test->param_value;
+
+	KUNIT_EXPECT_EQ(test, dmr_seal_action(c->flush, c->unwritten, c->seg_done),
+			c->want);
+}
+
+/* dmr_seg_done() leaves a segment exactly where dmr_log_advance() does. */
+static void dmr_test_seg_done_matches_log_advance(struct kunit *test)
+{
+	u32 end;
+
+	for (end = 1; end <= TW_SEG_BLOCKS; end++) {
+		struct dmr_log_pos pos = { .segment = 3, .offset = 0,
+					   .next_segment = 4 };
+
+		dmr_log_advance(&pos, end, TW_SEG_BLOCKS);
+		KUNIT_EXPECT_EQ(test, dmr_seg_done(end, TW_SEG_BLOCKS),
+				pos.segment == 4);
+	}
+	KUNIT_EXPECT_FALSE(test, dmr_seg_done(TW_SEG_BLOCKS - 2, TW_SEG_BLOCKS));
+	KUNIT_EXPECT_TRUE(test, dmr_seg_done(TW_SEG_BLOCKS - 1, TW_SEG_BLOCKS));
+}
+
+static struct dmr_unit *dmr_tw_unit(struct kunit *test)
+{
+	struct dmr_unit *u = kunit_kzalloc(test, sizeof(*u), GFP_KERNEL);
+
+	if (!u)
+		kunit_skip(test, "cannot allocate a unit");
+	dmr_unit_reset(u);
+	return u;
+}
+
+static void dmr_test_unit_room_and_chunks(struct kunit *test)
+{
+	struct dmr_unit *u = dmr_tw_unit(test);
+	u32 big = 8 << 8;	/* an 8 MiB segment: 2048 blocks */
+
+	KUNIT_EXPECT_FALSE(test, dmr_unit_takes_block(false, u, 1, big));
+	KUNIT_EXPECT_TRUE(test, dmr_unit_takes_block(true, u, 1, big));
+	KUNIT_EXPECT_FALSE(test, dmr_unit_takes_block(true, u, big, big));
+	/* a chunk stops at the segment end and at the summary's capacity */
+	KUNIT_EXPECT_EQ(test, dmr_write_chunk(u, 1, big, 5000), DMR_SUMMARY_WORDS);
+	KUNIT_EXPECT_EQ(test, dmr_write_chunk(u, 1, TW_SEG_BLOCKS, 5000),
+			TW_SEG_BLOCKS - 1U);
+	KUNIT_EXPECT_EQ(test, dmr_write_chunk(u, 1, big, 7), 7U);
+	u->nr_blocks = DMR_SUMMARY_WORDS - 3;
+	KUNIT_EXPECT_EQ(test, dmr_write_chunk(u, 1, big, 100), 3U);
+	u->nr_blocks = DMR_SUMMARY_WORDS;
+	KUNIT_EXPECT_FALSE(test, dmr_unit_takes_block(true, u, 1010, big));
+	/* discard extents take two words each */
+	u->nr_blocks = 0;
+	u->nr_discards = 2;
+	KUNIT_EXPECT_EQ(test, dmr_write_chunk(u, 1, big, 5000), DMR_SUMMARY_WORDS - 4);
+}
+
+static void dmr_test_seal_after_write(struct kunit *test)
+{
+	KUNIT_EXPECT_TRUE(test, dmr_seal_after_write(true, true, 5, TW_SEG_BLOCKS));
+	KUNIT_EXPECT_TRUE(test, dmr_seal_after_write(false, true, TW_SEG_BLOCKS,
+						     TW_SEG_BLOCKS));
+	/* one block short of the end: the unit can still take a block */
+	KUNIT_EXPECT_FALSE(test, dmr_seal_after_write(false, true, TW_SEG_BLOCKS - 1,
+						      TW_SEG_BLOCKS));
+	KUNIT_EXPECT_FALSE(test, dmr_seal_after_write(false, false, 0, TW_SEG_BLOCKS));
+}
+
+/*
+ * The boundary of defect 1: the open unit holds data and ends one block
+ * short of the segment end when a discard arrives.  The discard must not
+ * join that unit; sealing it finishes the segment (it goes to the second
+ * stage), and the discard goes into a new unit.
+ */
+static void dmr_test_discard_at_segment_end(struct kunit *test)
+{
+	struct dmr_unit *u = dmr_tw_unit(test);
+	u32 wp = TW_SEG_BLOCKS - 1;
+
+	u->nr_blocks = TW_SEG_BLOCKS - 2;
+	KUNIT_EXPECT_TRUE(test, dmr_discard_needs_seal(true, u));
+	KUNIT_EXPECT_TRUE(test, dmr_seg_done(wp, TW_SEG_BLOCKS));
+	KUNIT_EXPECT_EQ(test, dmr_seal_action(false, wp, true), DMR_SEAL_FLIGHT);
+	/* a unit of discards only takes more until its summary is full */
+	dmr_unit_reset(u);
+	KUNIT_EXPECT_FALSE(test, dmr_discard_needs_seal(true, u));
+	KUNIT_EXPECT_FALSE(test, dmr_discard_needs_seal(false, u));
+	u->nr_discards = DMR_SUMMARY_WORDS / 2 - 1;
+	KUNIT_EXPECT_FALSE(test, dmr_discard_needs_seal(true, u));
+	u->nr_discards = DMR_SUMMARY_WORDS / 2;
+	KUNIT_EXPECT_TRUE(test, dmr_discard_needs_seal(true, u));
+}
+
+/* ------------------------------------------------------------------ */
+/* several units in one segment buffer, checksummed when written */
+
+static void dmr_test_units_finish(struct kunit *test)
+{
+	static const u8 uuid[16] = { 1, 2, 3 };
+	u8 *seg = kunit_kzalloc(test, (size_t)TW_SEG_BLOCKS * DMR_BLOCK_SIZE,
+				GFP_KERNEL);
+	struct dmr_unit *u = dmr_tw_unit(test), *d = dmr_tw_unit(test);
+	static const u32 sizes[] = { 5, 1, 20 };
+	u32 off = 0, i, k;
+
+	if (!seg)
+		kunit_skip(test, "cannot allocate a segment");
+	for (k = 0; k < ARRAY_SIZE(sizes); k++) {
+		dmr_unit_reset(u);
+		u->seq = 10 + k;
+		u->blocknr = 1000 + off;
+		u->next_segment = 7;
+		for (i = 0; i < sizes[k]; i++) {
+			u->lba[u->nr_blocks++] = 100 * k + i;
+			memset(seg + (size_t)(off + 1 + i) * DMR_BLOCK_SIZE, k + i, 64);
+		}
+		dmr_unit_encode_body(u, uuid, seg + (size_t)off * DMR_BLOCK_SIZE);
+		off += 1 + sizes[k];
+	}
+	/* without checksums no unit validates */
+	KUNIT_EXPECT_EQ(test, dmr_unit_decode(seg, 1000, uuid, 1000, d),
+			DMR_LOG_BAD_CSUM);
+	/* a range that does not end at a unit boundary is refused */
+	KUNIT_EXPECT_FALSE(test, dmr_units_finish(seg, 0, off - 1));
+	KUNIT_EXPECT_TRUE(test, dmr_units_finish(seg, 0, off));
+	for (off = 0, k = 0; k < ARRAY_SIZE(sizes); k++) {
+		u8 *s = seg + (size_t)off * DMR_BLOCK_SIZE;
+
+		KUNIT_ASSERT_EQ(test, dmr_unit_decode(s, 1000 + off, uuid, 1000, d),
+				DMR_LOG_OK);
+		KUNIT_EXPECT_EQ(test, d->seq, 10ULL + k);
+		KUNIT_EXPECT_EQ(test, d->nr_blocks, sizes[k]);
+		KUNIT_EXPECT_EQ(test, d->lba[sizes[k] - 1], 100 * k + sizes[k] - 1);
+		KUNIT_EXPECT_EQ(test, dmr_data_csum(s + DMR_BLOCK_SIZE, d->nr_blocks),
+				d->data_csum);
+		off += 1 + sizes[k];
+	}
+	/* the same unit encoded in one go is byte for byte the same */
+	dmr_unit_reset(u);
+	u->seq = 12;
+	u->blocknr = 1000 + 8;
+	u->next_segment = 7;
+	for (i = 0; i < 20; i++)
+		u->lba[u->nr_blocks++] = 200 + i;
+	{
+		u8 *again = kunit_kzalloc(test, DMR_BLOCK_SIZE, GFP_KERNEL);
+
+		if (!again)
+			kunit_skip(test, "cannot allocate a block");
+		dmr_unit_encode(u, uuid, seg + 9 * DMR_BLOCK_SIZE, again);
+		KUNIT_EXPECT_EQ(test, memcmp(again, seg + 8 * DMR_BLOCK_SIZE,
+					     DMR_BLOCK_SIZE), 0);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* flush, timer, load */
+
+static void dmr_test_empty_flush_verdict(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, dmr_empty_flush_verdict(DMR_MODE_WRITE), DMR_FLUSH_QUEUE);
+	KUNIT_EXPECT_EQ(test, dmr_empty_flush_verdict(DMR_MODE_READ_ONLY), DMR_FLUSH_DONE);
+	KUNIT_EXPECT_EQ(test, dmr_empty_flush_verdict(DMR_MODE_FAILED), DMR_FLUSH_FAIL);
+}
+
+static void dmr_test_ckpt_rearm(struct kunit *test)
+{
+	KUNIT_EXPECT_TRUE(test, dmr_ckpt_rearm(DMR_MODE_WRITE, false, false));
+	KUNIT_EXPECT_FALSE(test, dmr_ckpt_rearm(DMR_MODE_WRITE, false, true));
+	KUNIT_EXPECT_FALSE(test, dmr_ckpt_rearm(DMR_MODE_WRITE, true, false));
+	KUNIT_EXPECT_FALSE(test, dmr_ckpt_rearm(DMR_MODE_FAILED, false, false));
+	KUNIT_EXPECT_FALSE(test, dmr_ckpt_rearm(DMR_MODE_READ_ONLY, false, false));
+}
+
+static void dmr_test_ckpt_order(struct kunit *test)
+{
+	struct dmr_ckpt c[DMR_CKPT_SLOTS] = { { .seq = 7 }, { .seq = 8 } };
+	enum dmr_log_status st[DMR_CKPT_SLOTS] = { DMR_LOG_OK, DMR_LOG_OK };
+	int order[DMR_CKPT_SLOTS], bad = -1;
+
+	KUNIT_EXPECT_EQ(test, dmr_ckpt_order(st, c, order, &bad), 2);
+	KUNIT_EXPECT_EQ(test, order[0], 1);
+	KUNIT_EXPECT_EQ(test, order[1], 0);
+	c[0].seq = 9;
+	KUNIT_EXPECT_EQ(test, dmr_ckpt_order(st, c, order, &bad), 2);
+	KUNIT_EXPECT_EQ(test, order[0], 0);
+	/* a torn or never-written header is passed over */
+	st[0] = DMR_LOG_BAD_CSUM;
+	KUNIT_EXPECT_EQ(test, dmr_ckpt_order(st, c, order, &bad), 1);
+	KUNIT_EXPECT_EQ(test, order[0], 1);
+	st[1] = DMR_LOG_BAD_MAGIC;
+	KUNIT_EXPECT_EQ(test, dmr_ckpt_order(st, c, order, &bad), 0);
+	/* an unreadable one refuses the load, whichever slot it is */
+	st[0] = DMR_LOG_OK;
+	st[1] = DMR_LOG_READ_ERROR;
+	KUNIT_EXPECT_EQ(test, dmr_ckpt_order(st, c, order, &bad), -EIO);
+	KUNIT_EXPECT_EQ(test, bad, 1);
+	st[0] = DMR_LOG_READ_ERROR;
+	st[1] = DMR_LOG_OK;
+	KUNIT_EXPECT_EQ(test, dmr_ckpt_order(st, c, order, &bad), -EIO);
+	KUNIT_EXPECT_EQ(test, bad, 0);
+}
+
+static void dmr_test_load_needs_recovery(struct kunit *test)
+{
+	struct dmr_ckpt clean = { .flags = DMR_CKPT_CLEAN }, dirty = { .flags = 0 };
+
+	KUNIT_EXPECT_FALSE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_MAGIC));
+	KUNIT_EXPECT_FALSE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_END));
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 1, DMR_LOG_BAD_MAGIC));
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_CSUM));
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_SEQ));
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_DATA));
+	/* a marked (not clean) checkpoint always recovers: rule 7 */
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&dirty, 0, DMR_LOG_BAD_MAGIC));
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&dirty, 0, DMR_LOG_END));
+}
+
+static struct kunit_case dmr_writer_cases[] = {
+	KUNIT_CASE_PARAM(dmr_test_seal_action, dmr_seal_gen_params),
+	KUNIT_CASE(dmr_test_seg_done_matches_log_advance),
+	KUNIT_CASE(dmr_test_unit_room_and_chunks),
+	KUNIT_CASE(dmr_test_seal_after_write),
+	KUNIT_CASE(dmr_test_discard_at_segment_end),
+	KUNIT_CASE(dmr_test_units_finish),
+	KUNIT_CASE(dmr_test_empty_flush_verdict),
+	KUNIT_CASE(dmr_test_ckpt_rearm),
+	KUNIT_CASE(dmr_test_ckpt_order),
+	KUNIT_CASE(dmr_test_load_needs_recovery),
+	{}
+};
+
+static struct kunit_suite dmr_writer_suite = {
+	.name = "dm-remap-writer",
+	.test_cases = dmr_writer_cases,
+};
+
+kunit_test_suite(dmr_writer_suite);
+

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * dm-remap writer and loader decisions (see dmr-writer.h).
+ *
+ * Pure code: the module, KUnit and the userspace tools run exactly this.
+ * No locking: every function works on what the caller passes.
+ */
+#include "dmr-writer.h"
+
+/**
+ * dmr_seg_done() - is a segment left once its units end at @end?
+ * @end: block after the last unit closed in the segment
+ * @seg_blocks: blocks per segment
+ *
+ * The same rule as dmr_log_advance(): a unit needs a summary and at least
+ * one data block, so a segment with fewer than two free blocks is done.
+ */
+bool dmr_seg_done(u32 end, u32 seg_blocks)
+{
+	return end + 2 > seg_blocks;
+}
+
+/**
+ * dmr_seal_action() - how to write what sealing the open unit closed
+ * @flush: the seal is for a flush or FUA: everything must be durable
+ * @unwritten: blocks of the open segment closed but not yet written
+ *	(the units closed since the last write, the one just closed included)
+ * @seg_done: the open segment is done (dmr_seg_done())
+ *
+ * A segment is written whole, once it is done, by the second stage, so it
+ * goes down as one segment-aligned write however many units (at most 1008
+ * data blocks each) it holds.  Only a flush writes a segment piecemeal:
+ * all its closed units at once, synchronously, with the flush.
+ *
+ * Return: the action.
+ */
+enum dmr_seal_action dmr_seal_action(bool flush, u32 unwritten, bool seg_done)
+{
+	if (!unwritten)
+		return flush ? DMR_SEAL_FLUSH : DMR_SEAL_NONE;
+	if (flush)
+		return DMR_SEAL_WRITE;
+	return seg_done ? DMR_SEAL_FLIGHT : DMR_SEAL_NONE;
+}
+
+/**
+ * dmr_unit_takes_block() - can the open unit take one more data block?
+ * @unit_open: a unit is open
+ * @u: the open unit
+ * @wp: next free block of the open segment
+ * @seg_blocks: blocks per segment
+ *
+ * Return: false when a unit must be opened (after sealing the open one).
+ */
+bool dmr_unit_takes_block(bool unit_open, const struct dmr_unit *u, u32 wp,
+			  u32 seg_blocks)
+{
+	return unit_open && wp < seg_blocks && dmr_unit_room(u, 1);
+}
+
+/**
+ * dmr_write_chunk() - how many blocks of a write go into the open unit
+ * @u: the open unit, which takes at least one block
+ * @wp: next free block of the open segment
+ * @seg_blocks: blocks per segment
+ * @want: blocks the write still has
+ *
+ * Return: at least 1, at most @want.
+ */
+u32 dmr_write_chunk(const struct dmr_unit *u, u32 wp, u32 seg_blocks, u32 want)
+{
+	u32 n = min(want, seg_blocks - wp);
+
+	return min(n, DMR_SUMMARY_WORDS - u->nr_blocks - 2 * u->nr_discards);
+}
+
+/**
+ * dmr_seal_after_write() - seal right after a write was copied in?
+ * @fua: the write carries REQ_FUA
+ * @unit_open: a unit is open
+ * @wp: next free block of the open segment
+ * @seg_blocks: blocks per segment
+ *
+ * A FUA write seals (with a flush); a write that filled the segment seals
+ * too, so the segment goes to the device now rather than at the next
+ * write.
+ */
+bool dmr_seal_after_write(bool fua, bool unit_open, u32 wp, u32 seg_blocks)
+{
+	return fua || (unit_open && wp == seg_blocks);
+}
+
+/**
+ * dmr_discard_needs_seal() - must the open unit be sealed before a discard?
+ * @unit_open: a unit is open
+ * @u: the open unit
+ *
+ * Replay applies a unit's discards before its data blocks, so a discard
+ * may only join a unit that has no data block yet, and only while its
+ * summary has room for one more extent.
+ */
+bool dmr_discard_needs_seal(bool unit_open, const struct dmr_unit *u)
+{
+	return unit_open && (u->nr_blocks || !dmr_unit_room(u, 2));
+}
+
+/**
+ * dmr_empty_flush_verdict() - an empty flush, by target mode
+ * @mode: enum dmr_mode
+ *
+ * In failed mode writes that were acknowledged may exist only in memory,
+ * so a flush must fail; a read-only table never accepted a write, so
+ * there is nothing to flush.
+ */
+enum dmr_empty_flush dmr_empty_flush_verdict(int mode)
+{
+	switch (mode) {
+	case DMR_MODE_WRITE:
+		return DMR_FLUSH_QUEUE;
+	case DMR_MODE_READ_ONLY:
+		return DMR_FLUSH_DONE;
+	default:
+		return DMR_FLUSH_FAIL;
+	}
+}
+
+/**
+ * dmr_ckpt_rearm() - does the periodic checkpoint timer re-arm itself?
+ * @mode: enum dmr_mode
+ * @suspended: between postsuspend and resume
+ * @stopping: the worker is being stopped (postsuspend, destructor)
+ */
+bool dmr_ckpt_rearm(int mode, bool suspended, bool stopping)
+{
+	return mode == DMR_MODE_WRITE && !suspended && !stopping;
+}
+
+/**
+ * dmr_ckpt_order() - which checkpoint slots a load tries, newest first
+ * @st: each slot header's decode status (DMR_LOG_READ_ERROR if unreadable)
+ * @c: the decoded headers (where @st is DMR_LOG_OK)
+ * @order: filled with the valid slots, newest (highest seq) first
+ * @bad_slot: on -EIO, the slot that could not be read
+ *
+ * A header that cannot be read may be the newest one, whose log chain is
+ * the only one that reaches the writes made after it: a load that went on
+ * from the other slot could drop acknowledged data.  So a read error
+ * refuses the load; only a header that was read and failed its checks (a
+ * torn or never-written slot) is passed over.
+ *
+ * Return: number of valid slots (0 to 2), or -EIO.
+ */
+int dmr_ckpt_order(const enum dmr_log_status st[DMR_CKPT_SLOTS],
+		   const struct dmr_ckpt c[DMR_CKPT_SLOTS],
+		   int order[DMR_CKPT_SLOTS], int *bad_slot)
+{
+	int i, n = 0;
+
+	for (i = 0; i < DMR_CKPT_SLOTS; i++) {
+		if (st[i] == DMR_LOG_READ_ERROR) {
+			*bad_slot = i;
+			return -EIO;
+		}
+	}
+	for (i = 0; i < DMR_CKPT_SLOTS; i++)
+		if (st[i] == DMR_LOG_OK)
+			order[n++] = i;
+	if (n == 2 && c[order[1]].seq > c[order[0]].seq) {
+		order[0] = 1;
+		order[1] = 0;
+	}
+	return n;
+}
+
+/**
+ * dmr_load_needs_recovery() - was the target stopped uncleanly?
+ * @c: the checkpoint loaded
+ * @units: log units replayed after it
+ * @stop: why replay stopped
+ *
+ * A clean checkpoint is the last thing its instance wrote, and every
+ * instance marks its loaded clean checkpoint not-clean before it accepts
+ * a write (dmr-io.c, dmr_mark_dirty()), so after a clean checkpoint that
+ * is still the newest nothing can follow: replay must find no unit and
+ * stop at a block that was never a unit of this log.
+ */
+bool dmr_load_needs_recovery(const struct dmr_ckpt *c, u64 units,
+			     enum dmr_log_status stop)
+{
+	return !(c->flags & DMR_CKPT_CLEAN) || units ||
+	       (stop != DMR_LOG_BAD_MAGIC && stop != DMR_LOG_END);
+}

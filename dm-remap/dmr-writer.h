@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * dm-remap writer and loader decisions: functions defined in dmr-writer.c.
+ *
+ * Pure code (see dmr-pure.h).  Every choice the log writer and the loader
+ * make (when a unit is sealed and how it is written, where a discard goes,
+ * which checkpoint slot a load uses, whether a load is a recovery, what an
+ * empty flush returns, whether the checkpoint timer re-arms) is a function
+ * here, so KUnit tests it and the kernel glue in dmr-io.c and dmr-target.c
+ * only carries it out.  No locking: the callers own the state passed in.
+ */
+#ifndef DMR_WRITER_H
+#define DMR_WRITER_H
+
+#include "dmr-log.h"
+
+enum dmr_mode {
+	DMR_MODE_WRITE,		/* normal */
+	DMR_MODE_READ_ONLY,	/* read-only table: never writes the device */
+	DMR_MODE_FAILED,	/* a metadata or log write failed: reads only */
+};
+
+/**
+ * enum dmr_seal_action - what sealing the open unit writes
+ * @DMR_SEAL_NONE: nothing: the closed unit waits in the segment buffer
+ *	until the segment fills or a flush comes (segments of more than one
+ *	unit are written whole, not unit by unit)
+ * @DMR_SEAL_FLUSH: nothing to write, but flush the device
+ * @DMR_SEAL_WRITE: write the units not yet written, and wait
+ * @DMR_SEAL_FLIGHT: the segment is done and needs no flush: hand it to
+ *	the second stage and go on in the next segment
+ */
+enum dmr_seal_action {
+	DMR_SEAL_NONE,
+	DMR_SEAL_FLUSH,
+	DMR_SEAL_WRITE,
+	DMR_SEAL_FLIGHT,
+};
+
+bool dmr_seg_done(u32 end, u32 seg_blocks);
+enum dmr_seal_action dmr_seal_action(bool flush, u32 unwritten, bool seg_done);
+bool dmr_unit_takes_block(bool unit_open, const struct dmr_unit *u, u32 wp,
+			  u32 seg_blocks);
+u32 dmr_write_chunk(const struct dmr_unit *u, u32 wp, u32 seg_blocks, u32 want);
+bool dmr_seal_after_write(bool fua, bool unit_open, u32 wp, u32 seg_blocks);
+bool dmr_discard_needs_seal(bool unit_open, const struct dmr_unit *u);
+
+/**
+ * enum dmr_empty_flush - what the map method does with an empty flush
+ * @DMR_FLUSH_QUEUE: hand it to the worker (it seals the open unit)
+ * @DMR_FLUSH_DONE: complete it at once: nothing was ever written
+ * @DMR_FLUSH_FAIL: fail it: acknowledged writes may be in memory only
+ */
+enum dmr_empty_flush {
+	DMR_FLUSH_QUEUE,
+	DMR_FLUSH_DONE,
+	DMR_FLUSH_FAIL,
+};
+
+enum dmr_empty_flush dmr_empty_flush_verdict(int mode);
+bool dmr_ckpt_rearm(int mode, bool suspended, bool stopping);
+
+int __must_check dmr_ckpt_order(const enum dmr_log_status st[DMR_CKPT_SLOTS],
+				const struct dmr_ckpt c[DMR_CKPT_SLOTS],
+				int order[DMR_CKPT_SLOTS], int *bad_slot);
+bool dmr_load_needs_recovery(const struct dmr_ckpt *c, u64 units,
+			     enum dmr_log_status stop);
+
+#endif /* DMR_WRITER_H */
