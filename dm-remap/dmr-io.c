@@ -129,9 +129,28 @@ static void dmr_open_segment(struct dmr_target *rc)
 static int dmr_write_units(struct dmr_target *rc, u8 *buf, u32 from, u32 nr,
 			   u64 blocknr, blk_opf_t opf)
 {
-	if (WARN_ON_ONCE(!dmr_units_finish(buf, from, from + nr)))
+	u32 piece = dmr_write_piece(rc->sb.stripe_blocks), end = from + nr;
+	int r;
+
+	if (WARN_ON_ONCE(!dmr_units_finish(buf, from, end)))
 		return -EIO;
-	return dmr_rw(rc, opf, blocknr, nr, buf + (size_t)from * DMR_BLOCK_SIZE);
+	/*
+	 * Pieces that end on stripe boundaries of the segment: dm-io would
+	 * cut its bios wherever the buffer's pages stop being contiguous.
+	 * Only the first carries REQ_PREFLUSH (rule 3); each carries the
+	 * FUA of a flush, so all of them are durable when it completes.
+	 */
+	while (from < end) {
+		u32 n = dmr_piece_len(from, end, piece);
+
+		r = dmr_rw(rc, opf, blocknr, n, buf + (size_t)from * DMR_BLOCK_SIZE);
+		if (r)
+			return r;
+		opf &= ~REQ_PREFLUSH;
+		from += n;
+		blocknr += n;
+	}
+	return 0;
 }
 
 /*

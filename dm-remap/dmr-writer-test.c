@@ -136,6 +136,28 @@ static void dmr_test_discard_at_segment_end(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, dmr_discard_needs_seal(true, u));
 }
 
+/* Segment writes are cut on stripe (or 1 MiB) boundaries of the segment. */
+static void dmr_test_write_pieces(struct kunit *test)
+{
+	u32 from, piece, n, nr;
+
+	KUNIT_EXPECT_EQ(test, dmr_write_piece(0), 256U);
+	KUNIT_EXPECT_EQ(test, dmr_write_piece(48), 240U);	/* RAID-5, 4 x 64K */
+	KUNIT_EXPECT_EQ(test, dmr_write_piece(112), 224U);	/* RAID-5, 8 x 64K */
+	KUNIT_EXPECT_EQ(test, dmr_write_piece(1024), 1024U);
+	KUNIT_EXPECT_EQ(test, dmr_piece_len(0, 2048, 256), 256U);
+	KUNIT_EXPECT_EQ(test, dmr_piece_len(300, 2048, 256), 212U);
+	KUNIT_EXPECT_EQ(test, dmr_piece_len(300, 400, 256), 100U);
+	/* a whole 8 MiB segment: aligned pieces that cover it exactly */
+	piece = dmr_write_piece(0);
+	for (from = 0, nr = 0; from < 2048; from += n, nr++) {
+		n = dmr_piece_len(from, 2048, piece);
+		KUNIT_EXPECT_EQ(test, from % piece, 0U);
+		KUNIT_EXPECT_EQ(test, n, piece);
+	}
+	KUNIT_EXPECT_EQ(test, nr, 8U);
+}
+
 /* ------------------------------------------------------------------ */
 /* several units in one segment buffer, checksummed when written */
 
@@ -267,6 +289,7 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_unit_room_and_chunks),
 	KUNIT_CASE(dmr_test_seal_after_write),
 	KUNIT_CASE(dmr_test_discard_at_segment_end),
+	KUNIT_CASE(dmr_test_write_pieces),
 	KUNIT_CASE(dmr_test_units_finish),
 	KUNIT_CASE(dmr_test_empty_flush_verdict),
 	KUNIT_CASE(dmr_test_ckpt_rearm),

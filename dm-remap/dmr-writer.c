@@ -104,6 +104,41 @@ bool dmr_discard_needs_seal(bool unit_open, const struct dmr_unit *u)
 	return unit_open && (u->nr_blocks || !dmr_unit_room(u, 2));
 }
 
+/* Pieces of at least 1 MiB: 256 blocks, one bio's worth of pages. */
+#define DMR_PIECE_MIN	256U
+
+/**
+ * dmr_write_piece() - blocks per piece of a log write
+ * @stripe_blocks: full stripe recorded at format (0 if none)
+ *
+ * A segment is written in pieces of whole stripes of at least 1 MiB but
+ * at most 256 blocks when that is possible (one bio each), so every
+ * piece but a flush's first and last is a full-stripe, aligned write.
+ *
+ * Return: the piece size in blocks.
+ */
+u32 dmr_write_piece(u32 stripe_blocks)
+{
+	if (!stripe_blocks || stripe_blocks >= DMR_PIECE_MIN)
+		return stripe_blocks ? stripe_blocks : DMR_PIECE_MIN;
+	return DMR_PIECE_MIN / stripe_blocks * stripe_blocks;
+}
+
+/**
+ * dmr_piece_len() - length of the piece that starts at @from
+ * @from: block of the segment where the piece starts
+ * @end: block after the last one to write
+ * @piece: dmr_write_piece()
+ *
+ * Return: blocks up to the next piece boundary of the segment, or @end.
+ */
+u32 dmr_piece_len(u32 from, u32 end, u32 piece)
+{
+	u32 next = (from / piece + 1) * piece;
+
+	return min(next, end) - from;
+}
+
 /**
  * dmr_empty_flush_verdict() - an empty flush, by target mode
  * @mode: enum dmr_mode

@@ -44,6 +44,8 @@ bool dmr_unit_takes_block(bool unit_open, const struct dmr_unit *u, u32 wp,
 u32 dmr_write_chunk(const struct dmr_unit *u, u32 wp, u32 seg_blocks, u32 want);
 bool dmr_seal_after_write(bool fua, bool unit_open, u32 wp, u32 seg_blocks);
 bool dmr_discard_needs_seal(bool unit_open, const struct dmr_unit *u);
+u32 dmr_write_piece(u32 stripe_blocks);
+u32 dmr_piece_len(u32 from, u32 end, u32 piece);
 
 /**
  * enum dmr_empty_flush - what the map method does with an empty flush

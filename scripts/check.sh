@@ -153,7 +153,7 @@ for s in "${stages[@]}"; do
 		echo "== vm: integration suite in a virtme-ng guest"
 		make -s module KDIR="$KDIR612" >/dev/null 2>&1 || true
 		make -s -C tools >/dev/null 2>&1 || true
-		run_tests vm "$out/vm.log" bash tests/vm/run-vm.sh --mem 3072 "$out/vm" -- \
+		run_tests vm "$out/vm.log" bash tests/vm/run-vm.sh --mem 6144 "$out/vm" -- \
 			bash tests/vm/guest-integration.sh ;;
 	*)
 		echo "check: unknown stage '$s' (stages: ${all_stages[*]})" >&2; exit 2 ;;

@@ -219,3 +219,151 @@ def resum_sb(block):
 def settle():
     run(["udevadm", "settle"], check=False)
     time.sleep(0.1)
+
+
+# ------------------------------------------------------------------
+# Helpers for tests that look at the on-disk format from below
+# (test_review.py).  Reads and writes are O_DIRECT: the module writes
+# with bios, so the page cache of the device below may be stale.
+
+CKPT_MAGIC = b"DMR-CKPT"
+CKPT_CSUM_SALT = 0xC4EC9017
+CKPT_CLEAN = 0x1
+SUMMARY_MAGIC = b"DMR-LOGU"
+# struct dmr_disk_ckpt up to mapped_blocks (dm-remap/dmr-format.h)
+_CKPT_FMT = "<8sIIQQQ16sIIIIIIQ"
+_CKPT_FIELDS = ("magic", "csum", "flags", "seq", "log_seq", "blocknr", "uuid",
+                "log_segment", "log_offset", "next_segment", "crc_csum",
+                "segtab_csum", "pad", "mapped_blocks")
+
+
+def read_blocks_direct(dev, nr, count=1):
+    """O_DIRECT read of count blocks at block nr."""
+    import mmap
+    buf = mmap.mmap(-1, count * BLOCK)
+    fd = os.open(dev, os.O_RDONLY | os.O_DIRECT)
+    try:
+        got = os.preadv(fd, [buf], nr * BLOCK)
+    finally:
+        os.close(fd)
+    assert got == count * BLOCK, (dev, nr, count, got)
+    return bytes(buf)
+
+
+def write_blocks_direct(dev, nr, data):
+    """O_DIRECT write of whole blocks at block nr, then fsync."""
+    import mmap
+    assert len(data) % BLOCK == 0
+    buf = mmap.mmap(-1, len(data))
+    buf.write(data)
+    fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
+    try:
+        assert os.pwritev(fd, [buf], nr * BLOCK) == len(data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def decode_ckpt(block, blocknr):
+    """Decode a checkpoint slot header (struct dmr_disk_ckpt).
+
+    Returns a dict of its fields plus 'valid' (magic, checksum and
+    location all good), as the module checks them.
+    """
+    import struct
+    h = dict(zip(_CKPT_FIELDS, struct.unpack_from(_CKPT_FMT, block, 0)))
+    h["valid"] = (h["magic"] == CKPT_MAGIC and
+                  h["csum"] == crc32c(bytes(block[12:])) ^ CKPT_CSUM_SALT and
+                  h["blocknr"] == blocknr)
+    h["clean"] = bool(h["flags"] & CKPT_CLEAN)
+    return h
+
+
+def ckpt_headers(dev, info):
+    """Both checkpoint slot headers of a formatted device.
+
+    info: dump() of the device (ckpt_offset, ckpt_slot_blocks).
+    """
+    out = []
+    for slot in range(2):
+        blk = int(info["ckpt_offset"]) + slot * int(info["ckpt_slot_blocks"])
+        h = decode_ckpt(read_blocks_direct(dev, blk), blk)
+        h["slot"] = slot
+        out.append(h)
+    return out
+
+
+def newest_ckpt(dev, info):
+    """The header the module loads from: the valid one with the highest seq."""
+    valid = [h for h in ckpt_headers(dev, info) if h["valid"]]
+    assert valid, f"no valid checkpoint header on {dev}"
+    return max(valid, key=lambda h: h["seq"])
+
+
+def _div_up(a, b):
+    return -(-a // b)
+
+
+def geometry(device_blocks, segment_blocks, overprovision=10):
+    """dmr_geometry_compute() (dm-remap/dmr-format.c), in Python."""
+    map_blocks = _div_up(device_blocks * 4, BLOCK)
+    crc_blocks = _div_up(map_blocks * 4, BLOCK)
+    segtab_blocks = _div_up(device_blocks // segment_blocks * 16, BLOCK)
+    slot_blocks = 1 + crc_blocks + map_blocks + segtab_blocks
+    data_offset = _div_up(2 + 2 * slot_blocks, segment_blocks) * segment_blocks
+    nr_segments = (device_blocks - data_offset) // segment_blocks
+    logical = (nr_segments - 2) * segment_blocks * (100 - overprovision) // 100
+    return {"device_blocks": device_blocks, "segment_blocks": segment_blocks,
+            "ckpt_offset": 2, "ckpt_slot_blocks": slot_blocks,
+            "data_offset": data_offset, "nr_segments": nr_segments,
+            "logical_blocks": logical}
+
+
+def ckpt_layout(logical_blocks, nr_segments):
+    """dmr_ckpt_layout(): block offsets within a checkpoint slot."""
+    map_blocks = _div_up(logical_blocks, BLOCK // 4)
+    crc_blocks = _div_up(map_blocks * 4, BLOCK)
+    return {"crc_offset": 1, "crc_blocks": crc_blocks,
+            "map_offset": 1 + crc_blocks, "map_blocks": map_blocks,
+            "segtab_offset": 1 + crc_blocks + map_blocks,
+            "segtab_blocks": _div_up(nr_segments * 16, BLOCK)}
+
+
+def dev_sha256(dev, nbytes, chunk=4 << 20):
+    """sha256 of the first nbytes of a device, read with O_DIRECT."""
+    import hashlib
+    import mmap
+    h = hashlib.sha256()
+    buf = mmap.mmap(-1, chunk)
+    fd = os.open(dev, os.O_RDONLY | os.O_DIRECT)
+    try:
+        off = 0
+        while off < nbytes:
+            n = min(chunk, nbytes - off)
+            got = os.preadv(fd, [buf], off)
+            assert got >= n, (dev, off, got)
+            h.update(buf[:n])
+            off += n
+    finally:
+        os.close(fd)
+    return h.hexdigest()
+
+
+def dm_create_table(name, lines, readonly=False, check=True):
+    """dmsetup create with a (multi-line) table on stdin."""
+    cmd = ["dmsetup", "create", DM_PREFIX + name]
+    if readonly:
+        cmd.append("--readonly")
+    p = run(cmd, check=False, input="\n".join(lines) + "\n")
+    if check and p.returncode:
+        raise AssertionError(f"dmsetup create {lines!r} failed:\n{p.stderr}"
+                             f"\n{'/'.join(kmsg_lines()[-5:])}")
+    return p
+
+
+def mem_total_bytes():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    return 0

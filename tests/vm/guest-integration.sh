@@ -4,7 +4,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 
-modprobe -a dm-mod libcrc32c loop dm-flakey dm-delay dm-log-writes || exit 1
+modprobe -a dm-mod libcrc32c loop dm-flakey dm-delay dm-log-writes dm-zero || exit 1
 insmod dm-remap/dm-remap.ko || { echo "guest: insmod dm-remap.ko failed"; exit 1; }
 modprobe brd rd_nr=8 rd_size=131072 || exit 1
 
