@@ -9,6 +9,9 @@
 
 #include "dmr-pure.h"
 
+/* Blocks of the module's checkpoint I/O buffer (counted by dmr_map_memory_bytes()). */
+#define DMR_BOUNCE_BLOCKS	64U
+
 /**
  * struct dmr_geometry - where everything lives on a formatted device
  *

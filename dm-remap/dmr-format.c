@@ -10,9 +10,6 @@
 #include "dmr-codec.h"
 #include "dmr-map.h"
 
-/* Blocks of the module's checkpoint bounce buffer (DMR_BOUNCE_BLOCKS). */
-#define DMR_MEM_BOUNCE_BLOCKS	64U
-
 /**
  * dmr_csum_block() - checksum of one metadata block
  * @block: DMR_BLOCK_SIZE bytes
@@ -174,7 +171,7 @@ u64 dmr_map_memory_bytes(const struct dmr_geometry *geo)
 	       geo->nr_segments * sizeof(struct dmr_seg) +
 	       map_blocks * (1 + sizeof(u32)) +
 	       2ULL * geo->segment_blocks * DMR_BLOCK_SIZE +
-	       (u64)DMR_MEM_BOUNCE_BLOCKS * DMR_BLOCK_SIZE;
+	       (u64)DMR_BOUNCE_BLOCKS * DMR_BLOCK_SIZE;
 }
 
 /**

@@ -186,8 +186,6 @@ struct dmr_target {
 	struct dmr_stats stats;
 };
 
-#define DMR_BOUNCE_BLOCKS	64U
-
 /* Functions defined in dmr-metadata.c */
 int __must_check dmr_read_superblock(struct block_device *bdev,
 				     struct dmr_sb *sb, unsigned int *copy,

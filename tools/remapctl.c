@@ -40,6 +40,7 @@
 #include "dmr-log.h"
 #include "dmr-probe.h"
 #include "dmr-table.h"
+#include "dmr-writer.h"
 
 static const char *prog = "remapctl";
 
@@ -513,15 +514,16 @@ static int load_sb(struct device *d, struct dmr_sb *out, bool verbose)
 
 /*
  * Print each checkpoint slot's header and the slot the module would load
- * first (the valid one with the higher seq).  Only the headers are checked
+ * first (dmr_ckpt_order(), -1 when it would refuse).  Only the headers are checked
  * here, not the map and segment table they checksum.
  */
 static void dump_ckpts(struct device *d, const struct dmr_sb *sb)
 {
 	const struct dmr_geometry *geo = &sb->geo;
+	enum dmr_log_status st[DMR_CKPT_SLOTS];
+	struct dmr_ckpt c[DMR_CKPT_SLOTS];
+	int i, n, bad, order[DMR_CKPT_SLOTS];
 	struct dmr_ckpt_layout l;
-	uint64_t newest_seq = 0;
-	int i, newest = -1;
 	void *buf;
 
 	dmr_ckpt_layout(geo, &l);
@@ -529,30 +531,27 @@ static void dump_ckpts(struct device *d, const struct dmr_sb *sb)
 		die("out of memory");
 	for (i = 0; i < DMR_CKPT_SLOTS; i++) {
 		uint64_t blk = geo->ckpt_offset + (uint64_t)i * geo->ckpt_slot_blocks;
-		enum dmr_log_status st = DMR_LOG_READ_ERROR;
-		struct dmr_ckpt c;
 
+		st[i] = DMR_LOG_READ_ERROR;
 		if (pread(d->fd, buf, DMR_BLOCK_SIZE, blk * DMR_BLOCK_SIZE) == DMR_BLOCK_SIZE)
-			st = dmr_ckpt_decode(buf, blk, sb->uuid, &c);
-		printf("ckpt%d=%s\n", i, dmr_log_strerror(st));
-		if (st != DMR_LOG_OK)
+			st[i] = dmr_ckpt_decode(buf, blk, sb->uuid, &c[i]);
+		printf("ckpt%d=%s\n", i, dmr_log_strerror(st[i]));
+		if (st[i] != DMR_LOG_OK)
 			continue;
-		printf("ckpt%d_seq=%" PRIu64 "\nckpt%d_clean=%d\n", i, (uint64_t)c.seq,
-		       i, !!(c.flags & DMR_CKPT_CLEAN));
-		printf("ckpt%d_log_seq=%" PRIu64 "\n", i, (uint64_t)c.log_seq);
-		if (c.log_segment == DMR_NO_SEGMENT)
+		printf("ckpt%d_seq=%" PRIu64 "\nckpt%d_clean=%d\n", i, (uint64_t)c[i].seq,
+		       i, !!(c[i].flags & DMR_CKPT_CLEAN));
+		printf("ckpt%d_log_seq=%" PRIu64 "\n", i, (uint64_t)c[i].log_seq);
+		if (c[i].log_segment == DMR_NO_SEGMENT)
 			printf("ckpt%d_log_segment=-1\n", i);
 		else
-			printf("ckpt%d_log_segment=%u\n", i, c.log_segment);
-		printf("ckpt%d_log_offset=%u\n", i, c.log_offset);
+			printf("ckpt%d_log_segment=%u\n", i, c[i].log_segment);
+		printf("ckpt%d_log_offset=%u\n", i, c[i].log_offset);
 		printf("ckpt%d_header_block=%" PRIu64 "\nckpt%d_map_block=%" PRIu64 "\n",
 		       i, blk, i, blk + l.map_offset);
-		if (newest < 0 || c.seq > newest_seq) {
-			newest = i;
-			newest_seq = c.seq;
-		}
 	}
-	printf("newest_ckpt=%d\n", newest);
+	/* the module's own choice: an unreadable header refuses the load */
+	n = dmr_ckpt_order(st, c, order, &bad);
+	printf("newest_ckpt=%d\n", n > 0 ? order[0] : -1);
 	free(buf);
 }
 

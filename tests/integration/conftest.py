@@ -367,3 +367,16 @@ def mem_total_bytes():
             if line.startswith("MemTotal:"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def loop_dev(name, size):
+    """Generator for a fixture: a loop device on a sparse file of @size
+    bytes in the guest's /tmp (an overlay in guest RAM), removed after."""
+    img = f"/tmp/dmrt-{name}.img"
+    with open(img, "wb") as f:
+        f.truncate(size)
+    dev = run(["losetup", "-f", "--show", img]).stdout.strip()
+    yield dev
+    cleanup_dm()
+    run(["losetup", "-d", dev], check=False)
+    os.unlink(img)

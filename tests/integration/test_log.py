@@ -10,7 +10,8 @@ import subprocess
 import pytest
 
 from conftest import (BLOCK, DM_PREFIX, MNT, REPO, Kmsg, dm_create, dm_path,
-                      dm_remove, dump, remapctl, run, sectors, status_fields)
+                      dm_remove, dump, loop_dev, remapctl, run, sectors,
+                      status_fields)
 
 
 def mmap_buf(n):
@@ -348,15 +349,7 @@ def test_fio_verify_across_reload_and_crash(stack, job):
 @pytest.fixture
 def loop512():
     """A 512 MiB sparse loop device (mkfs.xfs wants more than 300 MB)."""
-    img = "/tmp/dmrt-loop.img"
-    with open(img, "wb") as f:
-        f.truncate(512 << 20)
-    dev = run(["losetup", "-f", "--show", img]).stdout.strip()
-    yield dev
-    from conftest import cleanup_dm
-    cleanup_dm()
-    run(["losetup", "-d", dev], check=False)
-    os.unlink(img)
+    yield from loop_dev("loop", 512 << 20)
 
 
 @pytest.mark.parametrize("fs", ["ext4", "xfs"])

@@ -19,7 +19,7 @@ import pytest
 from conftest import (BLOCK, DM_PREFIX, REPO, SUMMARY_MAGIC, Kmsg,
                       ckpt_headers, ckpt_layout, cleanup_dm, dev_sha256, dm_create,
                       dm_create_table, dm_path, dm_remove, dm_table, dump,
-                      geometry, mem_total_bytes, newest_ckpt,
+                      geometry, loop_dev, mem_total_bytes, newest_ckpt,
                       read_blocks_direct, remapctl, run, sectors,
                       status_fields, wipe, write_blocks_direct)
 from test_log import Stack, _pread, _pwrite, block, same
@@ -60,26 +60,14 @@ class LinearStack(RStack):
             run(["dmsetup", "resume", DM_PREFIX + "under"])
 
 
-def _loop_dev(mib):
-    """A loop device on a sparse file in the guest's /tmp; removed after."""
-    img = f"/tmp/dmrt-review-{mib}.img"
-    with open(img, "wb") as f:
-        f.truncate(mib << 20)
-    dev = run(["losetup", "-f", "--show", img]).stdout.strip()
-    yield dev
-    cleanup_dm()
-    run(["losetup", "-d", dev], check=False)
-    os.unlink(img)
-
-
 @pytest.fixture
 def loop128():
-    yield from _loop_dev(128)
+    yield from loop_dev("review-128", 128 << 20)
 
 
 @pytest.fixture
 def loop512():
-    yield from _loop_dev(512)
+    yield from loop_dev("review-512", 512 << 20)
 
 
 def blocks(lbas, gen):
@@ -508,14 +496,7 @@ def test_review_large_segments_power_cut_and_reload(ram):
 @pytest.fixture
 def big_loop():
     """A sparse loop device of about 2.1 TiB on the guest's /tmp."""
-    img = "/tmp/dmrt-big.img"
-    with open(img, "wb") as f:
-        f.truncate(2150 << 30)
-    dev = run(["losetup", "-f", "--show", img]).stdout.strip()
-    yield dev
-    cleanup_dm()
-    run(["losetup", "-d", dev], check=False)
-    os.unlink(img)
+    yield from loop_dev("big", 2150 << 30)
 
 
 def test_review_logical_space_above_2tib_loads(big_loop):
