@@ -151,10 +151,11 @@ u32 dmr_default_segment_blocks(u32 io_opt_bytes, u32 io_min_bytes)
  * @geo: device geometry
  *
  * What the target allocates when it loads the device: the map (a u32 per
- * logical block), the segment table (a struct dmr_seg per segment), a dirty
- * byte and a CRC32C per map block (DMR_MAP_ENTRIES_PER_BLOCK entries), the
- * two segment buffers of the log writer (the open one and the one in
- * flight) and the checkpoint bounce buffer.  Small fixed allocations (the
+ * logical block), the segment table (a struct dmr_seg and a reader count
+ * per segment), a dirty byte and a CRC32C per map block
+ * (DMR_MAP_ENTRIES_PER_BLOCK entries), DMR_SEG_BUFFERS segment buffers
+ * (one per log head, the one in flight, GC's read buffer) and the
+ * checkpoint bounce buffer.  Small fixed allocations (the
  * target itself, log unit scratch) are left out.
  *
  * All in 64 bits: above 2^29 logical blocks (about 2 TiB) the map alone is
@@ -168,9 +169,9 @@ u64 dmr_map_memory_bytes(const struct dmr_geometry *geo)
 					  DMR_MAP_ENTRIES_PER_BLOCK);
 
 	return geo->logical_blocks * sizeof(u32) +
-	       geo->nr_segments * sizeof(struct dmr_seg) +
+	       geo->nr_segments * (sizeof(struct dmr_seg) + sizeof(u32)) +
 	       map_blocks * (1 + sizeof(u32)) +
-	       2ULL * geo->segment_blocks * DMR_BLOCK_SIZE +
+	       (u64)DMR_SEG_BUFFERS * geo->segment_blocks * DMR_BLOCK_SIZE +
 	       (u64)DMR_BOUNCE_BLOCKS * DMR_BLOCK_SIZE;
 }
 

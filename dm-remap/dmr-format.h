@@ -44,14 +44,16 @@
 
 #define DMR_SB_MAGIC		"DM-REMAP"
 #define DMR_MAGIC_LEN		8
-#define DMR_FORMAT_VERSION	1
+#define DMR_FORMAT_VERSION	2
 #define DMR_SB_COPIES		2
 #define DMR_CKPT_SLOTS		2
 
 /*
  * Feature flags.  An unknown bit in incompat refuses the device; an
  * unknown bit in ro_compat allows a read-only load only; compat bits may
- * be ignored.  No feature is defined in format version 1.
+ * be ignored.  No feature is defined in format version 2.  Version 2 (GC:
+ * relocation units, one log head per temperature, segment reuse) replaced
+ * version 1, which nothing but development builds ever wrote.
  */
 #define DMR_FEATURE_COMPAT_SUPP		0U
 #define DMR_FEATURE_RO_COMPAT_SUPP	0U
@@ -68,10 +70,21 @@
 #define DMR_MIN_OVERPROVISION	3U		/* percent */
 #define DMR_MAX_OVERPROVISION	60U		/* percent */
 #define DMR_DEFAULT_OVERPROVISION 10U		/* percent */
-/* Segments kept out of the user-visible capacity for garbage collection. */
-#define DMR_RESERVED_SEGMENTS	2U
+/*
+ * Segments kept out of the user-visible capacity on top of the
+ * over-provisioning: the log heads' open segments and the segments they
+ * reserve to go on in (2 per head), and GC's own minimum.
+ */
+#define DMR_RESERVED_SEGMENTS	8U
 /* Below this many user segments a device is too small to be useful. */
-#define DMR_MIN_USER_SEGMENTS	4U
+#define DMR_MIN_USER_SEGMENTS	8U
+/*
+ * Log heads: fresh user writes are sorted into a hot and a cold head by
+ * their expected lifetime, and GC relocations go to a head of their own.
+ * Each head is a chain of segments of its own; units of all heads share
+ * one sequence.
+ */
+#define DMR_NR_HEADS		3U
 /* Bytes of checkpointed map per logical block (flat map, 32-bit entries). */
 #define DMR_MAP_ENTRY_SIZE	4U
 /* Bytes of checkpointed segment table per segment. */
@@ -144,19 +157,26 @@ static_assert(sizeof(struct dmr_disk_superblock) == DMR_BLOCK_SIZE,
  *   segment:  [S|d d d d d][S|d d][S|d d d d d d d d d d d d ...]
  *              unit seq 7   seq 8  seq 9 ...
  *
- * A full segment with no flush in between is a single unit.  A flush or
+ * A unit holds at most 1008 data blocks (504 in a relocation unit), so a
+ * segment filled without a flush holds one unit per 1008 blocks.  A flush or
  * FUA seals the unit being filled (a "short" unit) and the next unit starts
  * right after it in the same segment, so a flush costs one summary block.
- * A segment is left when fewer than two blocks remain; the log then goes
- * on at block 0 of @next_segment, which every unit of a segment records
- * (it is chosen when the segment is opened).
+ * A segment is left when fewer than two blocks remain; its head then goes
+ * on at block 0 of @next_segment, which the unit that leaves the segment
+ * done records (the head reserves it before it gets there; earlier units
+ * record it too once reserved, else DMR_NO_SEGMENT).
  *
  * The summary lists the logical block of every data block, then the
  * discarded extents (which apply before the unit's data blocks), and
  * carries a CRC32C over the data, so replay tells a complete unit from a
- * torn one.  Units carry consecutive sequence numbers; replay applies them
- * in order and stops at the first one that is missing, torn or out of
- * sequence.
+ * torn one.  Units carry consecutive sequence numbers across all log heads;
+ * replay merges the heads' chains, applies units in sequence order and
+ * stops at the first one that is missing, torn or out of sequence.
+ *
+ * A relocation unit (DMR_UNIT_RELOC, written by garbage collection) lists
+ * a (logical block, source block) pair per data block; replay applies a
+ * pair only if the map still points at the source, so a relocation never
+ * undoes a newer write or discard.
  */
 #define DMR_SUMMARY_MAGIC	"DMR-LOGU"
 #define DMR_SUMMARY_CSUM_SALT	0x10c0fa11U
@@ -165,6 +185,7 @@ static_assert(sizeof(struct dmr_disk_superblock) == DMR_BLOCK_SIZE,
 /* 32-bit words available for block entries and discard extents */
 #define DMR_SUMMARY_WORDS	((DMR_BLOCK_SIZE - DMR_SUMMARY_HDR_SIZE) / 4)
 #define DMR_NO_SEGMENT		0xffffffffU
+#define DMR_UNIT_RELOC		0x1U	/* summary flag: a GC relocation unit */
 
 /**
  * struct dmr_disk_summary - the first block of a log unit
@@ -176,10 +197,12 @@ static_assert(sizeof(struct dmr_disk_superblock) == DMR_BLOCK_SIZE,
  * @uuid: the superblock's uuid (units of an earlier format never match)
  * @nr_blocks: data blocks following the summary
  * @nr_discards: discard extents after the block entries
- * @next_segment: where the log continues when this segment is left
- * @flags: zero
- * @words: @nr_blocks logical block numbers, then @nr_discards pairs of
- *	(first logical block, number of blocks)
+ * @next_segment: where this head's log continues when this segment is
+ *	left (DMR_NO_SEGMENT until the head has reserved it)
+ * @flags: DMR_UNIT_RELOC or zero
+ * @words: @nr_blocks logical block numbers (relocation units: @nr_blocks
+ *	pairs of logical block and source data-area block), then
+ *	@nr_discards pairs of (first logical block, number of blocks)
  */
 struct dmr_disk_summary {
 	__u8 magic[DMR_MAGIC_LEN];
@@ -228,12 +251,16 @@ static_assert(sizeof(struct dmr_disk_summary) == DMR_BLOCK_SIZE,
  * @log_seq: sequence number of the last log unit included
  * @blocknr: device block this header is stored at
  * @uuid: the superblock's uuid
- * @log_segment: segment the log continues in
- * @log_offset: block within @log_segment where the next unit goes
- * @next_segment: segment after @log_segment
+ * @heads: per log head, the segment it continues in, the block there
+ *	where its next unit goes, and the segment reserved after it
+ *	(DMR_NO_SEGMENT if none yet)
  * @crc_csum: CRC32C of the CRC table blocks
  * @segtab_csum: CRC32C of the segment table blocks
  * @mapped_blocks: number of mapped logical blocks (a consistency check)
+ * @user_blocks: data blocks written by users since format
+ * @log_blocks: blocks written to the log since format (user and GC data,
+ *	summaries): @log_blocks / @user_blocks is the write amplification
+ * @gc_moved: blocks relocated by GC since format
  * @reserved: zero
  */
 struct dmr_disk_ckpt {
@@ -244,24 +271,28 @@ struct dmr_disk_ckpt {
 	__le64 log_seq;
 	__le64 blocknr;
 	__u8 uuid[16];
-	__le32 log_segment;
-	__le32 log_offset;
-	__le32 next_segment;
+	struct {
+		__le32 segment;
+		__le32 offset;
+		__le32 next_segment;
+	} __packed heads[DMR_NR_HEADS];
 	__le32 crc_csum;
 	__le32 segtab_csum;
-	__le32 pad;
 	__le64 mapped_blocks;
-	__u8 reserved[4008];
+	__le64 user_blocks;
+	__le64 log_blocks;
+	__le64 gc_moved;
+	__u8 reserved[3964];
 } __packed;
 
 static_assert(sizeof(struct dmr_disk_ckpt) == DMR_BLOCK_SIZE,
 	      "checkpoint header must be exactly one block");
 
-#define DMR_SEG_USED	0x1U	/* written since format; never reused without GC */
+#define DMR_SEG_USED	0x1U	/* holds the log of its current use (not free) */
 
 /**
  * struct dmr_disk_segment - one segment table entry
- * @seq: log sequence number of the first unit written to it (its age)
+ * @seq: log sequence number of the first unit of its current use (its age)
  * @valid: valid data blocks (must match the map)
  * @flags: DMR_SEG_USED
  */

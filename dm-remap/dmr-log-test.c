@@ -12,7 +12,13 @@
  * Replay runs on a 2 MiB fake device (7 segments of 64 blocks, 288
  * logical blocks); the map tests use a 64 MiB geometry without storage.
  */
-#define T_DEV_BLOCKS	512
+#define T_DEV_BLOCKS	1536
+/*
+ * Blocks of the fake device backed by memory (kmalloc()'s 4 MiB limit):
+ * the metadata and the first segments, where every test writes; the rest
+ * reads as never written.
+ */
+#define T_STORE_BLOCKS	512
 #define T_MAP_BLOCKS	16384
 #define T_SEG_BLOCKS	64
 
@@ -20,7 +26,7 @@
  * struct dmr_fake - in-memory device plus the structures replay needs
  * @geo: geometry of the fake device
  * @uuid: its uuid
- * @dev: T_DEV_BLOCKS blocks of storage (NULL for map-only tests)
+ * @dev: T_STORE_BLOCKS blocks of storage (NULL for map-only tests)
  * @map: map under test
  * @unit: scratch unit
  * @buf: replay scratch, one segment
@@ -44,7 +50,12 @@ static int dmr_fake_read(void *ctx, u64 blocknr, u32 nr, void *buf)
 		return -EIO;
 	if (f->fail_reads_from && blocknr + nr > f->fail_reads_from)
 		return -EIO;
-	memcpy(buf, f->dev + blocknr * DMR_BLOCK_SIZE, (size_t)nr * DMR_BLOCK_SIZE);
+	for (; nr; nr--, blocknr++, buf = (u8 *)buf + DMR_BLOCK_SIZE) {
+		if (blocknr < T_STORE_BLOCKS)
+			memcpy(buf, f->dev + blocknr * DMR_BLOCK_SIZE, DMR_BLOCK_SIZE);
+		else
+			memset(buf, 0, DMR_BLOCK_SIZE);
+	}
 	return 0;
 }
 
@@ -77,7 +88,7 @@ static struct dmr_fake *dmr_fake_geo(struct kunit *test, u64 dev_blocks,
 	for (i = 0; i < 16; i++)
 		f->uuid[i] = 0x40 + i;
 	if (storage) {
-		f->dev = kunit_kzalloc(test, (size_t)dev_blocks * DMR_BLOCK_SIZE,
+		f->dev = kunit_kzalloc(test, (size_t)T_STORE_BLOCKS * DMR_BLOCK_SIZE,
 				       GFP_KERNEL);
 		if (!f->dev)
 			kunit_skip(test, "cannot allocate the fake device");
@@ -99,6 +110,9 @@ static u8 *dmr_fake_block(struct dmr_fake *f, u32 segment, u32 offset)
 {
 	u64 b = f->geo.data_offset + (u64)segment * f->geo.segment_blocks + offset;
 
+	/* every test writes within the blocks backed by memory */
+	if (b >= T_STORE_BLOCKS)
+		return NULL;
 	return f->dev + b * DMR_BLOCK_SIZE;
 }
 
@@ -139,7 +153,7 @@ static u32 dmr_fake_write_unit(struct dmr_fake *f, struct dmr_log_pos *pos,
 
 	if (pos->next_segment == DMR_NO_SEGMENT)
 		pos->next_segment = seg + 1 < f->geo.nr_segments ? seg + 1 : DMR_NO_SEGMENT;
-	dmr_unit_reset(u);
+	dmr_unit_reset(u, 0);
 	u->seq = pos->seq + 1;
 	u->blocknr = f->geo.data_offset + (u64)seg * f->geo.segment_blocks + off;
 	u->next_segment = pos->next_segment;
@@ -182,7 +196,10 @@ static struct dmr_replay dmr_fake_replay(struct kunit *test, struct dmr_fake *f,
 	dmr_fake_map_init(test, f, m);
 	memset(pos, 0, sizeof(*pos));
 	pos->next_segment = DMR_NO_SEGMENT;
+	/* as the loader does: segment states are rebuilt after replay */
+	m->track = false;
 	KUNIT_EXPECT_EQ(test, dmr_replay_log(&r, m, pos), 0);
+	dmr_map_load_states(m);
 	return r;
 }
 
@@ -279,7 +296,8 @@ static void dmr_test_map_runs_and_recount(struct kunit *test)
 	dmr_expect_segments_match(test, m);
 
 	/* recount rebuilds the same accounting from the entries alone */
-	memset(m->segs, 0xff, m->nr_segs * sizeof(*m->segs));
+	for (lba = 0; lba < m->nr_segs; lba++)
+		m->segs[lba].valid = 0xffffffff;
 	m->mapped = 12345;
 	KUNIT_EXPECT_EQ(test, dmr_map_recount(m), 0);
 	dmr_expect_segments_match(test, m);
@@ -304,7 +322,7 @@ static void dmr_test_unit_codec(struct kunit *test)
 	out = kunit_kzalloc(test, sizeof(*out), GFP_KERNEL);
 	if (!out)
 		kunit_skip(test, "no memory");
-	dmr_unit_reset(u);
+	dmr_unit_reset(u, 0);
 	u->seq = 77;
 	u->blocknr = 1234;
 	u->next_segment = 9;
@@ -354,7 +372,7 @@ static void dmr_test_unit_codec(struct kunit *test)
 				DMR_LOG_BAD_CSUM);
 	}
 	/* room: one word per block, two per extent */
-	dmr_unit_reset(u);
+	dmr_unit_reset(u, 0);
 	u->nr_blocks = DMR_SUMMARY_WORDS - 2;
 	KUNIT_EXPECT_TRUE(test, dmr_unit_room(u, 2));
 	KUNIT_EXPECT_FALSE(test, dmr_unit_room(u, 3));
@@ -365,23 +383,30 @@ static void dmr_test_ckpt_codec(struct kunit *test)
 	struct dmr_fake *f = dmr_fake_new(test);
 	struct dmr_ckpt c = {
 		.flags = DMR_CKPT_CLEAN, .seq = 5, .log_seq = 99, .blocknr = 2,
-		.log_segment = 7, .log_offset = 33, .next_segment = 8,
+		.heads = { { 7, 33, 8 }, { 9, 0, DMR_NO_SEGMENT }, { 1, 250, 2 } },
 		.crc_csum = 0xdeadbeef, .segtab_csum = 0x12345678,
-		.mapped_blocks = 4242,
+		.mapped_blocks = 4242, .user_blocks = 1ULL << 40,
+		.log_blocks = (1ULL << 40) + 3, .gc_moved = 77,
 	}, out;
 	u8 *block = f->buf;
+	unsigned int h;
 
 	dmr_ckpt_encode(&c, f->uuid, block);
 	KUNIT_ASSERT_EQ(test, dmr_ckpt_decode(block, 2, f->uuid, &out), DMR_LOG_OK);
 	KUNIT_EXPECT_EQ(test, out.flags, c.flags);
 	KUNIT_EXPECT_EQ(test, out.seq, c.seq);
 	KUNIT_EXPECT_EQ(test, out.log_seq, c.log_seq);
-	KUNIT_EXPECT_EQ(test, out.log_segment, c.log_segment);
-	KUNIT_EXPECT_EQ(test, out.log_offset, c.log_offset);
-	KUNIT_EXPECT_EQ(test, out.next_segment, c.next_segment);
+	for (h = 0; h < DMR_NR_HEADS; h++) {
+		KUNIT_EXPECT_EQ(test, out.heads[h].segment, c.heads[h].segment);
+		KUNIT_EXPECT_EQ(test, out.heads[h].offset, c.heads[h].offset);
+		KUNIT_EXPECT_EQ(test, out.heads[h].next_segment, c.heads[h].next_segment);
+	}
 	KUNIT_EXPECT_EQ(test, out.crc_csum, c.crc_csum);
 	KUNIT_EXPECT_EQ(test, out.segtab_csum, c.segtab_csum);
 	KUNIT_EXPECT_EQ(test, out.mapped_blocks, c.mapped_blocks);
+	KUNIT_EXPECT_EQ(test, out.user_blocks, c.user_blocks);
+	KUNIT_EXPECT_EQ(test, out.log_blocks, c.log_blocks);
+	KUNIT_EXPECT_EQ(test, out.gc_moved, c.gc_moved);
 	KUNIT_EXPECT_EQ(test, dmr_ckpt_decode(block, 3, f->uuid, &out),
 			DMR_LOG_BAD_LOCATION);
 	block[4000] ^= 1;

@@ -20,22 +20,32 @@ const char *dmr_log_strerror(enum dmr_log_status st)
 		[DMR_LOG_BAD_DATA] = "torn data",
 		[DMR_LOG_READ_ERROR] = "read error",
 		[DMR_LOG_END] = "log ran out of segments",
+		[DMR_LOG_STALE] = "unit of an earlier use of the segment",
 	};
 
 	return st < DMR_LOG_NR_STATUS ? msg[st] : "unknown log status";
 }
 
-void dmr_unit_reset(struct dmr_unit *u)
+/* Start an empty unit; @flags is DMR_UNIT_RELOC for a relocation unit. */
+void dmr_unit_reset(struct dmr_unit *u, u32 flags)
 {
+	u->flags = flags;
 	u->nr_blocks = 0;
 	u->nr_discards = 0;
 	u->data_csum = 0;
 }
 
-/* Return: true if @words more summary words (1 per block, 2 per extent) fit. */
+/* Return: summary words a data block takes: 2 in a relocation unit, else 1. */
+u32 dmr_unit_block_words(const struct dmr_unit *u)
+{
+	return u->flags & DMR_UNIT_RELOC ? 2 : 1;
+}
+
+/* Return: true if @words more summary words (per block, 2 per extent) fit. */
 bool dmr_unit_room(const struct dmr_unit *u, u32 words)
 {
-	return u->nr_blocks + 2 * u->nr_discards + words <= DMR_SUMMARY_WORDS;
+	return u->nr_blocks * dmr_unit_block_words(u) + 2 * u->nr_discards +
+	       words <= DMR_SUMMARY_WORDS;
 }
 
 u32 dmr_data_csum(const void *data, u32 nr_blocks)
@@ -81,8 +91,12 @@ void dmr_unit_encode_body(const struct dmr_unit *u, const u8 *uuid, void *block)
 	d->nr_blocks = cpu_to_le32(u->nr_blocks);
 	d->nr_discards = cpu_to_le32(u->nr_discards);
 	d->next_segment = cpu_to_le32(u->next_segment);
-	for (i = 0; i < u->nr_blocks; i++)
+	d->flags = cpu_to_le32(u->flags);
+	for (i = 0; i < u->nr_blocks; i++) {
 		d->words[w++] = cpu_to_le32(u->lba[i]);
+		if (u->flags & DMR_UNIT_RELOC)
+			d->words[w++] = cpu_to_le32(u->src[i]);
+	}
 	for (i = 0; i < u->nr_discards; i++) {
 		d->words[w++] = cpu_to_le32(u->discard[i][0]);
 		d->words[w++] = cpu_to_le32(u->discard[i][1]);
@@ -180,7 +194,8 @@ enum dmr_log_status dmr_unit_decode(const void *block, u64 blocknr,
 	u->nr_blocks = le32_to_cpu(d->nr_blocks);
 	u->nr_discards = le32_to_cpu(d->nr_discards);
 	u->next_segment = le32_to_cpu(d->next_segment);
-	if (u->nr_blocks > DMR_SUMMARY_WORDS ||
+	u->flags = le32_to_cpu(d->flags);
+	if ((u->flags & ~DMR_UNIT_RELOC) || u->nr_blocks > DMR_SUMMARY_WORDS ||
 	    u->nr_discards > DMR_SUMMARY_WORDS / 2 ||
 	    !dmr_unit_room(u, 0))
 		return DMR_LOG_BAD_COUNTS;
@@ -188,6 +203,8 @@ enum dmr_log_status dmr_unit_decode(const void *block, u64 blocknr,
 		u->lba[i] = le32_to_cpu(d->words[w++]);
 		if (u->lba[i] >= nr_logical)
 			return DMR_LOG_BAD_COUNTS;
+		if (u->flags & DMR_UNIT_RELOC)
+			u->src[i] = le32_to_cpu(d->words[w++]);
 	}
 	for (i = 0; i < u->nr_discards; i++) {
 		u64 first = le32_to_cpu(d->words[w++]);
@@ -210,6 +227,7 @@ enum dmr_log_status dmr_unit_decode(const void *block, u64 blocknr,
 void dmr_ckpt_encode(const struct dmr_ckpt *c, const u8 *uuid, void *block)
 {
 	struct dmr_disk_ckpt *d = block;
+	unsigned int i;
 
 	memset(d, 0, sizeof(*d));
 	memcpy(d->magic, DMR_CKPT_MAGIC, DMR_MAGIC_LEN);
@@ -218,12 +236,17 @@ void dmr_ckpt_encode(const struct dmr_ckpt *c, const u8 *uuid, void *block)
 	d->log_seq = cpu_to_le64(c->log_seq);
 	d->blocknr = cpu_to_le64(c->blocknr);
 	memcpy(d->uuid, uuid, sizeof(d->uuid));
-	d->log_segment = cpu_to_le32(c->log_segment);
-	d->log_offset = cpu_to_le32(c->log_offset);
-	d->next_segment = cpu_to_le32(c->next_segment);
+	for (i = 0; i < DMR_NR_HEADS; i++) {
+		d->heads[i].segment = cpu_to_le32(c->heads[i].segment);
+		d->heads[i].offset = cpu_to_le32(c->heads[i].offset);
+		d->heads[i].next_segment = cpu_to_le32(c->heads[i].next_segment);
+	}
 	d->crc_csum = cpu_to_le32(c->crc_csum);
 	d->segtab_csum = cpu_to_le32(c->segtab_csum);
 	d->mapped_blocks = cpu_to_le64(c->mapped_blocks);
+	d->user_blocks = cpu_to_le64(c->user_blocks);
+	d->log_blocks = cpu_to_le64(c->log_blocks);
+	d->gc_moved = cpu_to_le64(c->gc_moved);
 	dmr_put_csum(d, DMR_CKPT_CSUM_SALT);
 }
 
@@ -240,6 +263,7 @@ enum dmr_log_status dmr_ckpt_decode(const void *block, u64 blocknr,
 				    const u8 *uuid, struct dmr_ckpt *c)
 {
 	const struct dmr_disk_ckpt *d = block;
+	unsigned int i;
 
 	if (memcmp(d->magic, DMR_CKPT_MAGIC, DMR_MAGIC_LEN))
 		return DMR_LOG_BAD_MAGIC;
@@ -253,12 +277,18 @@ enum dmr_log_status dmr_ckpt_decode(const void *block, u64 blocknr,
 	c->seq = le64_to_cpu(d->seq);
 	c->log_seq = le64_to_cpu(d->log_seq);
 	c->blocknr = blocknr;
-	c->log_segment = le32_to_cpu(d->log_segment);
-	c->log_offset = le32_to_cpu(d->log_offset);
-	c->next_segment = le32_to_cpu(d->next_segment);
+	for (i = 0; i < DMR_NR_HEADS; i++) {
+		c->heads[i].segment = le32_to_cpu(d->heads[i].segment);
+		c->heads[i].offset = le32_to_cpu(d->heads[i].offset);
+		c->heads[i].next_segment = le32_to_cpu(d->heads[i].next_segment);
+		c->heads[i].seq = 0;
+	}
 	c->crc_csum = le32_to_cpu(d->crc_csum);
 	c->segtab_csum = le32_to_cpu(d->segtab_csum);
 	c->mapped_blocks = le64_to_cpu(d->mapped_blocks);
+	c->user_blocks = le64_to_cpu(d->user_blocks);
+	c->log_blocks = le64_to_cpu(d->log_blocks);
+	c->gc_moved = le64_to_cpu(d->gc_moved);
 	return DMR_LOG_OK;
 }
 
@@ -290,7 +320,9 @@ void dmr_log_advance(struct dmr_log_pos *pos, u32 unit_blocks, u32 seg_blocks)
  *
  * Discards apply before the data blocks: the writer never puts a discard
  * into a unit after a data block (it seals the unit first), so this is
- * the order in which they happened.
+ * the order in which they happened.  A relocation unit's blocks go through
+ * dmr_move_commit(): each moves only if the map still points at its
+ * source, so a write or discard that came first in the log wins.
  */
 void dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u, u32 segment,
 		    u32 offset)
@@ -300,79 +332,166 @@ void dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u, u32 segment,
 	u32 i;
 	u64 b;
 
+	/* a segment's first unit starts a use: it may have been reused */
+	if (!(s->flags & DMR_SEG_USED) || !offset) {
+		if (dmr_seg_is_free(s))
+			m->nr_free--;
+		s->flags |= DMR_SEG_USED;
+		s->seq = u->seq;
+	}
 	for (i = 0; i < u->nr_discards; i++)
 		for (b = 0; b < u->discard[i][1]; b++)
 			dmr_map_unmap(m, u->discard[i][0] + b);
-	for (i = 0; i < u->nr_blocks; i++)
-		dmr_map_set(m, u->lba[i], base + i);
-	if (!(s->flags & DMR_SEG_USED)) {
-		s->flags |= DMR_SEG_USED;
-		s->seq = u->seq;
+	for (i = 0; i < u->nr_blocks; i++) {
+		if (u->flags & DMR_UNIT_RELOC)
+			dmr_move_commit(m, u->lba[i], u->src[i], base + i);
+		else
+			dmr_map_set(m, u->lba[i], base + i);
 	}
 }
 
 /**
- * dmr_replay_log() - roll the log forward from a position
- * @r: parameters; @r->units and @r->stop are set on return
- * @m: the map as of the checkpoint the position comes from
- * @pos: the checkpoint's log position; advanced past every unit applied
+ * dmr_log_stop_benign() - is this the normal end of a head's chain?
+ * @st: why the chain ended
  *
- * Applies, in order, every unit whose sequence number follows the last
- * one applied, and stops at the first block that is not such a unit, or
- * whose data does not match its checksum.  Stopping is the normal end of
- * replay; @r->stop says why.
+ * A block that never held a unit of this format, the end of the
+ * segments, or a unit older than the checkpoint (left from an earlier use
+ * of a reused segment: sequence numbers only grow).
+ */
+bool dmr_log_stop_benign(enum dmr_log_status st)
+{
+	return st == DMR_LOG_BAD_MAGIC || st == DMR_LOG_END || st == DMR_LOG_STALE;
+}
+
+/* Read and decode the summary at a head's position. */
+static enum dmr_log_status dmr_replay_peek(struct dmr_replay *r,
+					   const struct dmr_log_pos *pos,
+					   struct dmr_unit *u)
+{
+	const struct dmr_geometry *geo = r->geo;
+	u64 blk;
+
+	if (pos->segment == DMR_NO_SEGMENT || pos->segment >= geo->nr_segments)
+		return DMR_LOG_END;
+	blk = geo->data_offset + (u64)pos->segment * geo->segment_blocks +
+	      pos->offset;
+	if (r->read(r->ctx, blk, 1, r->buf))
+		return DMR_LOG_READ_ERROR;
+	return dmr_unit_decode(r->buf, blk, r->uuid, r->geo->logical_blocks, u);
+}
+
+/* Read a unit's data and check it against its checksum. */
+static enum dmr_log_status dmr_replay_data(struct dmr_replay *r,
+					   const struct dmr_unit *u)
+{
+	if (!u->nr_blocks)
+		return DMR_LOG_OK;
+	if (r->read(r->ctx, u->blocknr + 1, u->nr_blocks, r->buf))
+		return DMR_LOG_READ_ERROR;
+	if (dmr_data_csum(r->buf, u->nr_blocks) != u->data_csum)
+		return DMR_LOG_BAD_DATA;
+	return DMR_LOG_OK;
+}
+
+/**
+ * dmr_replay_heads() - roll the log forward on every head
+ * @r: parameters; @r->unit holds @nr units; @r->units, @r->stop and
+ *	@r->head_stop are set on return
+ * @m: the map as of the checkpoint the positions come from
+ * @pos: the checkpoint's @nr head positions; each advanced past every
+ *	unit applied from its head
+ * @nr: heads (at most DMR_NR_HEADS)
+ * @seq: the checkpoint's last sequence number; set to the last one applied
+ *
+ * Units of all heads share one sequence, so the heads' chains are merged:
+ * the unit applied next is always the one numbered @seq + 1, wherever it
+ * is, and replay stops when no head has it.  So replay applies units in
+ * the order they were written and never skips one: a unit written after a
+ * lost one is not applied, whatever head it is on.  A head whose chain
+ * shows a unit numbered @seq or less has reached units of an earlier use
+ * of a reused segment: its chain has ended (DMR_LOG_STALE).
  *
  * Return: 0, or -EINVAL if a unit does not fit in its segment (corruption
  * that a checksum did not catch).
  */
-int dmr_replay_log(struct dmr_replay *r, struct dmr_map *m,
-		   struct dmr_log_pos *pos)
+int dmr_replay_heads(struct dmr_replay *r, struct dmr_map *m,
+		     struct dmr_log_pos *pos, unsigned int nr, u64 *seq)
 {
 	const struct dmr_geometry *geo = r->geo;
-	struct dmr_unit *u = r->unit;
-	u8 *buf = r->buf;
+	bool have[DMR_NR_HEADS] = {}, done[DMR_NR_HEADS] = {};
+	unsigned int h;
 
 	r->units = 0;
+	for (h = 0; h < DMR_NR_HEADS; h++)
+		r->head_stop[h] = DMR_LOG_END;
 	for (;;) {
-		u64 blk;
+		struct dmr_unit *u;
+		enum dmr_log_status st;
+		int next = -1;
 
-		if (pos->segment == DMR_NO_SEGMENT ||
-		    pos->segment >= geo->nr_segments) {
-			r->stop = DMR_LOG_END;
-			return 0;
+		for (h = 0; h < nr; h++) {
+			if (!done[h] && !have[h]) {
+				st = dmr_replay_peek(r, &pos[h], &r->unit[h]);
+				if (st == DMR_LOG_OK && r->unit[h].seq <= *seq)
+					st = DMR_LOG_STALE;
+				if (st != DMR_LOG_OK) {
+					r->head_stop[h] = st;
+					done[h] = true;
+					continue;
+				}
+				have[h] = true;
+			}
+			if (have[h] && r->unit[h].seq == *seq + 1)
+				next = h;
 		}
-		blk = geo->data_offset + (u64)pos->segment * geo->segment_blocks +
-		      pos->offset;
-		if (r->read(r->ctx, blk, 1, buf)) {
-			r->stop = DMR_LOG_READ_ERROR;
-			return 0;
-		}
-		r->stop = dmr_unit_decode(buf, blk, r->uuid, geo->logical_blocks, u);
-		if (r->stop != DMR_LOG_OK)
-			return 0;
-		if (u->seq != pos->seq + 1) {
-			r->stop = DMR_LOG_BAD_SEQ;
-			return 0;
-		}
-		if (pos->offset + 1 + u->nr_blocks > geo->segment_blocks ||
-		    u->next_segment == pos->segment) {
+		if (next < 0)
+			break;
+		h = next;
+		u = &r->unit[h];
+		have[h] = false;
+		if (pos[h].offset + 1 + u->nr_blocks > geo->segment_blocks ||
+		    u->next_segment == pos[h].segment) {
+			r->head_stop[h] = DMR_LOG_BAD_COUNTS;
 			r->stop = DMR_LOG_BAD_COUNTS;
 			return -EINVAL;
 		}
-		if (u->nr_blocks) {
-			if (r->read(r->ctx, blk + 1, u->nr_blocks, buf)) {
-				r->stop = DMR_LOG_READ_ERROR;
-				return 0;
-			}
-			if (dmr_data_csum(buf, u->nr_blocks) != u->data_csum) {
-				r->stop = DMR_LOG_BAD_DATA;
-				return 0;
-			}
+		st = dmr_replay_data(r, u);
+		if (st != DMR_LOG_OK) {
+			r->head_stop[h] = st;
+			done[h] = true;
+			break;
 		}
-		dmr_unit_apply(m, u, pos->segment, pos->offset);
+		dmr_unit_apply(m, u, pos[h].segment, pos[h].offset);
 		r->units++;
-		pos->seq = u->seq;
-		pos->next_segment = u->next_segment;
-		dmr_log_advance(pos, 1 + u->nr_blocks, geo->segment_blocks);
+		*seq = u->seq;
+		if (u->next_segment != DMR_NO_SEGMENT)
+			pos[h].next_segment = u->next_segment;
+		dmr_log_advance(&pos[h], 1 + u->nr_blocks, geo->segment_blocks);
 	}
+	/* a head holding a later unit: the one before it is missing */
+	for (h = 0; h < nr; h++)
+		if (have[h])
+			r->head_stop[h] = DMR_LOG_BAD_SEQ;
+	r->stop = r->head_stop[0];
+	for (h = 0; h < nr; h++) {
+		if (!dmr_log_stop_benign(r->head_stop[h])) {
+			r->stop = r->head_stop[h];
+			break;
+		}
+	}
+	return 0;
+}
+
+/**
+ * dmr_replay_log() - roll a single chain forward
+ * @r: see dmr_replay_heads()
+ * @m: the map
+ * @pos: the chain's position; @pos->seq is the last sequence number applied
+ *
+ * Return: see dmr_replay_heads().
+ */
+int dmr_replay_log(struct dmr_replay *r, struct dmr_map *m,
+		   struct dmr_log_pos *pos)
+{
+	return dmr_replay_heads(r, m, pos, 1, &pos->seq);
 }

@@ -18,9 +18,11 @@
  * @blocknr: device block of its summary
  * @next_segment: segment the log continues in
  * @data_csum: checksum of the data blocks (set by encode / decode)
+ * @flags: DMR_UNIT_RELOC for a relocation unit
  * @nr_blocks: data blocks
  * @nr_discards: discard extents
  * @lba: logical block of each data block
+ * @src: relocation units: data-area block each data block was copied from
  * @discard: (first, count) of each discard extent
  */
 struct dmr_unit {
@@ -28,9 +30,11 @@ struct dmr_unit {
 	u64 blocknr;
 	u32 next_segment;
 	u32 data_csum;
+	u32 flags;
 	u32 nr_blocks;
 	u32 nr_discards;
 	u32 lba[DMR_SUMMARY_WORDS];
+	u32 src[DMR_SUMMARY_WORDS / 2];
 	u32 discard[DMR_SUMMARY_WORDS / 2][2];
 };
 
@@ -45,13 +49,15 @@ enum dmr_log_status {
 	DMR_LOG_BAD_DATA,	/* data blocks torn */
 	DMR_LOG_READ_ERROR,
 	DMR_LOG_END,		/* the log ran out of segments */
+	DMR_LOG_STALE,		/* a unit of an earlier use of the segment */
 	DMR_LOG_NR_STATUS,
 };
 
 const char *dmr_log_strerror(enum dmr_log_status st);
 
 /* Unit builder (the writer side). */
-void dmr_unit_reset(struct dmr_unit *u);
+void dmr_unit_reset(struct dmr_unit *u, u32 flags);
+u32 dmr_unit_block_words(const struct dmr_unit *u);
 bool dmr_unit_room(const struct dmr_unit *u, u32 words);
 u32 dmr_data_csum(const void *data, u32 nr_blocks);
 void dmr_unit_encode(struct dmr_unit *u, const u8 *uuid, const void *data,
@@ -64,32 +70,12 @@ dmr_unit_decode(const void *block, u64 blocknr, const u8 *uuid,
 		u64 nr_logical, struct dmr_unit *u);
 
 /**
- * struct dmr_ckpt - decoded checkpoint header
- */
-struct dmr_ckpt {
-	u32 flags;
-	u64 seq;
-	u64 log_seq;
-	u64 blocknr;
-	u32 log_segment;
-	u32 log_offset;
-	u32 next_segment;
-	u32 crc_csum;
-	u32 segtab_csum;
-	u64 mapped_blocks;
-};
-
-void dmr_ckpt_encode(const struct dmr_ckpt *c, const u8 *uuid, void *block);
-enum dmr_log_status __must_check
-dmr_ckpt_decode(const void *block, u64 blocknr, const u8 *uuid,
-		struct dmr_ckpt *c);
-
-/**
- * struct dmr_log_pos - where the log goes on
- * @segment: segment of the next unit (DMR_NO_SEGMENT: out of space)
+ * struct dmr_log_pos - where a log head goes on
+ * @segment: segment of the head's next unit (DMR_NO_SEGMENT: none)
  * @offset: block in @segment of the next unit's summary
- * @next_segment: segment after @segment
- * @seq: sequence number of the last unit applied or written
+ * @next_segment: segment reserved to go on in (DMR_NO_SEGMENT: none yet)
+ * @seq: single-chain replay (dmr_replay_log()): sequence number of the
+ *	last unit applied; unused elsewhere
  */
 struct dmr_log_pos {
 	u32 segment;
@@ -97,6 +83,28 @@ struct dmr_log_pos {
 	u32 next_segment;
 	u64 seq;
 };
+
+/**
+ * struct dmr_ckpt - decoded checkpoint header (see struct dmr_disk_ckpt)
+ */
+struct dmr_ckpt {
+	u32 flags;
+	u64 seq;
+	u64 log_seq;
+	u64 blocknr;
+	struct dmr_log_pos heads[DMR_NR_HEADS];
+	u32 crc_csum;
+	u32 segtab_csum;
+	u64 mapped_blocks;
+	u64 user_blocks;
+	u64 log_blocks;
+	u64 gc_moved;
+};
+
+void dmr_ckpt_encode(const struct dmr_ckpt *c, const u8 *uuid, void *block);
+enum dmr_log_status __must_check
+dmr_ckpt_decode(const void *block, u64 blocknr, const u8 *uuid,
+		struct dmr_ckpt *c);
 
 void dmr_log_advance(struct dmr_log_pos *pos, u32 unit_blocks, u32 seg_blocks);
 
@@ -118,9 +126,12 @@ typedef int (*dmr_read_fn)(void *ctx, u64 blocknr, u32 nr, void *buf);
  * @read: block reader
  * @ctx: passed to @read
  * @buf: scratch space of @geo->segment_blocks blocks
- * @unit: scratch unit
+ * @unit: scratch units, one per head replayed
  * @units: units applied (out)
- * @stop: why replay stopped (out)
+ * @stop: why replay stopped (out): the first head, in head order, that
+ *	stopped on something else than the normal end of a chain (no unit,
+ *	out of segments, a stale unit), else head 0's reason
+ * @head_stop: why each head's chain ended (out)
  */
 struct dmr_replay {
 	const struct dmr_geometry *geo;
@@ -131,10 +142,16 @@ struct dmr_replay {
 	struct dmr_unit *unit;
 	u64 units;
 	enum dmr_log_status stop;
+	enum dmr_log_status head_stop[DMR_NR_HEADS];
 };
+
+bool dmr_log_stop_benign(enum dmr_log_status st);
 
 void dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u, u32 segment,
 		    u32 offset);
+int __must_check dmr_replay_heads(struct dmr_replay *r, struct dmr_map *m,
+				  struct dmr_log_pos *pos, unsigned int nr,
+				  u64 *seq);
 int __must_check dmr_replay_log(struct dmr_replay *r, struct dmr_map *m,
 				struct dmr_log_pos *pos);
 

@@ -3,8 +3,10 @@
  * dm-remap map and segment accounting.
  *
  * Pure code (see dmr-pure.h); locking is the caller's (see dmr-map.h).
- * Invariant kept by every function here: the sum of the segments' valid
- * counts equals @mapped, and equals the number of non-zero map entries.
+ * Invariants kept by every function here (dmr_map_consistent()): the sum
+ * of the segments' valid counts equals @mapped, and equals the number of
+ * non-zero map entries; @nr_free and @nr_prefree count the free and
+ * prefree segments.
  */
 #include "dmr-map.h"
 
@@ -18,7 +20,8 @@
  * @seg_blocks: blocks per segment
  * @dirty: one byte per map block (DIV_ROUND_UP(@nr_logical, 1024))
  *
- * Every map block starts dirty for both checkpoint slots.
+ * Every map block starts dirty for both checkpoint slots, every segment
+ * free, and segment states are tracked.
  */
 void dmr_map_init(struct dmr_map *m, u32 *l2p, u64 nr_logical,
 		  struct dmr_seg *segs, u32 nr_segs, u32 seg_blocks, u8 *dirty)
@@ -32,6 +35,10 @@ void dmr_map_init(struct dmr_map *m, u32 *l2p, u64 nr_logical,
 	m->dirty = dirty;
 	m->nr_map_blocks = div64_u64(nr_logical + DMR_MAP_ENTRIES_PER_BLOCK - 1,
 				     DMR_MAP_ENTRIES_PER_BLOCK);
+	m->ckpt_seq = 0;
+	m->nr_free = nr_segs;
+	m->nr_prefree = 0;
+	m->track = true;
 	memset(l2p, 0, nr_logical * sizeof(*l2p));
 	memset(segs, 0, (size_t)nr_segs * sizeof(*segs));
 	memset(dirty, DMR_DIRTY_ALL, m->nr_map_blocks);
@@ -48,12 +55,32 @@ u32 dmr_map_get(const struct dmr_map *m, u64 lba)
 	return m->l2p[lba];
 }
 
+/*
+ * A sealed segment that just lost its last valid block waits for the
+ * reuse rule: DMR_REUSE_CHECKPOINTS checkpoints from now (see
+ * dmr_seg_reusable()).
+ */
+static void dmr_seg_prefree(struct dmr_map *m, struct dmr_seg *s)
+{
+	s->flags |= DMR_SEG_PREFREE;
+	s->free_after = m->ckpt_seq + DMR_REUSE_CHECKPOINTS;
+	m->nr_prefree++;
+}
+
+static bool dmr_seg_empty_sealed(const struct dmr_seg *s)
+{
+	return !s->valid &&
+	       (s->flags & (DMR_SEG_USED | DMR_SEG_OPEN | DMR_SEG_PREFREE)) == DMR_SEG_USED;
+}
+
 static void dmr_map_drop(struct dmr_map *m, u32 entry)
 {
 	struct dmr_seg *s = &m->segs[dmr_pba_segment(m, entry - 1)];
 
 	s->valid--;
 	m->mapped--;
+	if (m->track && dmr_seg_empty_sealed(s))
+		dmr_seg_prefree(m, s);
 }
 
 /**
@@ -86,6 +113,29 @@ void dmr_map_unmap(struct dmr_map *m, u64 lba)
 	dmr_map_drop(m, old);
 	m->l2p[lba] = DMR_UNMAPPED;
 	dmr_map_dirty(m, lba);
+}
+
+/**
+ * dmr_move_commit() - commit a relocation of one block
+ * @m: the map
+ * @lba: logical block moved
+ * @src: data-area block the copy was read from
+ * @dst: data-area block the copy was written to
+ *
+ * The move rule: a move commits only if the map still points at the copy
+ * it was made from.  A write or discard of @lba that landed after the copy
+ * was read (at run time), or whose unit comes before the relocation unit
+ * in the log (at replay), has changed the map, and it wins.  Replay of a
+ * relocation unit uses this same function, so the rule holds there too.
+ *
+ * Return: true if @lba now points at @dst.
+ */
+bool dmr_move_commit(struct dmr_map *m, u64 lba, u32 src, u32 dst)
+{
+	if (m->l2p[lba] != src + 1)
+		return false;
+	dmr_map_set(m, lba, dst);
+	return true;
 }
 
 /**
@@ -142,56 +192,185 @@ int dmr_map_recount(struct dmr_map *m)
 }
 
 /**
- * dmr_map_consistent() - check the accounting invariant
- * @m: the map
+ * dmr_map_load_states() - rebuild segment states after a load
+ * @m: the map, with valid counts, DMR_SEG_USED as loaded and replayed, and
+ *	DMR_SEG_OPEN set on the heads' segments; @m->ckpt_seq the checkpoint
+ *	loaded
  *
- * Return: true if the valid counts match the map entry by entry.
+ * A sealed empty segment found at load may still be reachable from the
+ * other checkpoint slot, so it waits for the reuse rule like one emptied
+ * at run time.  Tracking is switched on.
  */
-bool dmr_map_consistent(const struct dmr_map *m)
+void dmr_map_load_states(struct dmr_map *m)
 {
-	u64 lba, sum = 0, nonzero = 0;
-	u32 s;
+	u32 i;
 
-	for (s = 0; s < m->nr_segs; s++)
-		sum += m->segs[s].valid;
-	for (lba = 0; lba < m->nr_logical; lba++)
-		nonzero += m->l2p[lba] != DMR_UNMAPPED;
-	return sum == m->mapped && nonzero == m->mapped;
+	m->nr_free = 0;
+	m->nr_prefree = 0;
+	m->track = true;
+	for (i = 0; i < m->nr_segs; i++) {
+		struct dmr_seg *s = &m->segs[i];
+
+		s->flags &= DMR_SEG_DISK_FLAGS | DMR_SEG_OPEN;
+		if (dmr_seg_is_free(s))
+			m->nr_free++;
+		else if (dmr_seg_empty_sealed(s))
+			dmr_seg_prefree(m, s);
+	}
 }
 
 /**
- * dmr_seg_alloc() - choose a segment to write next
+ * dmr_map_consistent() - check the accounting invariants
+ * @m: the map
+ *
+ * Return: true if the valid counts match the map entry by entry, and the
+ * free and prefree counts match the segment states.
+ */
+bool dmr_map_consistent(const struct dmr_map *m)
+{
+	u64 lba, sum = 0, nonzero = 0, prefree = 0;
+	u32 s;
+
+	for (s = 0; s < m->nr_segs; s++) {
+		const struct dmr_seg *g = &m->segs[s];
+
+		sum += g->valid;
+		if (g->flags & DMR_SEG_PREFREE) {
+			if (g->valid || !(g->flags & DMR_SEG_USED) ||
+			    (g->flags & DMR_SEG_OPEN))
+				return false;
+			prefree++;
+		}
+		if (g->valid > m->seg_blocks)
+			return false;
+	}
+	for (lba = 0; lba < m->nr_logical; lba++)
+		nonzero += m->l2p[lba] != DMR_UNMAPPED;
+	return sum == m->mapped && nonzero == m->mapped &&
+	       prefree == m->nr_prefree && dmr_seg_free_count(m) == m->nr_free;
+}
+
+/* Return: true if @s may be handed to a head. */
+bool dmr_seg_is_free(const struct dmr_seg *s)
+{
+	return !(s->flags & (DMR_SEG_USED | DMR_SEG_OPEN));
+}
+
+/**
+ * dmr_seg_alloc() - reserve a free segment for a head
  * @m: the map
  * @cursor: where the previous search ended; advanced
- * @busy1: segment that must not be chosen (the open one), or DMR_NO_SEGMENT
- * @busy2: another one (the one already chosen to follow), or DMR_NO_SEGMENT
  *
- * Only segments never written since format are handed out: without
- * garbage collection nothing that recovery might still read is ever
- * overwritten.
+ * The segment becomes open (DMR_SEG_OPEN): no one else gets it, and GC
+ * never collects it, until the head seals it.  Free segments are only
+ * those never written since format or freed under the reuse rule, so
+ * nothing that recovery might still read is ever handed out.
  *
  * Return: a segment number, or DMR_NO_SEGMENT when none is free.
  */
-u32 dmr_seg_alloc(const struct dmr_map *m, u32 *cursor, u32 busy1, u32 busy2)
+u32 dmr_seg_alloc(struct dmr_map *m, u32 *cursor)
 {
 	u32 i, s;
 
+	if (!m->nr_free)
+		return DMR_NO_SEGMENT;
 	for (i = 0; i < m->nr_segs; i++) {
 		s = (*cursor + i) % m->nr_segs;
-		if (!(m->segs[s].flags & DMR_SEG_USED) && s != busy1 && s != busy2) {
+		if (dmr_seg_is_free(&m->segs[s])) {
 			*cursor = (s + 1) % m->nr_segs;
+			m->segs[s].flags |= DMR_SEG_OPEN;
+			m->nr_free--;
 			return s;
 		}
 	}
 	return DMR_NO_SEGMENT;
 }
 
-/* Return: segments never written since format. */
+/**
+ * dmr_seg_open() - a head starts writing a segment
+ * @m: the map
+ * @seg: a segment reserved by dmr_seg_alloc() (or free, at format)
+ * @seq: sequence number of its first unit: its age from now on
+ */
+void dmr_seg_open(struct dmr_map *m, u32 seg, u64 seq)
+{
+	struct dmr_seg *s = &m->segs[seg];
+
+	if (dmr_seg_is_free(s))
+		m->nr_free--;
+	s->flags |= DMR_SEG_USED | DMR_SEG_OPEN;
+	s->seq = seq;
+}
+
+/**
+ * dmr_seg_seal() - a head is done with a segment
+ * @m: the map
+ * @seg: a segment the head opened, or only reserved
+ *
+ * A segment the head wrote becomes sealed, and GC may collect it (at once
+ * prefree if nothing in it is valid any more); one it only reserved is
+ * free again.
+ */
+void dmr_seg_seal(struct dmr_map *m, u32 seg)
+{
+	struct dmr_seg *s = &m->segs[seg];
+
+	s->flags &= ~DMR_SEG_OPEN;
+	if (!(s->flags & DMR_SEG_USED))
+		m->nr_free++;
+	else if (m->track && dmr_seg_empty_sealed(s))
+		dmr_seg_prefree(m, s);
+}
+
+/**
+ * dmr_seg_reusable() - the reuse rule
+ * @s: a segment
+ * @ckpt_seq: sequence number of the last checkpoint completed
+ * @readers: reads sent down to the segment and not yet completed
+ *
+ * A segment may be written again only when nothing that recovery could
+ * read points into it, and no read is still in flight to it:
+ *
+ * - it is empty and sealed (prefree): no map entry points into it, no head
+ *   appends to it;
+ * - DMR_REUSE_CHECKPOINTS checkpoints completed since it emptied, so both
+ *   checkpoint slots hold a map in which nothing points into it, and
+ *   neither slot's log positions (taken after it was sealed) lead into
+ *   it: no load, from either slot, reads it through the map or replays a
+ *   unit from it.  Each of those checkpoints first made every unit written
+ *   before it durable, so the relocation units that emptied it cannot be
+ *   lost either;
+ * - @readers is zero.
+ *
+ * Stale units left in it are never taken for new ones: sequence numbers
+ * only grow (dmr_seq_after_recovery()), and replay wants the exact next one.
+ *
+ * Return: true if @s may be freed.
+ */
+bool dmr_seg_reusable(const struct dmr_seg *s, u64 ckpt_seq, u32 readers)
+{
+	return (s->flags & DMR_SEG_PREFREE) && !s->valid &&
+	       ckpt_seq >= s->free_after && !readers;
+}
+
+/* A prefree segment that passed dmr_seg_reusable() becomes free. */
+void dmr_seg_make_free(struct dmr_map *m, u32 seg)
+{
+	struct dmr_seg *s = &m->segs[seg];
+
+	s->flags &= ~(DMR_SEG_USED | DMR_SEG_PREFREE | DMR_SEG_NOGC | DMR_SEG_MEM);
+	s->seq = 0;
+	s->free_after = 0;
+	m->nr_prefree--;
+	m->nr_free++;
+}
+
+/* Return: free segments, counted one by one (a check of @nr_free). */
 u32 dmr_seg_free_count(const struct dmr_map *m)
 {
 	u32 s, n = 0;
 
 	for (s = 0; s < m->nr_segs; s++)
-		n += !(m->segs[s].flags & DMR_SEG_USED);
+		n += dmr_seg_is_free(&m->segs[s]);
 	return n;
 }

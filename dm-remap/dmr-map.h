@@ -18,14 +18,36 @@
 
 #define DMR_UNMAPPED	0U
 
+/*
+ * Segment states.  DMR_SEG_USED is the only flag on disk; the others live
+ * in memory and are rebuilt at load (dmr_map_load_states()).
+ *
+ *   free      not USED, not OPEN: may be handed to a head
+ *   open      OPEN: a head's current segment, or the one it reserved to go
+ *             on in; never collected, never handed out again
+ *   sealed    USED only: a head left it; GC may collect it
+ *   prefree   USED | PREFREE: sealed and empty; free again once the reuse
+ *             rule allows (dmr_seg_reusable())
+ */
+#define DMR_SEG_OPEN	0x100U	/* a head's segment, or reserved by one */
+#define DMR_SEG_MEM	0x200U	/* its blocks are read from memory (set by the glue) */
+#define DMR_SEG_PREFREE	0x400U	/* empty, waiting for the reuse rule */
+#define DMR_SEG_NOGC	0x800U	/* collection found it inconsistent: never again */
+#define DMR_SEG_DISK_FLAGS	DMR_SEG_USED
+
+/* Checkpoints that must complete after a segment empties before its reuse. */
+#define DMR_REUSE_CHECKPOINTS	2U
+
 /**
  * struct dmr_seg - in-memory segment table entry
- * @seq: log sequence number of the first unit written to the segment
+ * @seq: log sequence number of the first unit of its current use
+ * @free_after: prefree: checkpoint sequence number from which it may be reused
  * @valid: mapped logical blocks whose data lives in the segment
- * @flags: DMR_SEG_USED once anything was written to it
+ * @flags: DMR_SEG_*
  */
 struct dmr_seg {
 	u64 seq;
+	u64 free_after;
 	u32 valid;
 	u32 flags;
 };
@@ -45,6 +67,11 @@ struct dmr_seg {
  * @dirty: per map block (DMR_MAP_ENTRIES_PER_BLOCK entries), the slots
  *	whose copy of that block is out of date
  * @nr_map_blocks: entries in @dirty
+ * @ckpt_seq: sequence number of the last checkpoint completed (the reuse
+ *	rule counts checkpoints from it)
+ * @nr_free: free segments
+ * @nr_prefree: prefree segments
+ * @track: keep segment states as blocks are dropped (off while loading)
  */
 struct dmr_map {
 	u32 *l2p;
@@ -55,6 +82,10 @@ struct dmr_map {
 	u64 mapped;
 	u8 *dirty;
 	u64 nr_map_blocks;
+	u64 ckpt_seq;
+	u32 nr_free;
+	u32 nr_prefree;
+	bool track;
 };
 
 void dmr_map_init(struct dmr_map *m, u32 *l2p, u64 nr_logical,
@@ -62,10 +93,18 @@ void dmr_map_init(struct dmr_map *m, u32 *l2p, u64 nr_logical,
 u32 dmr_map_get(const struct dmr_map *m, u64 lba);
 void dmr_map_set(struct dmr_map *m, u64 lba, u32 pba);
 void dmr_map_unmap(struct dmr_map *m, u64 lba);
+bool dmr_move_commit(struct dmr_map *m, u64 lba, u32 src, u32 dst);
 u32 dmr_map_run(const struct dmr_map *m, u64 lba, u32 max, u32 *first);
 int __must_check dmr_map_recount(struct dmr_map *m);
+void dmr_map_load_states(struct dmr_map *m);
 bool dmr_map_consistent(const struct dmr_map *m);
-u32 dmr_seg_alloc(const struct dmr_map *m, u32 *cursor, u32 busy1, u32 busy2);
+
+bool dmr_seg_is_free(const struct dmr_seg *s);
+u32 dmr_seg_alloc(struct dmr_map *m, u32 *cursor);
+void dmr_seg_open(struct dmr_map *m, u32 seg, u64 seq);
+void dmr_seg_seal(struct dmr_map *m, u32 seg);
+bool dmr_seg_reusable(const struct dmr_seg *s, u64 ckpt_seq, u32 readers);
+void dmr_seg_make_free(struct dmr_map *m, u32 seg);
 u32 dmr_seg_free_count(const struct dmr_map *m);
 
 static inline u32 dmr_pba_segment(const struct dmr_map *m, u32 pba)

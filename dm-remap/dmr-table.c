@@ -53,7 +53,33 @@ static const struct dmr_opt_desc dmr_opts[DMR_OPT_NR] = {
 		.err_range = "checkpoint_interval out of range (1 to 86400 seconds)",
 		.err_dup = "Duplicate optional argument checkpoint_interval",
 	},
+	[DMR_OPT_NO_DISCARD_PASSDOWN] = {
+		.name = "no_discard_passdown",
+		.err_dup = "Duplicate optional argument no_discard_passdown",
+	},
+	[DMR_OPT_GC_LOW] = {
+		.name = "gc_low",
+		.nr_values = 1,
+		.min = 1,
+		.max = DMR_MAX_GC_WATERMARK,
+		.err_missing = "Missing value for gc_low",
+		.err_invalid = "Invalid gc_low (not a number)",
+		.err_range = "gc_low out of range (1 to 2147483647 segments)",
+		.err_dup = "Duplicate optional argument gc_low",
+	},
+	[DMR_OPT_GC_HIGH] = {
+		.name = "gc_high",
+		.nr_values = 1,
+		.min = 1,
+		.max = DMR_MAX_GC_WATERMARK,
+		.err_missing = "Missing value for gc_high",
+		.err_invalid = "Invalid gc_high (not a number)",
+		.err_range = "gc_high out of range (1 to 2147483647 segments)",
+		.err_dup = "Duplicate optional argument gc_high",
+	},
 };
+
+static_assert(DMR_OPT_NR <= 32, "dmr_options_parse() keeps a 32-bit seen mask");
 
 /**
  * dmr_parse_u64() - strict decimal parse
@@ -111,6 +137,30 @@ static void dmr_opt_set(struct dmr_options *o, int id, u64 value)
 	case DMR_OPT_CHECKPOINT_INTERVAL:
 		o->checkpoint_interval = value;
 		break;
+	case DMR_OPT_NO_DISCARD_PASSDOWN:
+		o->no_discard_passdown = true;
+		break;
+	case DMR_OPT_GC_LOW:
+		o->gc_low = value;
+		break;
+	case DMR_OPT_GC_HIGH:
+		o->gc_high = value;
+		break;
+	}
+}
+
+/* The value of an option that takes one (see dmr_opt_desc.nr_values). */
+static u32 dmr_opt_value(const struct dmr_options *o, int id)
+{
+	switch (id) {
+	case DMR_OPT_CHECKPOINT_INTERVAL:
+		return o->checkpoint_interval;
+	case DMR_OPT_GC_LOW:
+		return o->gc_low;
+	case DMR_OPT_GC_HIGH:
+		return o->gc_high;
+	default:
+		return 0;
 	}
 }
 
@@ -217,9 +267,9 @@ int dmr_options_emit(const struct dmr_options *o, char *buf, size_t len)
 	for (i = 0; i < o->nr_given; i++) {
 		int id = o->order[i];
 
-		if (id == DMR_OPT_CHECKPOINT_INTERVAL)
+		if (dmr_opts[id].nr_values)
 			r = snprintf(buf + n, len - n, " %s %u",
-				     dmr_opts[id].name, o->checkpoint_interval);
+				     dmr_opts[id].name, dmr_opt_value(o, id));
 		else
 			r = snprintf(buf + n, len - n, " %s", dmr_opts[id].name);
 		if (r < 0 || (size_t)r >= len - n)

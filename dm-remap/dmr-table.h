@@ -13,18 +13,32 @@ enum dmr_opt_id {
 	DMR_OPT_READ_ONLY,
 	DMR_OPT_IGNORE_DISCARD,
 	DMR_OPT_CHECKPOINT_INTERVAL,
+	DMR_OPT_NO_DISCARD_PASSDOWN,
+	DMR_OPT_GC_LOW,
+	DMR_OPT_GC_HIGH,
 	DMR_OPT_NR,
 };
 
 /* Seconds between checkpoints unless the table says otherwise. */
 #define DMR_DEFAULT_CHECKPOINT_INTERVAL	30U
 #define DMR_MAX_CHECKPOINT_INTERVAL	86400U
+/*
+ * Largest GC watermark the parser takes, in free segments; the module then
+ * checks the watermarks against the device (dmr_gc_params_check()).
+ */
+#define DMR_MAX_GC_WATERMARK		0x7fffffffU
 
 /**
  * struct dmr_options - parsed optional arguments of a table line
  * @read_only: refuse every write, discard and flush-with-data
  * @ignore_discard: do not pass discards down (and do not advertise them)
  * @checkpoint_interval: seconds between periodic checkpoints
+ * @no_discard_passdown: do not discard the segments GC frees on the device
+ *	below (by default they are discarded when that device supports it)
+ * @gc_low: background GC starts below this many free segments (0: not
+ *	given, the device's default applies)
+ * @gc_high: background GC stops at this many free or prefree segments
+ *	(0: not given, the device's default applies)
  * @order: option ids in the order the table gave them, for re-emission
  * @nr_given: number of entries in @order
  */
@@ -32,6 +46,9 @@ struct dmr_options {
 	bool read_only;
 	bool ignore_discard;
 	u32 checkpoint_interval;
+	bool no_discard_passdown;
+	u32 gc_low;
+	u32 gc_high;
 	u8 order[DMR_OPT_NR];
 	u8 nr_given;
 };

@@ -8,8 +8,8 @@
  *   <start> <len> remap <dev> [<#opt args> <opt args>...]
  *
  * The device must have been formatted by `remapctl format`.  Writes,
- * discards and flushes go to the log writer (dmr-io.c); reads of data on
- * the device are remapped here directly.
+ * discards and flushes go to the worker (dmr-write.c); reads of data on
+ * the device are remapped directly (dmr-read.c).
  *
  * Locking: see dmr.h.  The constructor, destructor and suspend hooks run
  * with no I/O in flight; the statistics are atomics.  @dmr_instances_lock
@@ -64,6 +64,37 @@ static void dmr_clear_stats(struct dmr_stats *s)
 	atomic64_set(&s->flushes, 0);
 	atomic64_set(&s->short_units, 0);
 	atomic64_set(&s->discards, 0);
+	atomic64_set(&s->gc_runs, 0);
+	atomic64_set(&s->gc_moved, 0);
+	atomic64_set(&s->segs_freed, 0);
+	atomic64_set(&s->throttled, 0);
+}
+
+/* GC watermarks: the defaults for the device, or the table's. */
+static int dmr_gc_setup(struct dmr_target *rc, const char **error)
+{
+	struct dmr_gc_params p;
+	const char *why;
+
+	dmr_gc_params_default(rc->sb.geo.nr_segments, &p);
+	if (rc->opts.gc_low)
+		p.low = rc->opts.gc_low;
+	if (rc->opts.gc_high)
+		p.high = rc->opts.gc_high;
+	/* one watermark given: the other keeps its distance from it */
+	if (rc->opts.gc_low && !rc->opts.gc_high && p.high < p.low)
+		p.high = p.low + p.batch;
+	if (rc->opts.gc_high && !rc->opts.gc_low && p.low > p.high)
+		p.low = max(p.reserve, p.high - min(p.high, p.batch));
+	why = dmr_gc_params_check(rc->sb.geo.nr_segments, &p);
+	if (why) {
+		*error = why;
+		return -EINVAL;
+	}
+	rc->gc = p;
+	rc->discard_free = !rc->opts.no_discard_passdown &&
+			   bdev_max_discard_sectors(rc->dev->bdev);
+	return 0;
 }
 
 static int dmr_check_device(struct dmr_target *rc, struct dm_target *ti)
@@ -103,7 +134,7 @@ static int dmr_check_device(struct dmr_target *rc, struct dm_target *ti)
  *
  * Loads the device here, so that a bad device fails the table load with
  * its own message; but a reload of a live table only allocates here and
- * loads at preresume (rule 8 in dmr-io.c).
+ * loads at preresume (rule 8 in dmr-write.c).
  */
 static int dmr_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 {
@@ -151,6 +182,9 @@ static int dmr_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	r = dmr_io_init(rc, &err);
 	if (r)
 		goto bad_io;
+	r = dmr_gc_setup(rc, &err);
+	if (r)
+		goto bad_io;
 	rc->deferred = dmr_register(rc);
 	if (!rc->deferred) {
 		r = dmr_load(rc, &err);
@@ -163,6 +197,7 @@ static int dmr_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	ti->num_discard_bios = rc->opts.ignore_discard ? 0 : 1;
 	ti->discards_supported = !rc->opts.ignore_discard;
 	ti->num_write_zeroes_bios = 1;
+	ti->per_io_data_size = sizeof(struct dmr_per_bio);
 	ti->private = rc;
 	return 0;
 
@@ -247,7 +282,9 @@ static void dmr_resume(struct dm_target *ti)
 static int dmr_map(struct dm_target *ti, struct bio *bio)
 {
 	struct dmr_target *rc = ti->private;
+	struct dmr_per_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
 
+	pb->seg = DMR_NO_SEGMENT;	/* dmr_map_read() sets it */
 	switch (bio_op(bio)) {
 	case REQ_OP_READ:
 		if (!bio_sectors(bio)) {
@@ -278,6 +315,46 @@ static int dmr_map(struct dm_target *ti, struct bio *bio)
 	}
 }
 
+/* A remapped read completed: drop its count on the segment it read. */
+static int dmr_end_io(struct dm_target *ti, struct bio *bio, blk_status_t *error)
+{
+	struct dmr_target *rc = ti->private;
+	struct dmr_per_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
+
+	if (pb->seg != DMR_NO_SEGMENT) {
+		dmr_reader_put(rc, pb->seg);
+		pb->seg = DMR_NO_SEGMENT;
+	}
+	return DM_ENDIO_DONE;
+}
+
+static const char *dmr_gc_mode_name(int mode)
+{
+	switch (mode) {
+	case DMR_GC_MODE_BACKGROUND:
+		return "background";
+	case DMR_GC_MODE_URGENT:
+		return "urgent";
+	default:
+		return "idle";
+	}
+}
+
+/*
+ * Write amplification, log blocks over user blocks, with three decimals
+ * ("-" before any user write).
+ */
+static unsigned int dmr_emit_waf(char *buf, size_t len, u64 log, u64 user)
+{
+	u64 milli;
+
+	if (!user)
+		return scnprintf(buf, len, "-");
+	milli = div64_u64(log * 1000 + user / 2, user);
+	return scnprintf(buf, len, "%llu.%03llu", div64_u64(milli, 1000),
+			 milli - div64_u64(milli, 1000) * 1000);
+}
+
 static const char *dmr_mode_name(int mode)
 {
 	switch (mode) {
@@ -296,6 +373,9 @@ static const char *dmr_mode_name(int mode)
  *   <segments> <free segments> <user blocks written> <device blocks written>
  *   <flushes> <short units> <checkpoint seq> <replayed units>
  *   <map memory bytes> <superblock copies ok> <discards> <first error>
+ *   <gc state> <gc low> <gc high> <gc reserve> <prefree segments>
+ *   <gc runs> <gc blocks moved> <segments freed> <throttled writes>
+ *   <waf since load> <waf since format>
  */
 static void dmr_status(struct dm_target *ti, status_type_t type,
 		       unsigned int status_flags, char *result,
@@ -303,17 +383,20 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 {
 	struct dmr_target *rc = ti->private;
 	unsigned int sz = 0;
-	u32 free_segs;
-	char opts[128];
+	char opts[160], waf_load[32], waf_fmt[32];
+	struct dmr_gc_params p;
 
 	switch (type) {
 	case STATUSTYPE_INFO:
-		/*
-		 * No map_lock: the scan is O(segments) and would stall the
-		 * read path; segments only ever gain DMR_SEG_USED, so a racy
-		 * count is merely a moment old.
-		 */
-		free_segs = dmr_seg_free_count(&rc->map);
+		spin_lock(&rc->map_lock);
+		p = rc->gc;
+		spin_unlock(&rc->map_lock);
+		/* the worker's totals, read racily: a moment old at worst */
+		dmr_emit_waf(waf_load, sizeof(waf_load),
+			     atomic64_read(&rc->stats.device_blocks),
+			     atomic64_read(&rc->stats.user_blocks));
+		dmr_emit_waf(waf_fmt, sizeof(waf_fmt), READ_ONCE(rc->total_log),
+			     READ_ONCE(rc->total_user));
 		DMEMIT("%s %u %llu %llu %llu %u %lld %lld %lld %lld %llu %llu %llu %u %lld %d",
 		       dmr_mode_name(READ_ONCE(rc->mode)),
 		       rc->sb.version,
@@ -321,7 +404,7 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 		       (unsigned long long)rc->sb.geo.segment_blocks *
 				DMR_SECTORS_PER_BLOCK,
 		       (unsigned long long)rc->sb.geo.nr_segments,
-		       free_segs,
+		       READ_ONCE(rc->map.nr_free),
 		       (long long)atomic64_read(&rc->stats.user_blocks),
 		       (long long)atomic64_read(&rc->stats.device_blocks),
 		       (long long)atomic64_read(&rc->stats.flushes),
@@ -332,6 +415,14 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 		       rc->sb_copies_valid,
 		       (long long)atomic64_read(&rc->stats.discards),
 		       READ_ONCE(rc->first_error));
+		DMEMIT(" %s %u %u %u %u %lld %lld %lld %lld %s %s",
+		       dmr_gc_mode_name(READ_ONCE(rc->gc_mode)),
+		       p.low, p.high, p.reserve, READ_ONCE(rc->map.nr_prefree),
+		       (long long)atomic64_read(&rc->stats.gc_runs),
+		       (long long)atomic64_read(&rc->stats.gc_moved),
+		       (long long)atomic64_read(&rc->stats.segs_freed),
+		       (long long)atomic64_read(&rc->stats.throttled),
+		       waf_load, waf_fmt);
 		break;
 	case STATUSTYPE_TABLE:
 		DMEMIT("%s", rc->dev->name);
@@ -350,6 +441,32 @@ static int dmr_message(struct dm_target *ti, unsigned int argc, char **argv,
 
 	if (argc == 1 && !strcasecmp(argv[0], "clear_stats")) {
 		dmr_clear_stats(&rc->stats);
+		return 0;
+	}
+	if (argc == 2 && (!strcasecmp(argv[0], "gc_low") ||
+			  !strcasecmp(argv[0], "gc_high"))) {
+		struct dmr_gc_params p;
+		const char *why;
+		u64 v;
+
+		if (dmr_parse_u64(argv[1], &v) || !v || v > INT_MAX) {
+			DMWARN("%s: invalid %s value '%s'", rc->dev->name, argv[0], argv[1]);
+			return -EINVAL;
+		}
+		spin_lock(&rc->map_lock);
+		p = rc->gc;
+		if (!strcasecmp(argv[0], "gc_low"))
+			p.low = v;
+		else
+			p.high = v;
+		why = dmr_gc_params_check(rc->sb.geo.nr_segments, &p);
+		if (!why)
+			rc->gc = p;
+		spin_unlock(&rc->map_lock);
+		if (why) {
+			DMWARN("%s: %s", rc->dev->name, why);
+			return -EINVAL;
+		}
 		return 0;
 	}
 	if (argc == 1 && !strcasecmp(argv[0], "checkpoint")) {
@@ -395,11 +512,12 @@ static void dmr_io_hints(struct dm_target *ti, struct queue_limits *limits)
 
 static struct target_type dmr_target_type = {
 	.name = "remap",
-	.version = {0, 3, 0},
+	.version = {0, 4, 0},
 	.module = THIS_MODULE,
 	.ctr = dmr_ctr,
 	.dtr = dmr_dtr,
 	.map = dmr_map,
+	.end_io = dmr_end_io,
 	.status = dmr_status,
 	.message = dmr_message,
 	.preresume = dmr_preresume,

@@ -59,7 +59,7 @@ static void dmr_test_parse_u64(struct kunit *test)
 /* ------------------------------------------------------------------ */
 /* table-line options */
 
-#define DMR_MAX_WORDS 8
+#define DMR_MAX_WORDS 12
 
 /**
  * struct dmr_opt_case - one optional-argument list
@@ -68,12 +68,17 @@ static void dmr_test_parse_u64(struct kunit *test)
  * @read_only: expected flag
  * @ignore_discard: expected flag
  * @interval: expected checkpoint interval
+ * @no_passdown: expected no_discard_passdown flag
+ * @gc_low: expected gc_low (0: not given)
+ * @gc_high: expected gc_high (0: not given)
  */
 struct dmr_opt_case {
 	const char *words[DMR_MAX_WORDS];
 	const char *error;
 	bool read_only, ignore_discard;
 	u32 interval;
+	bool no_passdown;
+	u32 gc_low, gc_high;
 };
 
 static const struct dmr_opt_case dmr_opt_cases[] = {
@@ -113,6 +118,43 @@ static const struct dmr_opt_case dmr_opt_cases[] = {
 	  "Duplicate optional argument checkpoint_interval" },
 	{ { "2", "read_only", "checkpoint_interval", NULL },
 	  "Missing value for checkpoint_interval" },
+	/* no_discard_passdown */
+	{ { "1", "no_discard_passdown", NULL }, NULL, false, false, 30, true },
+	{ { "2", "ignore_discard", "no_discard_passdown", NULL },
+	  NULL, false, true, 30, true },
+	{ { "2", "no_discard_passdown", "no_discard_passdown", NULL },
+	  "Duplicate optional argument no_discard_passdown" },
+	{ { "2", "no_discard_passdown", "1", NULL }, "Unrecognised optional argument" },
+	/* GC watermarks: the parser checks the range, the module the device */
+	{ { "2", "gc_low", "1", NULL }, NULL, false, false, 30, false, 1, 0 },
+	{ { "2", "gc_high", "2147483647", NULL },
+	  NULL, false, false, 30, false, 0, 2147483647 },
+	{ { "4", "gc_low", "12", "gc_high", "40", NULL },
+	  NULL, false, false, 30, false, 12, 40 },
+	{ { "4", "gc_high", "3", "gc_low", "9", NULL },
+	  NULL, false, false, 30, false, 9, 3 },	/* dmr_gc_params_check()'s job */
+	{ { "9", "gc_high", "8", "read_only", "gc_low", "007",
+	    "checkpoint_interval", "60", "no_discard_passdown", "ignore_discard", NULL },
+	  NULL, true, true, 60, true, 7, 8 },
+	{ { "1", "gc_low", NULL }, "Missing value for gc_low" },
+	{ { "1", "gc_high", NULL }, "Missing value for gc_high" },
+	{ { "2", "gc_high", "gc_low", NULL }, "Invalid gc_high (not a number)" },
+	{ { "2", "read_only", "gc_low", NULL }, "Missing value for gc_low" },
+	{ { "3", "gc_low", "4", "gc_high", NULL }, "Missing value for gc_high" },
+	{ { "2", "gc_low", "abc", NULL }, "Invalid gc_low (not a number)" },
+	{ { "2", "gc_low", "-1", NULL }, "Invalid gc_low (not a number)" },
+	{ { "2", "gc_high", "1e3", NULL }, "Invalid gc_high (not a number)" },
+	{ { "2", "gc_high", "99999999999999999999", NULL },
+	  "Invalid gc_high (not a number)" },
+	{ { "2", "gc_low", "0", NULL }, "gc_low out of range (1 to 2147483647 segments)" },
+	{ { "2", "gc_high", "0", NULL }, "gc_high out of range (1 to 2147483647 segments)" },
+	{ { "2", "gc_low", "2147483648", NULL },
+	  "gc_low out of range (1 to 2147483647 segments)" },
+	{ { "2", "gc_high", "4294967296", NULL },
+	  "gc_high out of range (1 to 2147483647 segments)" },
+	{ { "4", "gc_low", "4", "gc_low", "4", NULL }, "Duplicate optional argument gc_low" },
+	{ { "5", "gc_high", "9", "read_only", "gc_high", "9", NULL },
+	  "Duplicate optional argument gc_high" },
 };
 
 static void dmr_opt_desc(const struct dmr_opt_case *c, char *desc)
@@ -157,6 +199,9 @@ static void dmr_test_options(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, o.read_only, c->read_only);
 	KUNIT_EXPECT_EQ(test, o.ignore_discard, c->ignore_discard);
 	KUNIT_EXPECT_EQ(test, o.checkpoint_interval, c->interval);
+	KUNIT_EXPECT_EQ(test, o.no_discard_passdown, c->no_passdown);
+	KUNIT_EXPECT_EQ(test, o.gc_low, c->gc_low);
+	KUNIT_EXPECT_EQ(test, o.gc_high, c->gc_high);
 }
 
 /* Parsing then emitting gives back the words the table gave, in order. */
@@ -167,6 +212,13 @@ static void dmr_test_options_emit(struct kunit *test)
 		"2 ignore_discard read_only",
 		"4 checkpoint_interval 7 read_only ignore_discard",
 		"3 read_only checkpoint_interval 86400",
+		"1 no_discard_passdown",
+		"2 gc_low 5",
+		"4 gc_high 2147483647 gc_low 1",
+		"5 gc_low 4 no_discard_passdown gc_high 8",
+		"8 gc_high 8 checkpoint_interval 60 gc_low 7 no_discard_passdown read_only",
+		/* the longest line there is */
+		"9 read_only ignore_discard checkpoint_interval 86400 no_discard_passdown gc_low 2147483647 gc_high 2147483647",
 	};
 	char buf[128], copy[128], small[8];
 	unsigned int i;
@@ -222,8 +274,8 @@ static const struct dmr_geo_case dmr_geo_cases[] = {
 	{ 4303512319ULL, 256, 10, DMR_GEO_OK },
 	{ 4303512320ULL, 256, 10, DMR_GEO_TOO_LARGE },
 	{ 65536, 64, 3, DMR_GEO_OK },			/* smallest segment */
-	{ 1536, 256, 10, DMR_GEO_TOO_SMALL },		/* 6 MiB: too few segments */
-	{ 2048, 256, 10, DMR_GEO_OK },			/* 8 MiB: just enough */
+	{ 4096, 256, 10, DMR_GEO_TOO_SMALL },		/* 16 MiB: too few segments */
+	{ 4352, 256, 10, DMR_GEO_OK },			/* 17 MiB: just enough */
 	{ 100, 64, 10, DMR_GEO_TOO_SMALL },
 	{ 16384, 63, 10, DMR_GEO_BAD_SEGMENT_SIZE },
 	{ 16384, DMR_MAX_SEGMENT_BLOCKS + 1, 10, DMR_GEO_BAD_SEGMENT_SIZE },
@@ -325,9 +377,12 @@ static void dmr_test_default_segment(struct kunit *test)
  * @nr_segments: expected segments
  * @logical_blocks: expected logical blocks
  * @bytes: expected dmr_map_memory_bytes(), worked out by hand below as
- *	map (4 * logical) + segment table (16 * segments) + map block
- *	bookkeeping (5 * ceil(logical / 1024)) + two segment buffers
- *	(2 * 4096 * segment_blocks) + bounce buffer (64 * 4096)
+ *	map (4 * logical, logical = (segments - 8) * segment_blocks *
+ *	(100 - overprovision) / 100) + segment table and reader counts
+ *	((24 + 4) * segments) + map block bookkeeping
+ *	(5 * ceil(logical / 1024)) + five segment buffers (three heads, the
+ *	one in flight, GC's: 5 * 4096 * segment_blocks) + bounce buffer
+ *	(64 * 4096)
  * @over_int_max: the map alone is above INT_MAX bytes
  */
 struct dmr_mem_case {
@@ -339,20 +394,20 @@ struct dmr_mem_case {
 };
 
 static const struct dmr_mem_case dmr_mem_cases[] = {
-	/* 56216 + 1008 + 5 * 14 + 2097152 + 262144 */
-	{ "64 MiB", 16384, 256, 10, 63, 14054, 2416590ULL, false },
-	/* 2182865896 + 35162176 + 5 * 532927 + 2097152 + 262144 */
+	/* 50688 + 1764 + 5 * 13 + 5242880 + 262144 */
+	{ "64 MiB", 16384, 256, 10, 63, 12672, 5557541ULL, false },
+	/* 2182859936 + 61533808 + 5 * 532925 + 5242880 + 262144 */
 	{ "2.1 TiB, 3% overprovision", 563714457ULL, 256, 3,
-	  2197636, 545716474ULL, 2223052003ULL, true },
-	/* 2170007652 + 37673776 + 5 * 529788 + 2097152 + 262144 */
+	  2197636, 545714984ULL, 2252563393ULL, true },
+	/* 2170002124 + 65929108 + 5 * 529786 + 5242880 + 262144 */
 	{ "2.25 TiB", 603979776ULL, 256, 10,
-	  2354611, 542501913ULL, 2212689664ULL, true },
-	/* 7715775280 + 16744336 + 5 * 1883735 + 16777216 + 262144 */
+	  2354611, 542500531ULL, 2244085186ULL, true },
+	/* 7715731044 + 29302588 + 5 * 1883724 + 41943040 + 262144 */
 	{ "8 TiB, 8 MiB segments", 1ULL << 31, 2048, 10,
-	  1046521, 1928943820ULL, 7758977651ULL, true },
-	/* 15461879500 + 268435440 + 5 * 3774873 + 2097152 + 262144 */
+	  1046521, 1928932761ULL, 7796657436ULL, true },
+	/* 15461873968 + 469762020 + 5 * 3774872 + 5242880 + 262144 */
 	{ "largest, ~16 TiB", 4303512319ULL, 256, 10,
-	  16777215, 3865469875ULL, 15751548601ULL, true },
+	  16777215, 3865468492ULL, 15956015372ULL, true },
 };
 
 static void dmr_mem_desc(const struct dmr_mem_case *c, char *desc)
@@ -556,7 +611,8 @@ static const struct dmr_corrupt_case dmr_corrupt_cases[] = {
 	{ "checksum field", 9, 0x80, false, false, 0, DMR_SB_BAD_CSUM },
 	{ "payload bit", 100, 0x04, false, false, 0, DMR_SB_BAD_CSUM },
 	{ "reserved tail", 4095, 0x01, false, false, 0, DMR_SB_BAD_CSUM },
-	{ "version 2", 12, 2, true, true, 0, DMR_SB_BAD_VERSION },
+	{ "version 3", 12, 3, true, true, 0, DMR_SB_BAD_VERSION },
+	{ "version 1", 12, 1, true, true, 0, DMR_SB_BAD_VERSION },
 	{ "version 0", 12, 0, true, true, 0, DMR_SB_BAD_VERSION },
 	{ "incompat feature", 24, 0x01, true, true, 0, DMR_SB_BAD_FEATURES },
 	{ "block size 8192", 29, 0x20, true, true, 0, DMR_SB_BAD_BLOCK_SIZE },

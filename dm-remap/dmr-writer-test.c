@@ -73,7 +73,7 @@ static struct dmr_unit *dmr_tw_unit(struct kunit *test)
 
 	if (!u)
 		kunit_skip(test, "cannot allocate a unit");
-	dmr_unit_reset(u);
+	dmr_unit_reset(u, 0);
 	return u;
 }
 
@@ -127,7 +127,7 @@ static void dmr_test_discard_at_segment_end(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, dmr_seg_done(wp, TW_SEG_BLOCKS));
 	KUNIT_EXPECT_EQ(test, dmr_seal_action(false, wp, true), DMR_SEAL_FLIGHT);
 	/* a unit of discards only takes more until its summary is full */
-	dmr_unit_reset(u);
+	dmr_unit_reset(u, 0);
 	KUNIT_EXPECT_FALSE(test, dmr_discard_needs_seal(true, u));
 	KUNIT_EXPECT_FALSE(test, dmr_discard_needs_seal(false, u));
 	u->nr_discards = DMR_SUMMARY_WORDS / 2 - 1;
@@ -173,7 +173,7 @@ static void dmr_test_units_finish(struct kunit *test)
 	if (!seg)
 		kunit_skip(test, "cannot allocate a segment");
 	for (k = 0; k < ARRAY_SIZE(sizes); k++) {
-		dmr_unit_reset(u);
+		dmr_unit_reset(u, 0);
 		u->seq = 10 + k;
 		u->blocknr = 1000 + off;
 		u->next_segment = 7;
@@ -203,7 +203,7 @@ static void dmr_test_units_finish(struct kunit *test)
 		off += 1 + sizes[k];
 	}
 	/* the same unit encoded in one go is byte for byte the same */
-	dmr_unit_reset(u);
+	dmr_unit_reset(u, 0);
 	u->seq = 12;
 	u->blocknr = 1000 + 8;
 	u->next_segment = 7;
@@ -278,9 +278,92 @@ static void dmr_test_load_needs_recovery(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_CSUM));
 	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_SEQ));
 	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_DATA));
+	/* a unit of an earlier use of a reused segment is a normal end */
+	KUNIT_EXPECT_FALSE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_STALE));
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_UUID));
 	/* a marked (not clean) checkpoint always recovers: rule 7 */
 	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&dirty, 0, DMR_LOG_BAD_MAGIC));
 	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&dirty, 0, DMR_LOG_END));
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&dirty, 0, DMR_LOG_STALE));
+}
+
+/*
+ * Rule 4: after a crash the sequence resumes above every number the
+ * writer could have used since the checkpoint loaded, and the writer
+ * checkpoints before it could use more.
+ */
+static void dmr_test_seq_window(struct kunit *test)
+{
+	u64 ck = 1000, s;
+
+	/* the jump covers a whole window past the checkpoint... */
+	KUNIT_EXPECT_EQ(test, dmr_seq_after_recovery(ck, ck), ck + DMR_SEQ_WINDOW);
+	KUNIT_EXPECT_EQ(test, dmr_seq_after_recovery(ck, ck + 5), ck + DMR_SEQ_WINDOW);
+	/* ...and never goes back below what replay applied */
+	KUNIT_EXPECT_EQ(test, dmr_seq_after_recovery(ck, ck + DMR_SEQ_WINDOW + 9),
+			ck + DMR_SEQ_WINDOW + 9);
+	/* the writer stops at half the window, so a stale unit is always below */
+	KUNIT_EXPECT_FALSE(test, dmr_seq_window_full(ck, ck));
+	KUNIT_EXPECT_FALSE(test, dmr_seq_window_full(ck + DMR_SEQ_WINDOW / 2 - 1, ck));
+	KUNIT_EXPECT_TRUE(test, dmr_seq_window_full(ck + DMR_SEQ_WINDOW / 2, ck));
+	for (s = ck; s < ck + DMR_SEQ_WINDOW; s += DMR_SEQ_WINDOW / 7) {
+		if (dmr_seq_window_full(s, ck))
+			break;
+		KUNIT_EXPECT_LT(test, s, dmr_seq_after_recovery(ck, ck) + 1);
+	}
+}
+
+/* Rule 9: a head reserves its next segment before it can be done. */
+static void dmr_test_head_needs_next(struct kunit *test)
+{
+	const u32 S = 256;
+	u32 wp;
+
+	for (wp = 1; wp <= S; wp++) {
+		KUNIT_EXPECT_EQ(test, dmr_head_needs_next(DMR_NO_SEGMENT, wp, S),
+				dmr_seg_done(wp, S));
+		KUNIT_EXPECT_FALSE(test, dmr_head_needs_next(7, wp, S));
+	}
+	/* the last two blocks: a unit ending there leaves the segment done */
+	KUNIT_EXPECT_FALSE(test, dmr_head_needs_next(DMR_NO_SEGMENT, S - 2, S));
+	KUNIT_EXPECT_TRUE(test, dmr_head_needs_next(DMR_NO_SEGMENT, S - 1, S));
+}
+
+/* A relocation unit takes two summary words per block. */
+static void dmr_test_reloc_unit_room(struct kunit *test)
+{
+	struct dmr_unit *u = kunit_kzalloc(test, sizeof(*u), GFP_KERNEL);
+	u32 n;
+
+	KUNIT_ASSERT_NOT_NULL(test, u);
+	dmr_unit_reset(u, DMR_UNIT_RELOC);
+	KUNIT_EXPECT_EQ(test, dmr_unit_block_words(u), 2U);
+	n = dmr_write_chunk(u, 1, 4096, 4000);
+	KUNIT_EXPECT_EQ(test, n, DMR_SUMMARY_WORDS / 2);
+	u->nr_blocks = DMR_SUMMARY_WORDS / 2 - 1;
+	KUNIT_EXPECT_TRUE(test, dmr_unit_takes_block(true, u, 600, 4096));
+	u->nr_blocks++;
+	KUNIT_EXPECT_FALSE(test, dmr_unit_takes_block(true, u, 600, 4096));
+	dmr_unit_reset(u, 0);
+	KUNIT_EXPECT_EQ(test, dmr_write_chunk(u, 1, 4096, 4000), DMR_SUMMARY_WORDS);
+}
+
+/* Rule 10: which copies force another head's open unit closed. */
+static void dmr_test_copy_in_open_unit(struct kunit *test)
+{
+	const u32 S = 256, seg = 5, off = 40, wp = 60;
+	u32 base = seg * S;
+
+	/* the open unit's data blocks, off + 1 .. wp - 1 */
+	KUNIT_EXPECT_TRUE(test, dmr_copy_in_open_unit(base + off + 1 + 1, S, true, seg, off, wp));
+	KUNIT_EXPECT_TRUE(test, dmr_copy_in_open_unit(base + wp - 1 + 1, S, true, seg, off, wp));
+	/* its summary slot, closed units before it, free blocks after it */
+	KUNIT_EXPECT_FALSE(test, dmr_copy_in_open_unit(base + off + 1, S, true, seg, off, wp));
+	KUNIT_EXPECT_FALSE(test, dmr_copy_in_open_unit(base + off - 1 + 1, S, true, seg, off, wp));
+	KUNIT_EXPECT_FALSE(test, dmr_copy_in_open_unit(base + wp + 1, S, true, seg, off, wp));
+	/* another segment, or no open unit */
+	KUNIT_EXPECT_FALSE(test, dmr_copy_in_open_unit(base + S + off + 2, S, true, seg, off, wp));
+	KUNIT_EXPECT_FALSE(test, dmr_copy_in_open_unit(base + off + 2, S, false, seg, off, wp));
 }
 
 static struct kunit_case dmr_writer_cases[] = {
@@ -295,6 +378,10 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_ckpt_rearm),
 	KUNIT_CASE(dmr_test_ckpt_order),
 	KUNIT_CASE(dmr_test_load_needs_recovery),
+	KUNIT_CASE(dmr_test_seq_window),
+	KUNIT_CASE(dmr_test_head_needs_next),
+	KUNIT_CASE(dmr_test_reloc_unit_room),
+	KUNIT_CASE(dmr_test_copy_in_open_unit),
 	{}
 };
 

@@ -55,7 +55,8 @@ enum dmr_seal_action dmr_seal_action(bool flush, u32 unwritten, bool seg_done)
 bool dmr_unit_takes_block(bool unit_open, const struct dmr_unit *u, u32 wp,
 			  u32 seg_blocks)
 {
-	return unit_open && wp < seg_blocks && dmr_unit_room(u, 1);
+	return unit_open && wp < seg_blocks &&
+	       dmr_unit_room(u, dmr_unit_block_words(u));
 }
 
 /**
@@ -70,8 +71,9 @@ bool dmr_unit_takes_block(bool unit_open, const struct dmr_unit *u, u32 wp,
 u32 dmr_write_chunk(const struct dmr_unit *u, u32 wp, u32 seg_blocks, u32 want)
 {
 	u32 n = min(want, seg_blocks - wp);
+	u32 bw = dmr_unit_block_words(u);
 
-	return min(n, DMR_SUMMARY_WORDS - u->nr_blocks - 2 * u->nr_discards);
+	return min(n, (DMR_SUMMARY_WORDS - u->nr_blocks * bw - 2 * u->nr_discards) / bw);
 }
 
 /**
@@ -211,17 +213,85 @@ int dmr_ckpt_order(const enum dmr_log_status st[DMR_CKPT_SLOTS],
  * dmr_load_needs_recovery() - was the target stopped uncleanly?
  * @c: the checkpoint loaded
  * @units: log units replayed after it
- * @stop: why replay stopped
+ * @stop: why replay stopped (struct dmr_replay's @stop)
  *
  * A clean checkpoint is the last thing its instance wrote, and every
  * instance marks its loaded clean checkpoint not-clean before it accepts
- * a write (dmr-io.c, dmr_mark_dirty()), so after a clean checkpoint that
- * is still the newest nothing can follow: replay must find no unit and
- * stop at a block that was never a unit of this log.
+ * a write (dmr-ckpt.c, dmr_mark_dirty()), so after a clean checkpoint that
+ * is still the newest nothing can follow: replay must find no unit, and
+ * every head's chain must end normally (dmr_log_stop_benign(): a block
+ * that never held a unit, or a unit of an earlier use of its segment).
  */
 bool dmr_load_needs_recovery(const struct dmr_ckpt *c, u64 units,
 			     enum dmr_log_status stop)
 {
-	return !(c->flags & DMR_CKPT_CLEAN) || units ||
-	       (stop != DMR_LOG_BAD_MAGIC && stop != DMR_LOG_END);
+	return !(c->flags & DMR_CKPT_CLEAN) || units || !dmr_log_stop_benign(stop);
+}
+
+/**
+ * dmr_seq_after_recovery() - where the log's sequence resumes after a crash
+ * @ckpt_log_seq: last sequence number of the checkpoint loaded
+ * @replayed_seq: last sequence number replay applied
+ *
+ * Units written after the last one replayed may survive the crash (they
+ * follow a lost one) and sit in segments the new log will use again.  The
+ * writer never numbers a unit more than DMR_SEQ_WINDOW past the newest
+ * completed checkpoint (dmr_seq_window_full()), and the checkpoint loaded
+ * is the newest completed one, so every unit on the device is numbered at
+ * most @ckpt_log_seq + DMR_SEQ_WINDOW.  Resuming above that, a stale unit
+ * is never the next one replay wants.
+ *
+ * Return: the last sequence number to count as used.
+ */
+u64 dmr_seq_after_recovery(u64 ckpt_log_seq, u64 replayed_seq)
+{
+	return max_t(u64, replayed_seq, ckpt_log_seq + DMR_SEQ_WINDOW);
+}
+
+/**
+ * dmr_seq_window_full() - must a checkpoint come before more units?
+ * @seq: last sequence number used
+ * @ckpt_log_seq: last sequence number of the newest completed checkpoint
+ *
+ * True once half the window is used: the writer checkpoints before the
+ * next request, which closes far fewer than DMR_SEQ_WINDOW / 2 units.
+ */
+bool dmr_seq_window_full(u64 seq, u64 ckpt_log_seq)
+{
+	return seq - ckpt_log_seq >= DMR_SEQ_WINDOW / 2;
+}
+
+/**
+ * dmr_head_needs_next() - must a head reserve its next segment first?
+ * @next_segment: the segment it reserved (DMR_NO_SEGMENT if none)
+ * @wp: where its write pointer will be after the chunk
+ * @seg_blocks: blocks per segment
+ *
+ * A unit that leaves its segment done records where its head goes on, so
+ * the head reserves that segment before its write pointer gets there.
+ */
+bool dmr_head_needs_next(u32 next_segment, u32 wp, u32 seg_blocks)
+{
+	return next_segment == DMR_NO_SEGMENT && dmr_seg_done(wp, seg_blocks);
+}
+
+/**
+ * dmr_copy_in_open_unit() - is a block's copy in a head's open unit?
+ * @entry: the block's map entry (pba + 1, not DMR_UNMAPPED)
+ * @seg_blocks: blocks per segment
+ * @unit_open: the head has an open unit
+ * @segment: the head's segment
+ * @unit_offset: block of the open unit's summary in @segment
+ * @wp: the head's write pointer (end of the open unit's data)
+ *
+ * Rule 10 (dmr-write.c): a write of the block to another head must close
+ * that unit first, so that the older copy is numbered first.
+ */
+bool dmr_copy_in_open_unit(u32 entry, u32 seg_blocks, bool unit_open,
+			   u32 segment, u32 unit_offset, u32 wp)
+{
+	u32 pba = entry - 1;
+
+	return unit_open && pba / seg_blocks == segment &&
+	       pba % seg_blocks > unit_offset && pba % seg_blocks < wp;
 }

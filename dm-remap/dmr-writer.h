@@ -6,7 +6,7 @@
  * make (when a unit is sealed and how it is written, where a discard goes,
  * which checkpoint slot a load uses, whether a load is a recovery, what an
  * empty flush returns, whether the checkpoint timer re-arms) is a function
- * here, so KUnit tests it and the kernel glue in dmr-io.c and dmr-target.c
+ * here, so KUnit tests it and the kernel glue in dmr-write.c, dmr-ckpt.c and dmr-target.c
  * only carries it out.  No locking: the callers own the state passed in.
  */
 #ifndef DMR_WRITER_H
@@ -67,5 +67,14 @@ int __must_check dmr_ckpt_order(const enum dmr_log_status st[DMR_CKPT_SLOTS],
 				int order[DMR_CKPT_SLOTS], int *bad_slot);
 bool dmr_load_needs_recovery(const struct dmr_ckpt *c, u64 units,
 			     enum dmr_log_status stop);
+
+/* Units the writer may number past the newest completed checkpoint. */
+#define DMR_SEQ_WINDOW		BIT_ULL(32)
+
+u64 dmr_seq_after_recovery(u64 ckpt_log_seq, u64 replayed_seq);
+bool dmr_seq_window_full(u64 seq, u64 ckpt_log_seq);
+bool dmr_head_needs_next(u32 next_segment, u32 wp, u32 seg_blocks);
+bool dmr_copy_in_open_unit(u32 entry, u32 seg_blocks, bool unit_open,
+			   u32 segment, u32 unit_offset, u32 wp);
 
 #endif /* DMR_WRITER_H */

@@ -2,27 +2,47 @@
 /*
  * dm-remap: internal interfaces of the kernel module.
  *
- * Concurrency model.  All writes, discards, flushes, checkpoints and reads
- * that must be served from memory are handled by one worker, a single work
- * item that never runs concurrently with itself (dmr-io.c), so the log
- * writer state (open unit, segment buffer, log position) has a single
- * owner and needs no lock.  A segment that is done is checksummed and
- * written by a second stage (@flight_work) while the worker fills the
- * other buffer; the worker hands it @flight_buf before queueing it and
- * takes it back only after @flight_done, so it too has one owner at a
- * time.  The map and segment table are read from the bio submission path
- * too (dmr_map() sends reads of data already on the device straight
- * down), so every change to them, and to @open_segment and
- * @flight_segment, is made under @map_lock.  Blocks are never moved once
- * on the device (there is no garbage collection yet), so a read sent down
- * with a location looked up under @map_lock always finds the data it
- * looked up, old or new.
+ * Files, by job:
+ *   dmr-target.c    device-mapper glue: table, map, status, messages, suspend
+ *   dmr-write.c     the worker and the log writer: heads, units, flushes
+ *   dmr-read.c      reads: the remapping fast path, reads from memory,
+ *                   per-segment counts of reads in flight
+ *   dmr-ckpt.c      checkpoints, and loading (checkpoint + replay)
+ *   dmr-gc.c        garbage collection: victims, relocation, freeing
+ *   dmr-io.c        set-up, tear-down and synchronous I/O helpers
+ *   dmr-metadata.c  the superblock
+ * and the pure code they call: dmr-map.c (map, segment states, move and
+ * reuse rules), dmr-policy.c (GC policy, temperature), dmr-log.c (units,
+ * checkpoint headers, replay), dmr-writer.c (writer and loader decisions),
+ * dmr-format.c, dmr-table.c.
+ *
+ * Concurrency model.  All writes, discards, flushes, checkpoints, garbage
+ * collection and reads that must be served from memory are handled by one
+ * worker, a single work item that never runs concurrently with itself
+ * (dmr-write.c), so the log heads, the sequence number and GC state have a
+ * single owner and need no lock.  A segment that is done is checksummed
+ * and written by a second stage (@flight_work) while the worker fills the
+ * next one; the worker hands it @flight_buf before queueing it and takes
+ * it back only after @flight_done, so it too has one owner at a time.  The
+ * map and segment table are read from the bio submission path too
+ * (dmr_map_read() sends reads of data on the device straight down), so
+ * every change to them is made under @map_lock, and the worker's own
+ * reads of them need no lock.
+ *
+ * Blocks move: GC copies valid blocks out of a victim segment and the
+ * segment is written again later.  A read sent down with a location
+ * looked up under @map_lock holds a count on that segment in @readers
+ * (taken under the lock, dropped at completion, dmr-read.c), and a
+ * segment is reused only when its count is zero (dmr_seg_reusable()); a
+ * segment only becomes reusable after no map entry points into it, so no
+ * new count can be taken on it.  The read thus finds the data it looked
+ * up, old or new.
  *
  * Lifecycle.  The constructor allocates and, unless another instance of
  * the same device is live (a table reload), loads; otherwise the load
  * waits for preresume, after the old instance's postsuspend wrote its
  * last checkpoint.  An instance writes only while @active: from its load
- * to its postsuspend (see rule 8 in dmr-io.c).
+ * to its postsuspend (see rule 8 in dmr-write.c).
  */
 #ifndef DMR_H
 #define DMR_H
@@ -34,6 +54,7 @@
 #include <linux/bio.h>
 #include <linux/completion.h>
 #include <linux/spinlock.h>
+#include <linux/wait.h>
 #include <linux/workqueue.h>
 
 #include "dmr-codec.h"
@@ -41,16 +62,59 @@
 #include "dmr-map.h"
 #include "dmr-log.h"
 #include "dmr-writer.h"
+#include "dmr-policy.h"
 
 #define DM_MSG_PREFIX "remap"
 
 /* Counters shown in status; reset by the clear_stats message. */
 struct dmr_stats {
 	atomic64_t user_blocks;		/* 4 KiB blocks written by the user */
-	atomic64_t device_blocks;	/* blocks written to the log */
+	atomic64_t device_blocks;	/* blocks written to the log (all heads) */
 	atomic64_t flushes;		/* flush / FUA requests */
 	atomic64_t short_units;		/* units sealed before their segment was full */
 	atomic64_t discards;		/* discard / write-zeroes bios */
+	atomic64_t gc_runs;		/* victims collected */
+	atomic64_t gc_moved;		/* blocks relocated by GC */
+	atomic64_t segs_freed;		/* segments made free again */
+	atomic64_t throttled;		/* user writes that waited for GC */
+};
+
+/**
+ * struct dmr_head - one log head (worker)
+ * @buf: its open segment in memory
+ * @unit: the unit being filled
+ * @unit_open: @unit has a summary slot at @pos.offset
+ * @wp: next free block of the open segment
+ * @seg_written: blocks of the open segment written (or in flight); the
+ *	closed units after them wait in @buf
+ * @pos: the open segment, the offset of the open unit's summary and the
+ *	segment reserved to go on in
+ */
+struct dmr_head {
+	void *buf;
+	struct dmr_unit *unit;
+	bool unit_open;
+	u32 wp;
+	u32 seg_written;
+	struct dmr_log_pos pos;
+};
+
+/* What dmr_map() keeps per bio: the segment a remapped read holds. */
+struct dmr_per_bio {
+	u32 seg;
+};
+
+/* A clone of a read the worker sends down: it holds a count on @seg. */
+struct dmr_clone {
+	struct dmr_target *rc;
+	u32 seg;
+	struct bio bio;
+};
+
+enum dmr_gc_mode {
+	DMR_GC_MODE_IDLE,
+	DMR_GC_MODE_BACKGROUND,	/* between the watermarks */
+	DMR_GC_MODE_URGENT,	/* a user write waits for space */
 };
 
 /**
@@ -63,13 +127,14 @@ struct dmr_stats {
  * @sb_copies_valid: how many copies validated at load
  * @data_start: first sector of the data area on @dev
  * @io_client: dm-io client for log and metadata I/O
- * @bs: bio set for clones of reads sent down
- * @map_lock: protects @map (entries, segment table, dirty bits),
- *	@open_segment and @flight_segment; taken in the submission path,
- *	so never held across I/O
+ * @bs: bio set for clones of reads the worker sends down
+ * @map_lock: protects @map (entries, segment table and states, dirty
+ *	bits, counters), @flight_segment and @gc; taken in the submission
+ *	path, so never held across I/O
  * @map: the map and segment table
- * @open_segment: segment whose blocks are served from @segbuf
- * @flight_segment: segment whose last unit the second stage is writing
+ * @readers: per segment, reads sent down and not completed (atomics)
+ * @readers_wq: GC waits here for @readers of emptied segments to drain
+ * @flight_segment: segment whose last units the second stage is writing
  *	from @flight_buf (DMR_NO_SEGMENT if none); its blocks are served
  *	from there until the worker has seen the write complete
  * @bio_lock: protects @bios
@@ -84,22 +149,25 @@ struct dmr_stats {
  * @flight_off: first block of that write in its segment (a summary)
  * @flight_nr: blocks of that write: one or more whole units
  * @flight_blocknr: device block of @flight_off
- * @flight_opf: request flags of that write
  * @work: the worker
  * @ckpt_work: periodic checkpoint timer: sets @ckpt_due, queues @work
  * @ckpt_due: a checkpoint is due, the worker does it
  * @mode: enum dmr_mode; written by the worker, read anywhere
  * @first_error: first metadata or log write error (negative errno), kept
- * @segbuf: the open segment in memory (worker)
- * @unit: the unit being filled (worker)
- * @unit_open: @unit has a summary slot at @pos.offset (worker)
- * @wp: next free block in the open segment (worker)
- * @seg_fresh: nothing written to the open segment yet (worker)
- * @seg_written: blocks of the open segment written (or in flight); the
- *	closed units after them wait in @segbuf (worker)
- * @pos: log position: open segment, offset of the open unit's summary,
- *	the segment after it, last sequence number written (worker)
+ * @heads: the log heads (enum dmr_head_id)
+ * @seq: last log sequence number used (worker)
  * @alloc_cursor: segment allocator cursor (worker)
+ * @gc: GC watermarks (@map_lock for writers, the worker reads a copy)
+ * @gc_active: background GC running (worker)
+ * @gc_mode: enum dmr_gc_mode, for status
+ * @gc_cursor: victim search window start (worker)
+ * @gc_buf: GC's copy of the victim segment (worker)
+ * @gc_unit: scratch for the victim's summaries (worker)
+ * @discard_free: discard freed segments on @dev
+ * @temp: the write temperature estimate (worker)
+ * @total_user: user blocks written since format (worker; status reads it)
+ * @total_log: log blocks written since format (worker; status reads it)
+ * @total_moved: blocks relocated since format (worker; status reads it)
  * @suspended: between postsuspend and resume: no periodic checkpoints
  * @stopping: dmr_worker_stop() began: the timer is not re-armed
  * @read_only: never write the device (read_only option or read-only table)
@@ -132,9 +200,10 @@ struct dmr_target {
 	struct dm_io_client *io_client;
 	struct bio_set bs;
 
-	spinlock_t map_lock;	/* map, segment table, open/flight_segment */
+	spinlock_t map_lock;	/* map, segment states, flight_segment, gc */
 	struct dmr_map map;
-	u32 open_segment;
+	atomic_t *readers;
+	wait_queue_head_t readers_wq;
 	u32 flight_segment;
 
 	spinlock_t bio_lock;		/* bios */
@@ -152,19 +221,25 @@ struct dmr_target {
 	u32 flight_off;
 	u32 flight_nr;
 	u64 flight_blocknr;
-	blk_opf_t flight_opf;
 
 	int mode;
 	int first_error;
 
-	void *segbuf;
-	struct dmr_unit *unit;
-	bool unit_open;
-	u32 wp;
-	bool seg_fresh;
-	u32 seg_written;
-	struct dmr_log_pos pos;
+	struct dmr_head heads[DMR_NR_HEADS];
+	u64 seq;
 	u32 alloc_cursor;
+	struct dmr_gc_params gc;
+	bool gc_active;
+	int gc_mode;
+	u32 gc_cursor;
+	void *gc_buf;
+	struct dmr_unit *gc_unit;
+	bool discard_free;
+	struct dmr_temp temp;
+	u64 total_user;
+	u64 total_log;
+	u64 total_moved;
+
 	bool suspended;
 	bool stopping;
 	bool read_only;
@@ -186,6 +261,17 @@ struct dmr_target {
 	struct dmr_stats stats;
 };
 
+static inline u32 dmr_seg_blocks(const struct dmr_target *rc)
+{
+	return rc->sb.geo.segment_blocks;
+}
+
+/* Device block of block @offset of segment @seg. */
+static inline u64 dmr_seg_block(const struct dmr_target *rc, u32 seg, u32 offset)
+{
+	return rc->sb.geo.data_offset + (u64)seg * dmr_seg_blocks(rc) + offset;
+}
+
 /* Functions defined in dmr-metadata.c */
 int __must_check dmr_read_superblock(struct block_device *bdev,
 				     struct dmr_sb *sb, unsigned int *copy,
@@ -195,12 +281,39 @@ int __must_check dmr_read_superblock(struct block_device *bdev,
 /* Functions defined in dmr-io.c */
 int __must_check dmr_io_init(struct dmr_target *rc, const char **error);
 void dmr_io_exit(struct dmr_target *rc);
-int __must_check dmr_load(struct dmr_target *rc, const char **error);
-int dmr_map_read(struct dmr_target *rc, struct bio *bio);
+int dmr_rw(struct dmr_target *rc, blk_opf_t opf, u64 blocknr, u32 nr, void *buf);
+void dmr_fail(struct dmr_target *rc, int err, const char *what);
+u64 dmr_map_memory(const struct dmr_target *rc);
+
+/* Functions defined in dmr-write.c */
 void dmr_queue_bio(struct dmr_target *rc, struct bio *bio);
+void dmr_worker(struct work_struct *work);
+void dmr_flight_fn(struct work_struct *work);
+int dmr_flight_wait(struct dmr_target *rc);
+int dmr_flush_all(struct dmr_target *rc, bool flush_device);
+int dmr_head_room(struct dmr_target *rc, unsigned int hid, u32 want, u32 *n);
+int dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync);
+void dmr_head_enter(struct dmr_target *rc, struct dmr_head *h, u32 seg);
+
+/* Functions defined in dmr-read.c */
+int dmr_map_read(struct dmr_target *rc, struct bio *bio);
+void dmr_do_read(struct dmr_target *rc, struct bio *bio);
+void dmr_reader_put(struct dmr_target *rc, u32 seg);
+
+/* Functions defined in dmr-ckpt.c */
+int __must_check dmr_load(struct dmr_target *rc, const char **error);
+int dmr_checkpoint(struct dmr_target *rc, bool clean);
+void dmr_checkpoint_due(struct dmr_target *rc);
+void dmr_ckpt_timer(struct work_struct *work);
 int dmr_checkpoint_now(struct dmr_target *rc, bool clean);
+int dmr_mark_dirty(struct dmr_target *rc);
 void dmr_worker_stop(struct dmr_target *rc);
 void dmr_worker_start(struct dmr_target *rc);
-u64 dmr_map_memory(const struct dmr_target *rc);
+
+/* Functions defined in dmr-gc.c */
+int dmr_gc_run(struct dmr_target *rc, bool urgent);
+bool dmr_gc_background(struct dmr_target *rc);
+void dmr_gc_free_ready(struct dmr_target *rc);
+u32 dmr_gc_prefree_waiting(struct dmr_target *rc, u32 *readers);
 
 #endif /* DMR_H */

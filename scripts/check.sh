@@ -68,13 +68,14 @@ if m:
     p = sum(int(x) for x in re.findall(r"(\d+) passed", s))
     f = sum(int(x) for x in re.findall(r"(\d+) (?:failed|error)", s))
 else:
-    m = re.findall(r"Ran (\d+) tests: passed: (\d+)(?:, failed: (\d+))?", text)  # kunit.py
+    m = re.findall(r"Ran (\d+) tests: passed: (\d+)", text)  # kunit.py
     if m:
-        p, f = int(m[-1][1]), int(m[-1][2] or 0)
+        # a skipped KUnit case checked nothing: it counts as failed
+        p, f = int(m[-1][1]), int(m[-1][0]) - int(m[-1][1])
     else:
-        m = re.findall(r"^(\d+) passed, (\d+) failed", text, re.M)          # test-pure
+        m = re.findall(r"^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?", text, re.M)  # test-pure
         if m:
-            p, f = int(m[-1][0]), int(m[-1][1])
+            p, f = int(m[-1][0]), int(m[-1][1]) + int(m[-1][2] or 0)
 print(p, f)
 PY
 }

@@ -221,7 +221,7 @@ static void zero_blocks(struct device *d, uint64_t blocknr, uint64_t nr)
 /*
  * Write checkpoint slot 0 as the empty, clean state the module starts
  * from: all-zero map and segment table, a CRC table of zero map blocks, and
- * a header that points the log at block 0 of segment 0.
+ * a header that starts log head h at block 0 of segment h.
  */
 static void write_initial_checkpoint(struct device *d, const struct dmr_sb *sb)
 {
@@ -250,15 +250,20 @@ static void write_initial_checkpoint(struct device *d, const struct dmr_sb *sb)
 	write_blocks(d, base + l.crc_offset, l.crc_blocks, crcs);
 	zero_blocks(d, base + l.map_offset, l.map_blocks);
 	zero_blocks(d, base + l.segtab_offset, l.segtab_blocks);
-	/* the log starts at segment 0: no stale unit may be found there */
-	write_blocks(d, geo->data_offset, 1, NULL);
-
 	c.flags = DMR_CKPT_CLEAN;
 	c.seq = 1;
 	c.blocknr = base;
-	c.log_segment = 0;
-	c.log_offset = 0;
-	c.next_segment = DMR_NO_SEGMENT;
+	/*
+	 * Head h starts at segment h: no stale unit may be found there (the
+	 * first block of each is zeroed).
+	 */
+	for (i = 0; i < DMR_NR_HEADS; i++) {
+		write_blocks(d, geo->data_offset + (uint64_t)i * geo->segment_blocks,
+			     1, NULL);
+		c.heads[i].segment = i;
+		c.heads[i].offset = 0;
+		c.heads[i].next_segment = DMR_NO_SEGMENT;
+	}
 	dmr_ckpt_encode(&c, sb->uuid, block);
 	write_block(d, base, block);
 	free(crcs);
@@ -524,6 +529,7 @@ static void dump_ckpts(struct device *d, const struct dmr_sb *sb)
 	struct dmr_ckpt c[DMR_CKPT_SLOTS];
 	int i, n, bad, order[DMR_CKPT_SLOTS];
 	struct dmr_ckpt_layout l;
+	unsigned int h;
 	void *buf;
 
 	dmr_ckpt_layout(geo, &l);
@@ -541,11 +547,19 @@ static void dump_ckpts(struct device *d, const struct dmr_sb *sb)
 		printf("ckpt%d_seq=%" PRIu64 "\nckpt%d_clean=%d\n", i, (uint64_t)c[i].seq,
 		       i, !!(c[i].flags & DMR_CKPT_CLEAN));
 		printf("ckpt%d_log_seq=%" PRIu64 "\n", i, (uint64_t)c[i].log_seq);
-		if (c[i].log_segment == DMR_NO_SEGMENT)
-			printf("ckpt%d_log_segment=-1\n", i);
-		else
-			printf("ckpt%d_log_segment=%u\n", i, c[i].log_segment);
-		printf("ckpt%d_log_offset=%u\n", i, c[i].log_offset);
+		for (h = 0; h < DMR_NR_HEADS; h++) {
+			const struct dmr_log_pos *p = &c[i].heads[h];
+
+			printf("ckpt%d_head%u_segment=%lld\n", i, h,
+			       p->segment == DMR_NO_SEGMENT ? -1LL : (long long)p->segment);
+			printf("ckpt%d_head%u_offset=%u\n", i, h, p->offset);
+			printf("ckpt%d_head%u_next=%lld\n", i, h,
+			       p->next_segment == DMR_NO_SEGMENT ? -1LL :
+			       (long long)p->next_segment);
+		}
+		printf("ckpt%d_user_blocks=%" PRIu64 "\nckpt%d_log_blocks=%" PRIu64 "\n",
+		       i, (uint64_t)c[i].user_blocks, i, (uint64_t)c[i].log_blocks);
+		printf("ckpt%d_gc_moved=%" PRIu64 "\n", i, (uint64_t)c[i].gc_moved);
 		printf("ckpt%d_header_block=%" PRIu64 "\nckpt%d_map_block=%" PRIu64 "\n",
 		       i, blk, i, blk + l.map_offset);
 	}

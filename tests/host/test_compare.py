@@ -1,15 +1,20 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""tools/compare on the host: arguments, and the report (table, ratios,
-chart) rendered from saved results.  Runs on real devices are in
-tests/integration/test_compare.py (VM)."""
+"""tools/compare on the host: arguments, the dm-remap status parser, and
+the report (table, ratios, write amplification, chart) rendered from saved
+results.  Runs on real devices are in tests/integration/test_compare.py
+(VM)."""
+import importlib.machinery
+import importlib.util
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-COMPARE = str(Path(__file__).resolve().parents[2] / "tools" / "compare")
+REPO = Path(__file__).resolve().parents[2]
+COMPARE = str(REPO / "tools" / "compare")
 
 
 def compare(*args):
@@ -28,6 +33,11 @@ def compare(*args):
     (["--size", "1000K", "/dev/null"], "--size must be a positive multiple of 1M"),
     (["--fio", "bogus", "/dev/null"], "--fio: unknown job 'bogus'"),
     (["--seed", "-1", "/dev/null"], "--seed: '-1' is not"),
+    (["--precondition", "-1", "/dev/null"], "--precondition: '-1' is not a number of capacities"),
+    (["--precondition", "x", "/dev/null"], "--precondition: 'x' is not"),
+    (["--precondition", "nan", "/dev/null"], "--precondition: 'nan' is not"),
+    (["--precondition", "101", "/dev/null"], "--precondition: '101' is not"),
+    (["--stall", "-5", "/dev/null"], "--stall: '-5' is not a time"),
     (["--name", "a b", "/dev/null"], "--name: 'a b' is not a plain device name"),
     (["--report", "x.json", "/dev/null"], "--report takes no device"),
     (["/nonexistent/dev"], "/nonexistent/dev: no such device"),
@@ -49,11 +59,95 @@ def test_unknown_option_exit_2():
 def test_help():
     p = compare("--help")
     assert p.returncode == 0 and "--fio" in p.stdout and "--report" in p.stdout
+    for opt in ("--precondition", "--fresh", "--stall"):
+        assert opt in p.stdout
+    assert "--max-bytes" not in p.stdout
+
+
+def load_compare():
+    """tools/compare as a module (it has no .py suffix), leaving no
+    bytecode next to it."""
+    loader = importlib.machinery.SourceFileLoader("compare_tool", COMPARE)
+    spec = importlib.util.spec_from_loader("compare_tool", loader)
+    mod = importlib.util.module_from_spec(spec)
+    keep, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+    try:
+        loader.exec_module(mod)
+    finally:
+        sys.dont_write_bytecode = keep
+    return mod
+
+
+def documented_status_fields():
+    """The numbered list of the Status section of Documentation/dm-remap.rst
+    (as tests/integration/conftest.py reads it)."""
+    text = (REPO / "Documentation" / "dm-remap.rst").read_text()
+    section = text.split("\nStatus\n======\n", 1)[1].split("\n=====", 1)[0]
+    items = re.findall(r"^(\d+)\. ``(\w+)``", section, re.M)
+    assert [int(n) for n, _ in items] == list(range(1, len(items) + 1)), items
+    return [name for _, name in items]
+
+
+def test_status_fields_are_the_documented_ones():
+    assert load_compare().STATUS_FIELDS == documented_status_fields()
+
+
+def status_line(**over):
+    c = load_compare()
+    st = {k: "0" for k in c.STATUS_FIELDS}
+    st.update(mode="write", version="1", logical_blocks="9000", segment_sectors="2048",
+              segments="46", free_segments="10", user_blocks="1000",
+              device_blocks="2500", gc_state="idle", waf_load="2.500", waf_format="-")
+    st.update({k: str(v) for k, v in over.items()})
+    return "0 72000 remap " + " ".join(st[k] for k in c.STATUS_FIELDS)
+
+
+def test_parse_status():
+    c = load_compare()
+    st = c.parse_status("x", status_line())
+    assert st["mode"] == "write" and st["gc_state"] == "idle"
+    assert st["user_blocks"] == 1000 and st["device_blocks"] == 2500
+    assert st["waf_load"] == 2.5 and st["waf_format"] is None
+    assert st["logical_bytes"] == 9000 * 4096 and st["segment_bytes"] == 1 << 20
+    assert st["free_bytes"] == 10 << 20
+    st["at"] = 0.0
+    later = c.parse_status("x", status_line(user_blocks=3000, device_blocks=7500,
+                                            gc_runs=7, throttled=3, gc_state="urgent"))
+    later["at"] = 2.0
+    d = c.status_delta(st, later)
+    assert d["user_blocks"] == 2000 and d["device_blocks"] == 5000 and d["waf"] == 2.5
+    assert d["gc_runs"] == 7 and d["throttled"] == 3 and d["seconds"] == 2.0
+    assert c.status_delta(st, st)["waf"] is None        # nothing written
+
+
+@pytest.mark.parametrize("text", [
+    "0 72000 remap write 1 9000",                       # an older module
+    status_line() + " 5",                               # a newer one
+    status_line(user_blocks="x"),
+    "0 72000 linear 7:0 0",
+])
+def test_parse_status_refuses_other_lines(text):
+    c = load_compare()
+    with pytest.raises(c.Failure, match="unexpected status of x"):
+        c.parse_status("x", text)
+
+
+def status(user, device, **over):
+    """A parsed dm-remap status (the counters that matter here)."""
+    st = {"mode": "write", "first_error": 0, "gc_state": "idle", "user_blocks": user,
+          "device_blocks": device, "flushes": 0, "short_units": 0, "discards": 0,
+          "gc_runs": 0, "gc_moved": 0, "segments_freed": 0, "throttled": 0,
+          "waf_load": None, "waf_format": None, "at": 0.0}
+    st.update(over)
+    return st
 
 
 def results(tmp_path, **over):
-    """A results file in compare's schema with known numbers."""
+    """A results file in compare's schema with known numbers: remapped
+    writes 3x bare, reads 1.5x; fresh remapped writes 5x; write
+    amplification 2.5 over the measured cells, 1.25 per 4K cell."""
     cells = {"bare": [], "remap": []}
+    fresh = {"bare": [], "remap": []}
     scale = {("bare", "read"): 1.0, ("bare", "write"): 1.0,
              ("remap", "read"): 1.5, ("remap", "write"): 3.0}
     for side in ("bare", "remap"):
@@ -61,24 +155,50 @@ def results(tmp_path, **over):
             for bs in (4096, 1 << 20):
                 for t in (1, 10):
                     iops = 1000.0 * t / (bs // 4096) * scale[side, op]
-                    cells[side].append({"op": op, "bs": bs, "threads": t, "iops": iops,
-                                        "bw_bytes": iops * bs, "ios": int(iops),
-                                        "seconds": 1.0})
+                    c = {"op": op, "bs": bs, "threads": t, "iops": iops,
+                         "bw_bytes": iops * bs, "ios": int(iops), "seconds": 1.0}
+                    if side == "remap" and op == "write":
+                        c["waf"] = 1.25 if bs == 4096 else 3.5
+                    cells[side].append(c)
+                    if op == "write":
+                        f = 2.0 if side == "bare" else 10.0
+                        fresh[side].append(dict(c, iops=iops / scale[side, op] * f,
+                                                bw_bytes=iops / scale[side, op] * f * bs))
     fio = {side: {"randwrite-4k-fsync": {"write": {"iops": 200.0 * s, "bw_bytes": 819200.0 * s,
                                                    "clat_mean_us": 10, "clat_p99_us": 20 * s}}}
            for side, s in (("bare", 1), ("remap", 2))}
-    res = {"schema": "dm-remap-compare/1", "date": "2026-11-22T12:00:00+00:00",
+    fio["remap"]["randwrite-4k-fsync"]["waf"] = 4.125
+    gc = {"user_blocks": 262144, "device_blocks": 655360, "flushes": 0, "short_units": 0,
+          "discards": 0, "gc_runs": 321, "gc_moved": 98765, "segments_freed": 320,
+          "throttled": 17, "waf": 2.5, "dev_write_bytes": 2816 << 20, "dev_waf": 2.75,
+          "seconds": 60.0}
+    res = {"schema": "dm-remap-compare/2", "date": "2026-11-22T12:00:00+00:00",
            "host": "h", "kernel": "6.12.0-test",
            "device": {"path": "/dev/md0", "label": "test array", "bytes": 1 << 30},
            "dm_remap": {"table": "0 2000000 remap 9:0 0", "logical_bytes": 1 << 30},
            "params": {"bs": [4096, 1 << 20], "threads": [1, 10], "seconds": 2.0,
                       "region_bytes": 256 << 20, "seed": 1,
-                      "fio_jobs": ["randwrite-4k-fsync"], "fio_runtime": 5},
-           "bm_flash": cells, "fio": fio, "remap_refreshes": 2}
+                      "fio_jobs": ["randwrite-4k-fsync"], "fio_runtime": 5,
+                      "precondition": 2.0, "fresh": True, "stall": 120.0},
+           "precondition": {"bytes": 900 << 20, "factor": 2.0},
+           "bm_flash": cells, "bm_flash_fresh": fresh, "fio": fio,
+           "remap_status": {"format": status(0, 0), "fresh_end": status(100, 101),
+                            "measure_start": status(1000, 2000),
+                            "measure_end": status(263144, 657360, waf_format=2.31)},
+           "gc": gc, "waf": {"steady": 2.5, "precondition": 1.777, "fresh": 1.01,
+                             "format": 2.31, "steady_device": 2.75,
+                             "precondition_device": 2.0, "fresh_device": 1.1,
+                             "format_device": 2.5},
+           "warnings": []}
+    res["remap_status_end"] = res["remap_status"]["measure_end"]
     res.update(over)
     path = tmp_path / "results.json"
     path.write_text(json.dumps(res))
     return path
+
+
+def row(text, bs):
+    return re.search(rf"^\s+{bs}\s+\|.*$", text, re.M).group(0)
 
 
 def test_report_table(tmp_path):
@@ -88,17 +208,80 @@ def test_report_table(tmp_path):
     out = p.stdout
     assert out.startswith("dm-remap compare: /dev/md0 (test array), kernel 6.12.0-test")
     assert "region 256 MiB" in out and "0 2000000 remap 9:0 0" in out
-    sections = out.split("random write")
-    assert len(sections) == 2 and "random read" in sections[0]
-    # write rows: remapped is 3x bare; read rows: 1.5x
-    w4k = re.search(r"^\s+4K\s+\|.*$", sections[1], re.M).group(0)
+    assert ("steady state: each device preconditioned with a sequential fill of 900 MiB "
+            "(the remapped capacity), then 2 x 900 MiB of random 4 KiB writes") in out
+    read, steady, fresh = out.split("random write", 2)[0], *out.split("random write")[1:3]
+    assert "random read" in read and "fresh devices, before preconditioning" in steady
+    # steady write rows: remapped is 3x bare; read rows: 1.5x
+    w4k = row(steady, "4K")
     assert re.findall(r"\d+\.\d\dx", w4k) == ["3.00x", "3.00x"]
     assert "1000    3.9M" in w4k and "3000   11.7M" in w4k, w4k
-    r1m = re.search(r"^\s+1M\s+\|.*$", sections[0], re.M).group(0)
-    assert re.findall(r"\d+\.\d\dx", r1m) == ["1.50x", "1.50x"]
-    fio = re.search(r"^randwrite-4k-fsync\s+write\s+(\d+)\s+(\d+)\s+(\S+)", out, re.M)
-    assert fio.groups() == ("200", "400", "2.00x")
+    assert re.findall(r"\d+\.\d\dx", row(read, "1M")) == ["1.50x", "1.50x"]
+    # fresh write rows beside them: bare 2x, remapped 10x the base figures
+    f4k = row(fresh, "4K")
+    assert re.findall(r"\d+\.\d\dx", f4k) == ["5.00x", "5.00x"]
+    assert "2000    7.8M" in f4k and "10000   39.1M" in f4k, f4k
+    fio = re.search(r"^randwrite-4k-fsync\s+write\s+(\d+)\s+(\d+)\s+(\S+)\s+\S+\s+\S+\s+(\S+)$",
+                    out, re.M)
+    assert fio.groups() == ("200", "400", "2.00x", "4.12"), out
+    # write amplification from the dm-remap status
+    waf = out.split("dm-remap write amplification")[1]
+    assert re.search(r"^\s+log\s+device$", waf, re.M), waf
+    assert re.search(r"measured cells, steady state\s+2\.50\s+2\.75\s+\(1024 MiB written by "
+                     r"the cells, 2560 MiB to the log, 2816 MiB to the device; GC collected "
+                     r"321 segments, moved 98765 blocks; 17 writes waited for GC\)", waf), waf
+    assert re.search(r"preconditioning\s+1\.78\s+2\.00$", waf, re.M), waf
+    assert re.search(r"fresh write cells \(before preconditioning\)\s+1\.01\s+1\.10$",
+                     waf, re.M)
+    assert re.search(r"since format \(status waf_format\)\s+2\.31\s+2\.50$", waf, re.M)
+    assert re.search(r"^\s+4K\s+1\.25\s+1\.25$", waf, re.M), waf
+    assert re.search(r"^\s+1M\s+3\.50\s+3\.50$", waf, re.M), waf
+    assert "formatted again" not in out and "garbage collector" not in out
+    assert "*" not in out
+
+
+def test_report_not_preconditioned(tmp_path):
+    """--precondition 0: said so, and no fresh section without --fresh."""
+    path = results(tmp_path, bm_flash_fresh=None,
+                   precondition={"bytes": 256 << 20, "factor": 0.0})
+    res = json.loads(path.read_text())
+    res["params"].update(precondition=0.0, fresh=False)
+    res["waf"] = {k: v for k, v in res["waf"].items()
+                  if not k.startswith("fresh") and not k.endswith("_device")}
+    del res["gc"]["dev_write_bytes"], res["gc"]["dev_waf"]
+    path.write_text(json.dumps(res))
+    p = compare("--report", str(path), "--no-chart")
+    assert p.returncode == 0, p.stderr
+    assert ("not preconditioned (--precondition 0): only a sequential fill of 256 MiB "
+            "before measuring") in p.stdout
+    assert "fresh" not in p.stdout
+    assert re.search(r"measured cells \(not preconditioned\)\s+2\.50\n", p.stdout)
+    assert "device" not in p.stdout.split("write amplification")[1]   # no such counts
+
+
+def test_report_schema_1(tmp_path):
+    """Results of compare before the garbage collector still print, with
+    their capped cells and refreshes."""
+    path = results(tmp_path, schema="dm-remap-compare/1", remap_refreshes=2)
+    res = json.loads(path.read_text())
+    for k in ("precondition", "bm_flash_fresh", "remap_status", "gc", "waf", "warnings"):
+        del res[k]
+    for c in res["bm_flash"]["remap"]:
+        c.pop("waf", None)
+        c["capped"] = c["op"] == "write" and c["bs"] == 1 << 20
+    path.write_text(json.dumps(res))
+    p = compare("--report", str(path), "--no-chart")
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "steady state" not in out and "write amplification" not in out
+    assert re.search(r"^\s+1M\s+\|.*\*", out.split("random write")[1], re.M), out
     assert "formatted again 2 time(s)" in out
+
+
+def test_report_shows_warnings(tmp_path):
+    path = results(tmp_path, warnings=["GC of x still background 60 s after y"])
+    p = compare("--report", str(path), "--no-chart")
+    assert p.returncode == 0 and "warning: GC of x still background 60 s after y" in p.stdout
 
 
 def test_report_missing_cell_shows_dash(tmp_path):
@@ -108,7 +291,7 @@ def test_report_missing_cell_shows_dash(tmp_path):
                                 if not (c["op"] == "write" and c["bs"] == 4096 and c["threads"] == 10)]
     path.write_text(json.dumps(res))
     p = compare("--report", str(path), "--no-chart")
-    w4k = re.search(r"^\s+4K\s+\|.*$", p.stdout.split("random write")[1], re.M).group(0)
+    w4k = row(p.stdout.split("random write")[1], "4K")
     assert re.findall(r"\d+\.\d\dx", w4k) == ["3.00x"] and w4k.rstrip().endswith("-"), w4k
 
 

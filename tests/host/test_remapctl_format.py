@@ -99,8 +99,11 @@ def layout(d):
 def memory_bytes(d):
     """dmr_map_memory_bytes(), from dump's geometry."""
     logical, segs = int(d["logical_blocks"]), int(d["nr_segments"])
-    return (logical * 4 + segs * 16 + math.ceil(logical / 1024) * 5 +
-            2 * int(d["segment_blocks"]) * BLOCK + 64 * BLOCK)
+    # map, segment table (24-byte struct dmr_seg) and reader counts (4),
+    # map block bookkeeping, five segment buffers (three log heads, the
+    # one in flight, GC's), the bounce buffer
+    return (logical * 4 + segs * (24 + 4) + math.ceil(logical / 1024) * 5 +
+            5 * int(d["segment_blocks"]) * BLOCK + 64 * BLOCK)
 
 
 def fmt_bytes(b):
@@ -134,25 +137,34 @@ def test_dump_checkpoint_lines(img):
     assert d["ckpt0"] == "ok"
     assert d["ckpt0_seq"] == "1" and d["ckpt0_clean"] == "1"
     assert d["ckpt0_log_seq"] == "0"
-    assert d["ckpt0_log_segment"] == "0" and d["ckpt0_log_offset"] == "0"
+    for h in range(3):      # head h starts at block 0 of segment h
+        assert d[f"ckpt0_head{h}_segment"] == str(h)
+        assert d[f"ckpt0_head{h}_offset"] == "0"
+        assert d[f"ckpt0_head{h}_next"] == "-1"
+    assert d["ckpt0_user_blocks"] == d["ckpt0_log_blocks"] == "0"
+    assert d["ckpt0_gc_moved"] == "0"
     assert d["ckpt0_header_block"] == str(base)
     assert d["ckpt0_map_block"] == str(base + layout(d)["map_offset"])
     # slot 1 was only cleared by format
     assert "bad magic" in d["ckpt1"]
     assert not any(k.startswith("ckpt1_") for k in d)
     assert d["newest_ckpt"] == "0"
-    assert keys[len(OLD_KEYS):] == [
-        "ckpt0", "ckpt0_seq", "ckpt0_clean", "ckpt0_log_seq",
-        "ckpt0_log_segment", "ckpt0_log_offset", "ckpt0_header_block",
-        "ckpt0_map_block", "ckpt1", "newest_ckpt"]
+    assert keys[len(OLD_KEYS):] == (
+        ["ckpt0", "ckpt0_seq", "ckpt0_clean", "ckpt0_log_seq"]
+        + [f"ckpt0_head{h}_{f}" for h in range(3)
+           for f in ("segment", "offset", "next")]
+        + ["ckpt0_user_blocks", "ckpt0_log_blocks", "ckpt0_gc_moved",
+           "ckpt0_header_block", "ckpt0_map_block", "ckpt1", "newest_ckpt"])
 
 
 def ckpt_header(d, slot, seq, flags, log_seq, log_segment, log_offset):
-    """A valid struct dmr_disk_ckpt for @slot (dmr_ckpt_encode())."""
+    """A valid struct dmr_disk_ckpt for @slot (dmr_ckpt_encode()); head 0
+    at (log_segment, log_offset), heads 1 and 2 at segments 1 and 2."""
     uuid = bytes.fromhex(d["uuid"].replace("-", ""))
     blocknr = int(d["ckpt_offset"]) + slot * int(d["ckpt_slot_blocks"])
-    body = struct.pack("<IQQQ16sIIIIIIQ", flags, seq, log_seq, blocknr, uuid,
-                       log_segment, log_offset, 0xFFFFFFFF, 0, 0, 0, 0)
+    body = struct.pack("<IQQQ16s" + "III" * 3 + "IIQQQQ", flags, seq, log_seq,
+                       blocknr, uuid, log_segment, log_offset, 0xFFFFFFFF,
+                       1, 0, 0xFFFFFFFF, 2, 0, 9, 0, 0, 0, 0, 0, 0)
     body += bytes(BLOCK - 12 - len(body))
     csum = crc32c(body) ^ 0xC4EC9017          # DMR_CKPT_CSUM_SALT
     return b"DMR-CKPT" + struct.pack("<I", csum) + body, blocknr
@@ -171,7 +183,8 @@ def test_dump_newest_slot_and_no_segment(img):
     assert d["ckpt0"] == "ok" and d["ckpt1"] == "ok"
     assert d["ckpt1_seq"] == "7" and d["ckpt1_clean"] == "0"
     assert d["ckpt1_log_seq"] == "41"
-    assert d["ckpt1_log_segment"] == "-1" and d["ckpt1_log_offset"] == "3"
+    assert d["ckpt1_head0_segment"] == "-1" and d["ckpt1_head0_offset"] == "3"
+    assert d["ckpt1_head2_segment"] == "2" and d["ckpt1_head2_next"] == "9"
     assert d["ckpt1_header_block"] == str(blocknr)
     assert d["ckpt1_map_block"] == str(blocknr + layout(d)["map_offset"])
     assert d["newest_ckpt"] == "1"
@@ -209,7 +222,7 @@ def test_initial_checkpoint_on_dirty_image(img):
     l = layout(d)
     base = int(d["ckpt_offset"])
     hdr = read_blocks(img, base, 1)
-    crc_csum, segtab_csum = struct.unpack_from("<II", hdr, 68)
+    crc_csum, segtab_csum = struct.unpack_from("<II", hdr, 92)
     crcs = read_blocks(img, base + l["crc_offset"], l["crc_blocks"])
     mp = read_blocks(img, base + l["map_offset"], l["map_blocks"])
     segtab = read_blocks(img, base + l["segtab_offset"], l["segtab_blocks"])
@@ -260,7 +273,7 @@ def test_refuses_map_larger_than_ram_unless_forced(tmp_path):
     p = rc("format", img, meminfo=mi)
     assert p.returncode == 1, p.stdout
     assert p.stdout == ""
-    assert p.stderr.startswith(f"remapctl: {img}: the map of this device needs 2.1 GiB "
+    assert p.stderr.startswith(f"remapctl: {img}: the map of this device needs 2.2 GiB "
                                "of kernel memory, more than this machine's 1.0 GiB of RAM")
     assert "--force" in p.stderr
     # refused before anything was written
@@ -269,10 +282,10 @@ def test_refuses_map_larger_than_ram_unless_forced(tmp_path):
 
     p = rc("format", "--force", img, meminfo=mi)
     assert p.returncode == 0, p.stderr
-    assert "warning" in p.stderr and "2.1 GiB" in p.stderr
+    assert "warning" in p.stderr and "2.2 GiB" in p.stderr
     d = dump(img)
     assert d["ckpt0"] == "ok"
-    assert fmt_bytes(memory_bytes(d)) == "2.1 GiB"
+    assert fmt_bytes(memory_bytes(d)) == "2.2 GiB"
 
 
 def test_refusal_boundary_is_exact(img, tmp_path):

@@ -158,10 +158,20 @@ def dm_status(name):
     return run(["dmsetup", "status", DM_PREFIX + name]).stdout.split()
 
 
-STATUS_FIELDS = ["mode", "version", "logical_blocks", "segment_sectors",
-                 "segments", "free_segments", "user_blocks", "device_blocks",
-                 "flushes", "short_units", "checkpoint_seq", "replayed_units",
-                 "map_memory", "sb_copies_ok", "discards", "first_error"]
+def documented_status_fields():
+    """The status field names, in order, from Documentation/dm-remap.rst:
+    the numbered list of its Status section, each item ``N. ``name``: ...``.
+    Tests parse status with this list, so documentation and code cannot
+    drift apart."""
+    text = (REPO / "Documentation" / "dm-remap.rst").read_text()
+    section = text.split("\nStatus\n======\n", 1)[1].split("\n=====", 1)[0]
+    items = re.findall(r"^(\d+)\. ``(\w+)``", section, re.M)
+    assert [int(n) for n, _ in items] == list(range(1, len(items) + 1)), items
+    return [name for _, name in items]
+
+
+STATUS_FIELDS = documented_status_fields()
+STATUS_WORDS = ("mode", "gc_state", "waf_load", "waf_format")
 
 
 def status_fields(name):
@@ -170,7 +180,7 @@ def status_fields(name):
     assert st[2] == "remap" and len(st) == 3 + len(STATUS_FIELDS), st
     out = {}
     for k, v in zip(STATUS_FIELDS, st[3:]):
-        out[k] = v if k == "mode" else int(v)
+        out[k] = v if k in STATUS_WORDS else int(v)
     return out
 
 
@@ -230,11 +240,16 @@ CKPT_MAGIC = b"DMR-CKPT"
 CKPT_CSUM_SALT = 0xC4EC9017
 CKPT_CLEAN = 0x1
 SUMMARY_MAGIC = b"DMR-LOGU"
-# struct dmr_disk_ckpt up to mapped_blocks (dm-remap/dmr-format.h)
-_CKPT_FMT = "<8sIIQQQ16sIIIIIIQ"
-_CKPT_FIELDS = ("magic", "csum", "flags", "seq", "log_seq", "blocknr", "uuid",
-                "log_segment", "log_offset", "next_segment", "crc_csum",
-                "segtab_csum", "pad", "mapped_blocks")
+# Log heads (enum dmr_head_id): fresh user writes, and rewrites of blocks
+# whose last copy lived long, go to the cold head.
+HEAD_HOT, HEAD_COLD, HEAD_GC = 0, 1, 2
+# struct dmr_disk_ckpt up to gc_moved (dm-remap/dmr-format.h)
+_CKPT_FMT = "<8sIIQQQ16s" + "III" * 3 + "IIQQQQ"
+_CKPT_FIELDS = (("magic", "csum", "flags", "seq", "log_seq", "blocknr", "uuid")
+                + tuple(f"head{h}_{f}" for h in range(3)
+                        for f in ("segment", "offset", "next"))
+                + ("crc_csum", "segtab_csum", "mapped_blocks", "user_blocks",
+                   "log_blocks", "gc_moved"))
 
 
 def read_blocks_direct(dev, nr, count=1):
@@ -312,7 +327,8 @@ def geometry(device_blocks, segment_blocks, overprovision=10):
     slot_blocks = 1 + crc_blocks + map_blocks + segtab_blocks
     data_offset = _div_up(2 + 2 * slot_blocks, segment_blocks) * segment_blocks
     nr_segments = (device_blocks - data_offset) // segment_blocks
-    logical = (nr_segments - 2) * segment_blocks * (100 - overprovision) // 100
+    # DMR_RESERVED_SEGMENTS (8) are kept out of the user capacity
+    logical = (nr_segments - 8) * segment_blocks * (100 - overprovision) // 100
     return {"device_blocks": device_blocks, "segment_blocks": segment_blocks,
             "ckpt_offset": 2, "ckpt_slot_blocks": slot_blocks,
             "data_offset": data_offset, "nr_segments": nr_segments,

@@ -1,5 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""tools/compare on ramdisks: bare vs dm-remap side by side, and refusals."""
+"""tools/compare on ramdisks: bare vs dm-remap side by side, preconditioned
+to steady state, with the garbage collector at work; and refusals.
+
+The devices are small (dm-linear slices of a ramdisk) and preconditioned
+with small factors: the VM is slow."""
 import json
 import os
 import re
@@ -8,6 +12,7 @@ from conftest import DM_PREFIX, MNT, REPO, dm_create, dm_path, run
 
 COMPARE = str(REPO / "tools" / "compare")
 NAME = DM_PREFIX + "cmp"
+MiB = 1 << 20
 
 
 def compare(*args):
@@ -18,54 +23,114 @@ def dm_exists():
     return os.path.exists(f"/dev/mapper/{NAME}")
 
 
+def small_device(ram, mib):
+    dm_create("small", f"0 {mib << 11} linear {ram} 0")
+    return dm_path("small")
+
+
+def load(out):
+    with open(f"{out}/results.json") as f:
+        return json.load(f)
+
+
 def test_compare_side_by_side(ram):
     out = "/tmp/dmrt-compare"
     p = compare("--bs", "4K,64K", "--threads", "1,2", "--seconds", "0.5",
-                "--size", "16M", "--fio", "randwrite-4k,randread-4k",
-                "--fio-runtime", "1", "--label", "test ramdisk", "--linear",
-                "--out", out, ram)
+                "--fio", "randwrite-4k,randread-4k", "--fio-runtime", "1",
+                "--precondition", "1", "--fresh", "--label", "test ramdisk",
+                "--linear", "--out", out, small_device(ram, 64))
     assert p.returncode == 0, p.stderr
     assert not dm_exists(), "compare must remove its dm device"
-    with open(f"{out}/results.json") as f:
-        res = json.load(f)
-    assert res["schema"] == "dm-remap-compare/1"
+    res = load(out)
+    assert res["schema"] == "dm-remap-compare/2"
     assert res["kernel"] == os.uname().release
-    assert res["device"]["path"] == ram and res["device"]["label"] == "test ramdisk"
+    assert res["device"]["label"] == "test ramdisk"
     assert re.match(r"0 \d+ remap ", res["dm_remap"]["table"]), res["dm_remap"]
-    assert res["params"]["region_bytes"] == 16 << 20
+    logical = res["dm_remap"]["logical_bytes"]
+    # the region defaults to the whole remapped capacity
+    assert res["params"]["region_bytes"] == logical // MiB * MiB
+    assert res["params"]["precondition"] == 1 and res["params"]["fresh"] is True
     grid = sorted((op, bs, t) for op in ("read", "write") for bs in (4096, 65536)
                   for t in (1, 2))
+    wgrid = [g for g in grid if g[0] == "write"]
     for side in ("bare", "remap"):
         cells = res["bm_flash"][side]
         assert sorted((c["op"], c["bs"], c["threads"]) for c in cells) == grid
         for c in cells:
             assert c["iops"] > 0 and c["ios"] > 0
             assert abs(c["bw_bytes"] - c["iops"] * c["bs"]) <= 0.005 * c["bs"] + 1  # iops: 2 decimals
+            assert not c.get("capped")
+        fresh = res["bm_flash_fresh"][side]
+        assert sorted((c["op"], c["bs"], c["threads"]) for c in fresh) == wgrid
+        assert all(c["iops"] > 0 for c in fresh)
         fio = res["fio"][side]
         assert fio["randwrite-4k"]["write"]["iops"] > 0
         assert "read" not in fio["randwrite-4k"]
         assert fio["randread-4k"]["read"]["iops"] > 0
+        # preconditioned: the remapped capacity filled, then overwritten once
+        pre = res["precondition"][side]
+        assert pre["bytes"] == logical and pre["factor"] == 1
+        assert pre["random"]["bytes"] >= logical // 4096 * 4096 and pre["random"]["iops"] > 0
     lin = res["bm_flash"]["linear"]
     assert sorted((c["op"], c["bs"], c["threads"]) for c in lin) == grid
     assert all(c["iops"] > 0 for c in lin)
     assert "linear" not in run(["dmsetup", "ls"]).stdout
-    assert "remapped / dm-linear" in p.stdout or "dm-linear over the same device" in p.stdout
+
+    # dm-remap status through the run: one format, counters never reset
+    st = res["remap_status"]
+    assert set(st) == {"format", "fresh_end", "measure_start", "measure_end"}
+    assert st["format"]["user_blocks"] == 0
+    assert (st["format"]["user_blocks"] < st["fresh_end"]["user_blocks"]
+            < st["measure_start"]["user_blocks"] < st["measure_end"]["user_blocks"])
+    # the preconditioning alone wrote twice the capacity through dm-remap
+    pre_blocks = st["measure_start"]["user_blocks"] - st["fresh_end"]["user_blocks"]
+    assert pre_blocks >= 2 * (logical // 4096), (pre_blocks, logical)
     end = res["remap_status_end"]
+    assert end == st["measure_end"]
     assert end["mode"] == "write" and end["first_error"] == 0
-    assert end["user_blocks"] > 0     # the remapped cells did write through dm-remap
+    assert end["gc_state"] == "idle"                # compare waited for GC
+    assert end["gc_runs"] > 0                       # a full device needs GC
+    gc = res["gc"]
+    assert gc["user_blocks"] == end["user_blocks"] - st["measure_start"]["user_blocks"]
+    assert gc["waf"] == round(gc["device_blocks"] / gc["user_blocks"], 3)
+    assert gc["waf"] >= 1.0 and res["waf"]["steady"] == gc["waf"]
+    assert res["waf"]["precondition"] >= 1.0 and res["waf"]["fresh"] >= 1.0
+    assert res["waf"]["format"] == end["waf_format"] and end["waf_format"] >= 1.0
+    # what the device below counted: the log and the checkpoints
+    assert gc["dev_write_bytes"] >= 0.95 * gc["device_blocks"] * 4096, gc
+    assert res["waf"]["steady_device"] == gc["dev_waf"] >= 0.95 * gc["waf"]
+    for c in res["bm_flash"]["remap"]:
+        if c["op"] == "write":
+            d = c["status_delta"]
+            assert d["user_blocks"] >= c["ios"] * c["bs"] // 4096
+            assert c["waf"] == d["waf"] and c["waf"] >= 1.0
+        else:
+            assert "status_delta" not in c
+    assert res["fio"]["remap"]["randwrite-4k"]["waf"] >= 1.0
+    assert res["warnings"] == []
 
     # the printed table: one row per block size, ratio = remapped/bare IOPS
-    grid_text = p.stdout.split("dm-linear over the same device")[0]
+    text = p.stdout
+    assert "steady state: each device preconditioned with a sequential fill of" in text
+    assert "then 1 x" in text
+    grid_text, rest = text.split("fresh devices, before preconditioning")
     rows = [line for line in grid_text.splitlines()
             if re.match(r"\s+(4K|64K)\s+\|", line)]
-    assert len(rows) == 4, p.stdout             # read and write sections
+    assert len(rows) == 4, text                 # read and write sections
     bare = {(c["op"], c["bs"], c["threads"]): c["iops"] for c in res["bm_flash"]["bare"]}
     remap = {(c["op"], c["bs"], c["threads"]): c["iops"] for c in res["bm_flash"]["remap"]}
     w4k = [line for line in rows if line.split()[0] == "4K"][1]
     ratios = [float(x) for x in re.findall(r"(\d+\.\d\d)x", w4k)]
     want = [remap[("write", 4096, t)] / bare[("write", 4096, t)] for t in (1, 2)]
     assert ratios == [round(w, 2) for w in want], (w4k, want)
-    assert re.search(r"randwrite-4k\s+write", p.stdout)
+    fresh_rows = [line for line in rest.split("dm-linear over")[0].splitlines()
+                  if re.match(r"\s+(4K|64K)\s+\|", line)]
+    assert len(fresh_rows) == 2, text
+    assert "remapped / dm-linear" in text
+    assert re.search(r"randwrite-4k\s+write", text)
+    assert re.search(r"measured cells, steady state\s+%.2f\s+%.2f$" % (gc["waf"], gc["dev_waf"]),
+                     text, re.M), text
+    assert "formatted again" not in text and "garbage collector" not in text
     with open(f"{out}/chart.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     # --report prints the same table again from the JSON
@@ -89,43 +154,64 @@ def test_compare_refuses_mounted_and_formatted(ram):
     run(["e2fsck", "-fn", ram])      # refusals wrote nothing
 
 
-def small_device(ram, mib):
-    dm_create("small", f"0 {mib << 11} linear {ram} 0")
-    return dm_path("small")
-
-
-def test_compare_caps_writes_on_a_small_device(ram):
-    """No GC yet: a remapped write cell that would write more than the free
-    space is capped to it (bm-flash --max-bytes), run again on a fresh
-    format and marked, instead of failing with ENOSPC."""
-    out = "/tmp/dmrt-compare-cap"
+def test_compare_writes_past_the_free_space(ram):
+    """With the garbage collector a small device runs a write cell that
+    writes more than twice its free space, for its whole time: no cap, no
+    format in the middle of the run, no error; the GC ran during the
+    measured cell and results.json has the steady-state write
+    amplification.  (--precondition: the default, 2.)"""
+    out = "/tmp/dmrt-compare-gc"
     p = compare("--bs", "1M", "--threads", "1", "--seconds", "6", "--size", "8M",
                 "--out", out, small_device(ram, 48))
     assert p.returncode == 0, p.stderr
-    with open(f"{out}/results.json") as f:
-        res = json.load(f)
+    res = load(out)
+    assert "remap_refreshes" not in res and "bm_flash_fresh" not in res
+    assert res["params"]["precondition"] == 2
     bare = {c["op"]: c for c in res["bm_flash"]["bare"]}
     remap = {c["op"]: c for c in res["bm_flash"]["remap"]}
-    assert not any(c.get("capped") for c in bare.values())
-    assert not remap["read"]["capped"] and remap["read"]["seconds"] >= 5.9
+    assert set(bare) == set(remap) == {"read", "write"}
+    assert remap["read"]["seconds"] >= 5.9
     w = remap["write"]
-    assert w["capped"] and w["seconds"] < 0.9 * 6 and w["iops"] > 0
-    # it wrote about the free space of a fresh format, and no more
-    assert 16 << 20 <= w["ios"] * w["bs"] <= 40 << 20, w
-    assert res["remap_refreshes"] >= 1
-    assert res["remap_status_end"]["first_error"] == 0
-    assert re.search(r"^\s+1M\s+\|.*\*", p.stdout, re.M), p.stdout
-    assert "no garbage collector yet" in p.stdout
+    assert w["seconds"] >= 5.9 and w["iops"] > 0, w     # ran its whole time
+    st = res["remap_status"]
+    start, end = st["measure_start"], st["measure_end"]
+    written = w["ios"] * w["bs"]
+    assert written > 2 * start["free_bytes"], (written, start)
+    # the counters since the one format cover everything: no reload, no refresh
+    logical_blocks = res["dm_remap"]["logical_bytes"] // 4096
+    assert end["user_blocks"] >= 3 * logical_blocks + written // 4096
+    assert end["mode"] == "write" and end["first_error"] == 0
+    assert res["gc"]["gc_runs"] > 0 and res["gc"]["segments_freed"] > 0
+    assert w["status_delta"]["gc_runs"] > 0
+    waf = res["waf"]["steady"]
+    assert waf is not None and waf >= 1.0 and waf == res["gc"]["waf"]
+    assert res["waf"]["precondition"] > 1.0          # GC moved blocks to fill it
+    assert re.search(r"measured cells, steady state\s+\d+\.\d\d", p.stdout), p.stdout
+    assert not re.search(r"^\s+1M\s+\|.*\*", p.stdout, re.M), p.stdout
+    assert "formatted again" not in p.stdout
+    assert not dm_exists()
 
 
 def test_compare_says_when_the_device_is_too_small(ram):
-    p = compare("--bs", "1M", "--threads", "1", "--seconds", "0.3", "--size", "8M",
-                "--out", "/tmp/dmrt-compare-small", small_device(ram, 24))
+    """compare still refuses what dm-remap cannot do: a device too small to
+    format, and a region larger than the remapped capacity.  Both before
+    any test is run."""
+    out = "/tmp/dmrt-compare-small"
+    p = compare("--bs", "1M", "--threads", "1", "--seconds", "0.3",
+                "--out", out, small_device(ram, 12))
     assert p.returncode == 1, p.stdout
     msg = p.stderr.splitlines()[-1]
-    assert "garbage collector" in msg and "--seconds" in msg and "--size" in msg, msg
+    assert re.fullmatch(r"compare: remapctl format \S+ failed: \S+: device too small "
+                        r"for this segment size", msg), msg
     assert not dm_exists()
-    with open("/tmp/dmrt-compare-small/results.json") as f:
-        res = json.load(f)
-    assert [c["op"] for c in res["bm_flash"]["bare"]] == ["read", "write"]
-    assert res["bm_flash"]["remap"] == []
+    assert not os.path.exists(f"{out}/results.json")
+
+    run(["dmsetup", "remove", DM_PREFIX + "small"])
+    p = compare("--bs", "1M", "--threads", "1", "--seconds", "0.3", "--size", "48M",
+                "--out", out, small_device(ram, 48))
+    assert p.returncode == 2, p.stdout
+    msg = p.stderr.splitlines()[-1]
+    assert re.fullmatch(r"compare: --size 50331648 is larger than the remapped "
+                        r"capacity \(\d+ bytes\)", msg), msg
+    assert not dm_exists()
+    assert not os.path.exists(f"{out}/results.json")

@@ -1,15 +1,23 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Crash consistency: record dm-remap's write stream with dm-log-writes
-while ext4 runs a create/rename/fsync workload, then replay the stream up
-to flush points onto a scratch device and check that dm-remap recovers a
-clean filesystem holding every file fsynced before that point."""
+while a workload runs, then replay the stream up to flush points onto a
+scratch device and check what dm-remap recovers there: with ext4 and a
+create/rename/fsync workload, a clean filesystem holding every file
+fsynced before that point; with random block overwrites on a small
+device (GC and segment reuse inside the recorded window), every block
+fsynced before that point."""
 import hashlib
 import os
 import random
 import subprocess
 
-from conftest import (DM_PREFIX, MNT, REPO, Ram, dm_create, dm_path,
-                      dm_remove, remapctl, run, cleanup_dm)
+import pytest
+
+from conftest import (DM_PREFIX, MNT, REPO, Kmsg, Ram, dm_create,
+                      dm_path, dm_remove, remapctl, run, cleanup_dm,
+                      status_fields)
+from test_gc import ZERO_GEN, Dev, check_model
+from test_log import blocks
 
 REPLAY = str(REPO / "tools" / "replay-log")
 SIZE = 64 << 20                 # bytes of each device used
@@ -59,13 +67,69 @@ def workload(rnd):
     return marks
 
 
+def check_one_of(states, where):
+    """The files of one of states (each {path: sha256}) are all there."""
+    errors = []
+    for expected in states:
+        try:
+            check_files(expected)
+            return
+        except (OSError, AssertionError) as e:
+            errors.append(repr(e))
+    raise AssertionError(f"{where}: none of {len(states)} states: {errors}")
+
+
 def check_files(expected):
     for path, digest in expected.items():
         with open(f"{MNT}/{path}", "rb") as f:
             assert hashlib.sha256(f.read()).hexdigest() == digest, path
 
 
-def test_replay_every_flush_point_recovers(ram, ram2):
+def flush_points(log_dev, start_mark, max_points):
+    """The log's marks ({name: entry index}), its flush entries after
+    start_mark, and the replay ends to check: up to max_points flush
+    points spread over the log after start_mark, and the end of the log."""
+    # replay-log reads the log buffered: drop pages cached for this
+    # ramdisk by an earlier test
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("1\n")
+    lines = run([REPLAY, "--log", log_dev, "--list"]).stdout.splitlines()
+    entries = [ln.split(" ", 4) for ln in lines]
+    mark_at = {e[4]: int(e[0]) for e in entries if "MARK" in e[1]}
+    start = mark_at[start_mark]
+    flushes = [int(e[0]) for e in entries
+               if "FLUSH" in e[1] and int(e[0]) > start]
+    step = max(1, len(flushes) // max_points)
+    return mark_at, flushes, flushes[::step][:max_points] + [len(entries)]
+
+
+def replay_points(log_dev, scratch, copy, size, n, points):
+    """Replay the log onto scratch up to each point in turn; for each, load
+    dm-remap ('chk', n sectors) over a copy of the first size bytes of
+    scratch (recovery writes to it) and yield (point, chk path).  The
+    load must succeed; chk is removed when the caller moves on."""
+    done = 0
+    for end in points:
+        run([REPLAY, "--log", log_dev, "--replay", scratch,
+             "--start", str(done), "--end", str(end)])
+        done = end
+        run(["dd", f"if={scratch}", f"of={copy}", "bs=1M",
+             f"count={size >> 20}", "status=none"])
+        p = dm_create("chk", f"0 {n} remap {copy}", check=False)
+        assert p.returncode == 0, f"load failed at entry {end}: {p.stderr}"
+        yield end, dm_path("chk")
+        dm_remove("chk")
+
+
+@pytest.mark.parametrize("opts", ["", " 2 checkpoint_interval 1"],
+                         ids=["default", "checkpoint-every-second"])
+def test_replay_every_flush_point_recovers(ram, ram2, opts):
+    """ext4 files fsynced (with their directory) and renamed on dm-remap
+    over dm-log-writes; the log is replayed to flush points spread over
+    it, and at each one dm-remap recovers, ext4 is clean and every file
+    fsynced before it is there.  Also with a checkpoint every second, so
+    that checkpoints (and the flushes they issue) fall between the
+    workload's own."""
     log_dev = Ram.get()
     scratch = Ram.get()
     try:
@@ -76,7 +140,7 @@ def test_replay_every_flush_point_recovers(ram, ram2):
         lw = dm_path("lw")
         remapctl("format", "--force", lw)
         n = int(remapctl("dump", lw).stdout.split("logical_sectors=")[1].split()[0])
-        dm_create("top", f"0 {n} remap {lw}")
+        dm_create("top", f"0 {n} remap {lw}{opts}")
         run(["mkfs.ext4", "-q", "-F", dm_path("top")])
         mark("mkfs-done")
         os.makedirs(MNT, exist_ok=True)
@@ -88,44 +152,140 @@ def test_replay_every_flush_point_recovers(ram, ram2):
         dm_remove("top")
         dm_remove("lw")
 
-        lines = run([REPLAY, "--log", log_dev, "--list"]).stdout.splitlines()
-        entries = [ln.split(" ", 4) for ln in lines]
-        mark_at = {e[4]: int(e[0]) for e in entries if "MARK" in e[1]}
-        start = mark_at["mkfs-done"]
-        flushes = [int(e[0]) for e in entries
-                   if "FLUSH" in e[1] and int(e[0]) > start]
+        mark_at, flushes, points = flush_points(log_dev, "mkfs-done", MAX_POINTS)
         assert len(flushes) >= len(marks), "expected a flush per fsync"
-        step = max(1, len(flushes) // MAX_POINTS)
-        points = flushes[::step][:MAX_POINTS] + [len(entries)]
 
-        # scratch A accumulates the replay; each point is checked on a copy
-        done = 0
-        for end in points:
-            run([REPLAY, "--log", log_dev, "--replay", scratch,
-                 "--start", str(done), "--end", str(end)])
-            done = end
-            run(["dd", f"if={scratch}", f"of={ram2}", "bs=1M",
-                 f"count={SIZE >> 20}", "status=none"])
-            p = dm_create("chk", f"0 {n} remap {ram2}", check=False)
-            assert p.returncode == 0, f"load failed at entry {end}: {p.stderr}"
-            chk = dm_path("chk")
+        for end, chk in replay_points(log_dev, scratch, ram2, SIZE, n, points):
             # let ext4 replay its journal, then check and read back
             run(["mount", chk, MNT])
             run(["umount", MNT])
             fsck = run(["e2fsck", "-fn", chk], check=False)
             assert fsck.returncode == 0, f"entry {end}:\n{fsck.stdout}"
-            expected = {}
-            for i, m in enumerate(marks):
-                if mark_at[f"m{i}"] < end:
-                    expected = m
+            # the state of the last mark before the point; or of the next
+            # one: the next operation's own flush may be durable before
+            # its mark is logged (a rename whose journal commit block,
+            # written before the flush that completes it, is in the log
+            # before the point)
+            k = max((i for i in range(len(marks)) if mark_at[f"m{i}"] < end),
+                    default=-1)
+            states = [marks[k] if k >= 0 else {}]
+            if k + 1 < len(marks):
+                states.append(marks[k + 1])
             run(["mount", "-o", "ro", chk, MNT])
             try:
-                check_files(expected)
+                check_one_of(states, f"entry {end}")
             finally:
                 run(["umount", MNT])
-            dm_remove("chk")
-        assert expected == marks[-1]    # the last point saw every file
+        assert k == len(marks) - 1      # the last point saw every file
     finally:
         subprocess.run(["umount", MNT], capture_output=True)
+        cleanup_dm()
+        Ram.used -= 2
+
+
+# ------------------------------------------------------------------
+# GC and segment reuse inside the recorded window
+
+GC_SIZE = 16 << 20              # 63 segments of 256 KiB
+GC_POINTS = 30                  # flush points checked (spread over the log)
+
+
+def test_replay_every_flush_point_with_gc_and_reuse(ram, ram2):
+    """A 16 MiB device (30% over-provisioning) is filled, then overwritten
+    at random, mostly in a hot fifth of it, until more than three times
+    its logical capacity was written, with an fsync (and a log mark) now
+    and then: GC collects, checkpoints and segments are reused, all
+    recorded.  At flush points spread over the log, dm-remap loads the
+    replayed state and every block holds the generation fsynced before
+    that point, or one written after it (never an older one, never
+    another block's data)."""
+    log_dev = Ram.get()
+    scratch = Ram.get()
+    try:
+        for dev in (ram, log_dev, scratch, ram2):
+            zero(dev)
+        kmsg = Kmsg()
+        dm_create("lw", f"0 {GC_SIZE // 512} log-writes {ram} {log_dev}")
+        lw = dm_path("lw")
+        remapctl("format", "--force", "--segment-size", "256K",
+                 "--overprovision", "30", lw)
+        n = int(remapctl("dump", lw).stdout.split("logical_sectors=")[1].split()[0])
+        nr_blocks = n // 8
+        dm_create("top", f"0 {n} remap {lw}")
+        rnd = random.Random(11)
+        acked = [0] * nr_blocks          # generation made durable, per block
+        pending = {}                     # written since the last fsync
+        written = [set() for _ in range(nr_blocks)]   # every generation written
+        marks = []                       # (acked copy, last generation written)
+        dev = Dev(dm_path("top"))
+        try:
+            for lba0 in range(0, nr_blocks, 256):
+                lbas = range(lba0, min(nr_blocks, lba0 + 256))
+                dev.pwrite(lba0, blocks(lbas, 0))
+            dev.fsync()
+            mark("filled")
+            hot = nr_blocks // 5
+            gen = user = 0
+            while user < 3.2 * nr_blocks:
+                gen += 1
+                nb = rnd.choice((1, 1, 2, 4, 8, 16))
+                span = hot if rnd.random() < 0.7 else nr_blocks
+                lba0 = rnd.randrange(span - nb + 1)
+                dev.pwrite(lba0, blocks(range(lba0, lba0 + nb), gen))
+                user += nb
+                for lba in range(lba0, lba0 + nb):
+                    written[lba].add(gen)
+                    pending[lba] = gen
+                if rnd.random() < 0.06:
+                    dev.fsync()
+                    for lba, g in pending.items():
+                        acked[lba] = g
+                    pending.clear()
+                    mark(f"m{len(marks)}")
+                    marks.append((list(acked), gen))
+        finally:
+            dev.close()
+        st = status_fields("top")
+        print(f"{gen} writes, {user} blocks, {len(marks)} fsyncs; status {st}")
+        assert user > 3 * nr_blocks
+        assert st["gc_runs"] > 0 and st["segments_freed"] > 0, st
+        assert st["mode"] == "write" and st["first_error"] == 0, st
+        dm_remove("top")
+        dm_remove("lw")
+        lw_errors = [ln for ln in kmsg.new() if "log-writes" in ln]
+        assert not lw_errors, lw_errors
+
+        mark_at, flushes, points = flush_points(log_dev, "filled", GC_POINTS)
+        assert len(flushes) >= len(marks), "expected a flush per fsync"
+        print(f"{len(flushes)} flush points, checking {len(points)}")
+        for end, chk in replay_points(log_dev, scratch, ram2, GC_SIZE, n, points):
+            st = status_fields("chk")
+            assert st["mode"] == "write" and st["first_error"] == 0, (end, st)
+            want = [0] * nr_blocks       # the fill, fsynced before "filled"
+            newest = None                # last generation possibly logged
+            for i, (snap, last) in enumerate(marks):
+                if mark_at[f"m{i}"] < end:
+                    want = snap
+                else:
+                    newest = last
+                    break
+
+            def allowed(lba, g):
+                if g == want[lba]:
+                    return True
+                return (g != ZERO_GEN and g > want[lba] and g in written[lba]
+                        and (newest is None or g <= newest))
+
+            cdev = Dev(chk, write=False)
+            try:
+                bad = check_model(cdev, nr_blocks, allowed)
+            finally:
+                cdev.close()
+            assert not bad, (
+                f"entry {end}: {len(bad)} blocks hold neither their fsynced "
+                f"generation nor a later one: " + ", ".join(
+                    f"{lba}: {what} (fsynced gen {want[lba]})"
+                    for lba, what in bad[:8]))
+    finally:
         cleanup_dm()
         Ram.used -= 2

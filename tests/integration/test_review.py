@@ -96,13 +96,14 @@ def _discard_at_segment_boundary(s, zeroout):
     """Body of the two discard tests (see their docstrings)."""
     S = s.seg_blocks()
     h = newest_ckpt(s.under, s.info)
-    # premise: format starts the log at block 0 of segment 0
-    assert (h["log_segment"], h["log_offset"]) == (0, 0), h
+    # premise: format starts the cold head (where fresh writes go) at
+    # block 0 of segment 1
+    assert (h["head1_segment"], h["head1_offset"]) == (1, 0), h
     top = s.top
-    # round 1: S-1 blocks (one unit) fill segment 0 exactly; fsync
+    # round 1: S-1 blocks (one unit) fill the cold head's segment exactly; fsync
     r1 = range(S - 2, 2 * S - 3)
     _pwrite(top, r1[0], blocks(r1, 1), sync=True)
-    # round 2: S-2 blocks, no flush: the open unit of segment 1 ends one
+    # round 2: S-2 blocks, no flush: the open unit of its next segment ends one
     # block short of the segment end, so sealing it hands the whole
     # segment to the second stage
     r2 = range(0, S - 2)
@@ -258,7 +259,8 @@ def test_review_no_stale_unit_after_clean_load(ram):
     assert h["clean"], h
     S = s.seg_blocks()
     data_off = int(s.info["data_offset"])
-    P = data_off + h["log_segment"] * S + h["log_offset"]
+    # fresh blocks go to the cold head
+    P = data_off + h["head1_segment"] * S + h["head1_offset"]
     A, B, C = 100, 200, 300
     s.create()
     _pwrite(s.top, A, block(A, 1), sync=True)   # unit N+1 at P
@@ -385,7 +387,7 @@ def test_review_read_only_load_writes_nothing(ram):
 # ------------------------------------------------------------------
 # 8. large segments: a full segment is one write, 1 MiB aligned
 
-def test_review_large_segment_written_whole_and_aligned(ram, ram2):
+def test_review_large_segment_written_whole_and_aligned(ram, loop512):
     """Defect: with segments larger than a unit (a summary holds at most
     1008 blocks, so an 8 MiB segment holds 3 units) a segment that filled
     without a flush was written unit by unit, synchronously, at offsets 0,
@@ -393,9 +395,10 @@ def test_review_large_segment_written_whole_and_aligned(ram, ram2):
     written as one write of the whole segment (dm-io then issues 1 MiB
     bios, each at a 1 MiB boundary from the segment start).  The write
     stream is recorded with dm-log-writes under dm-remap."""
-    log_dev = ram2
+    # a 512 MiB device: 8 MiB segments need at least 16 of them
+    log_dev = ram
     wipe(log_dev)
-    dm_create("lw", f"0 {sectors(ram)} log-writes {ram} {log_dev}")
+    dm_create("lw", f"0 {sectors(loop512)} log-writes {loop512} {log_dev}")
     lw = dm_path("lw")
     remapctl("format", "--force", "--segment-size", "8M", lw)
     info = dump(lw)
@@ -435,11 +438,14 @@ def test_review_large_segment_written_whole_and_aligned(ram, ram2):
         if rel < 0:
             continue
         writes.append((rel // seg_sect, (rel % seg_sect) / 8, nsec / 8, flags))
-    full = [w for w in writes if w[0] in (0, 1)]
-    print(f"{len(writes)} data-area writes; segments 0-1: "
+    # fresh blocks go to the cold head: format starts it at segment 1,
+    # and the first segment it reserves is the first free one, 3 (0 and
+    # 2 are the other heads')
+    full = [w for w in writes if w[0] in (1, 3)]
+    print(f"{len(writes)} data-area writes; segments 1 and 3: "
           + ", ".join(f"s{w[0]}+{w[1]:g}x{w[2]:g}{'' if w[3] == '-' else ' ' + w[3]}"
                       for w in full))
-    # segments 0 and 1 filled without a flush: every write there is
+    # segments 1 and 3 filled without a flush: every write there is
     # part of a whole-segment write, at a 1 MiB (256-block) boundary
     bad = [w for w in full if w[1] % 256]
     assert full and not bad, \
@@ -448,13 +454,13 @@ def test_review_large_segment_written_whole_and_aligned(ram, ram2):
     assert sum(w[2] for w in full) == 2 * S, full
 
 
-def test_review_large_segments_power_cut_and_reload(ram):
+def test_review_large_segments_power_cut_and_reload(ram, loop512):
     """Data check for large segments (same defect as the test above, whose
     fix changes how a segment of several units is written): random small
     and large writes with occasional fsyncs on 8 MiB segments, then a power
     cut: every block fsynced reads back, others read some version written
     (or zeroes); a clean reload changes nothing."""
-    s = RStack(ram, ["--segment-size", "8M"])
+    s = RStack(loop512, ["--segment-size", "8M"])
     assert s.seg_blocks() == 2048
     rnd = random.Random(8)
     region = 6144

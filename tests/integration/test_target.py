@@ -46,10 +46,11 @@ def test_format_create_mkfs_fsck_remove(ram):
 
 
 def test_writes_are_appended_to_the_log(ram):
-    """A small write lands at the head of segment 0, behind a summary."""
+    """A small write of fresh blocks lands at the head of segment 1 (where
+    format starts the cold log head), behind a summary."""
     info = formatted(ram)
     n = int(info["logical_sectors"])
-    data_off = int(info["data_offset"]) * BLOCK
+    data_off = (int(info["data_offset"]) + int(info["segment_blocks"])) * BLOCK
     dm_create("lg", f"0 {n} remap {ram}")
     pattern = os.urandom(BLOCK * 4)
     fd = os.open(dm_path("lg"), os.O_WRONLY)
@@ -77,14 +78,20 @@ def test_status_fields_and_messages(ram):
     st = dm_status("st")
     assert st[2] == "remap" and len(st) == 3 + len(STATUS_FIELDS), st
     f = status_fields("st")
-    assert f["mode"] == "write" and f["version"] == 1
+    assert f["mode"] == "write" and f["version"] == 2
     assert f["logical_blocks"] == int(info["logical_blocks"])
     assert f["segment_sectors"] == int(info["segment_blocks"]) * 8
     assert f["segments"] == int(info["nr_segments"])
-    assert f["free_segments"] == f["segments"] - 1      # segment 0 is open
+    assert f["free_segments"] == f["segments"] - 3      # one per log head
+    assert f["gc_state"] == "idle" and f["prefree_segments"] == 0
+    assert f["gc_reserve"] <= f["gc_low"] <= f["gc_high"] <= f["segments"] // 2
+    assert (f["waf_load"], f["waf_format"]) == ("-", "-")
     assert f["checkpoint_seq"] == 1 and f["replayed_units"] == 0
-    # at most 4 bytes of map per logical block, plus small tables
-    assert 4 * f["logical_blocks"] <= f["map_memory"] <= 5 * f["logical_blocks"] + 4096
+    # the map (4 bytes per logical block), 28 bytes per segment, 5 per
+    # map block, five segment buffers and the 256 KiB checkpoint buffer
+    lg, segs = f["logical_blocks"], f["segments"]
+    assert f["map_memory"] == (4 * lg + 28 * segs + 5 * -(-lg // 1024)
+                               + 5 * f["segment_sectors"] * 512 + 64 * BLOCK)
     assert f["sb_copies_ok"] == 2 and f["first_error"] == 0
     run(["dd", "if=/dev/urandom", f"of={dm_path('st')}", "bs=64k", "count=4",
          "oflag=direct,sync", "status=none"])
@@ -92,6 +99,10 @@ def test_status_fields_and_messages(ram):
     f = status_fields("st")
     assert f["user_blocks"] == 64 and f["flushes"] >= 4 and f["discards"] >= 1
     assert f["device_blocks"] >= 64
+    # three decimals, rounded half up (integer arithmetic in the module)
+    milli = (f["device_blocks"] * 1000 + f["user_blocks"] // 2) // f["user_blocks"]
+    assert f["waf_load"] == f"{milli // 1000}.{milli % 1000:03d}", f
+    assert f["waf_format"] == f["waf_load"]     # nothing before this load
     run(["dmsetup", "message", DM_PREFIX + "st", "0", "checkpoint"])
     assert status_fields("st")["checkpoint_seq"] == 2
     run(["dmsetup", "message", DM_PREFIX + "st", "0", "clear_stats"])
@@ -244,9 +255,10 @@ def _rewrite_both(ram, offset, value):
 
 
 def test_unsupported_version_refused(ram):
-    formatted(ram)
-    _rewrite_both(ram, 12, (2).to_bytes(4, "little"))
-    _refused(ram, "unsupported format version")
+    for version in (3, 1):      # a newer format, and version 1 (before GC)
+        remapctl("format", "--force", ram)
+        _rewrite_both(ram, 12, (version).to_bytes(4, "little"))
+        _refused(ram, "unsupported format version")
 
 
 def test_incompat_feature_refused(ram):

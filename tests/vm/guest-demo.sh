@@ -28,7 +28,8 @@ run mdadm --create $MD --run --quiet --level=5 --raid-devices=4 --chunk=64 \
 	--assume-clean --metadata=1.2 /dev/ram0 /dev/ram1 /dev/ram2 /dev/ram3
 run tools/compare --label "md RAID-5, 4 x $RAM_MIB MiB ramdisks, 64K chunk" \
 	--bs 4K,8K,16K,32K,64K,128K,256K,512K,1M --threads 1,10 \
-	--seconds "$SECONDS_PER_CELL" --size 256M --linear --out "$DMR_OUT" $MD
+	--seconds "$SECONDS_PER_CELL" --size 256M --linear --precondition 1 \
+	--out "$DMR_OUT" $MD
 mdadm --stop $MD >/dev/null
 rmmod dm-remap
 echo "demo finished"

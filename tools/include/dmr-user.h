@@ -30,6 +30,7 @@ typedef int64_t s64;
 #define __must_check __attribute__((warn_unused_result))
 #define BUILD_BUG_ON(c) _Static_assert(!(c), #c)
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define BIT_ULL(n) (1ULL << (n))
 
 #define cpu_to_le16(x) ((__force __le16)htole16(x))
 #define cpu_to_le32(x) ((__force __le32)htole32(x))
@@ -44,6 +45,13 @@ typedef int64_t s64;
 #ifndef min
 #define min(a, b) ((a) < (b) ? (a) : (b))
 #endif
+
+#ifndef max
+#define max(a, b) ((a) > (b) ? (a) : (b))
+#endif
+#define min_t(t, a, b) ((t)(a) < (t)(b) ? (t)(a) : (t)(b))
+#define max_t(t, a, b) ((t)(a) > (t)(b) ? (t)(a) : (t)(b))
+#define clamp_t(t, v, lo, hi) min_t(t, max_t(t, v, lo), hi)
 
 static inline u64 div64_u64(u64 a, u64 b)
 {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Host runner for dm-remap's KUnit suite of pure code.  Compiles
- * dm-remap/dmr-test.c, dmr-log-test.c and dmr-writer-test.c unchanged against tools/include/kunit/test.h and runs
+ * Host runner for dm-remap's KUnit suites of pure code.  Compiles
+ * dm-remap/dmr-test.c, dmr-log-test.c, dmr-writer-test.c and dmr-gc-test.c
+ * unchanged, in this one file, against tools/include/kunit/test.h and runs
  * every case (each parameter as its own test), closing with
  * "N passed, N failed".
  */
@@ -13,6 +14,7 @@ int kunit_shim_nr_suites;
 #include "../../dm-remap/dmr-test.c"
 #include "../../dm-remap/dmr-log-test.c"
 #include "../../dm-remap/dmr-writer-test.c"
+#include "../../dm-remap/dmr-gc-test.c"
 
 static int run_one(struct kunit_case *c, const void *param, const char *desc,
 		   int *passed, int *failed, int *skipped)

@@ -72,6 +72,9 @@ static inline void *kunit_kzalloc(struct kunit *test, size_t size, int gfp)
 	return calloc(1, size);	/* freed at exit */
 }
 
+/* A test's own broken premise stops the run, as in the kernel. */
+#define BUG_ON(c) do { if (c) abort(); } while (0)
+
 #define kunit_skip(test, ...) do {						\
 	(test)->skipped = 1;							\
 	fprintf(stderr, "    # SKIP " __VA_ARGS__);				\

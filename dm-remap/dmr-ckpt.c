@@ -1,0 +1,601 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * dm-remap checkpoints (rule 5 in dmr-write.c) and loading: the newest
+ * valid checkpoint, then roll-forward replay of every log head.
+ *
+ * Locking: see dmr.h.  Checkpoints run in the worker, or with the worker
+ * stopped (postsuspend, destructor); loading runs in the constructor or
+ * preresume, before any I/O is admitted.
+ */
+#include <linux/bio.h>
+#include <linux/blkdev.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include "dmr.h"
+
+/**
+ * dmr_mark_dirty() - rule 7: the clean checkpoint on the device stops being clean
+ * @rc: target, in the worker, before it accepts a write or discard
+ *
+ * Rewrites the header of the last checkpoint loaded or written, which was
+ * clean, without the clean flag, with REQ_FUA, and waits.  Same slot,
+ * same sequence number: only the flag and the header checksum change.  A
+ * torn rewrite fails its checksum and the load uses the other slot, whose
+ * log chain reaches this one's position (nothing was written after it).
+ *
+ * Return: 0 or a negative errno (the target is then in failed mode).
+ */
+int dmr_mark_dirty(struct dmr_target *rc)
+{
+	struct dmr_ckpt c = rc->last_ckpt;
+	int r;
+
+	c.flags &= ~DMR_CKPT_CLEAN;
+	dmr_ckpt_encode(&c, rc->sb.uuid, rc->bounce);
+	r = dmr_rw(rc, REQ_OP_WRITE | REQ_SYNC | REQ_FUA, c.blocknr, 1, rc->bounce);
+	if (r) {
+		dmr_fail(rc, r, "checkpoint write");
+		return r;
+	}
+	rc->last_ckpt = c;
+	rc->ckpt_clean_on_disk = false;
+	return 0;
+}
+
+/* Fill bounce block @i with map block @p, little endian, zero padded. */
+static void dmr_map_block_to_bounce(struct dmr_target *rc, u64 p, u32 i)
+{
+	__le32 *dst = (__le32 *)((u8 *)rc->bounce + (size_t)i * DMR_BLOCK_SIZE);
+	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK, j;
+
+	for (j = 0; j < DMR_MAP_ENTRIES_PER_BLOCK; j++)
+		dst[j] = cpu_to_le32(first + j < rc->map.nr_logical ?
+				     rc->map.l2p[first + j] : 0);
+}
+
+/* Is map block @p all unmapped (its on-disk form all zero)? */
+static bool dmr_map_block_zero(const struct dmr_target *rc, u64 p)
+{
+	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
+	u64 n = min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK, rc->map.nr_logical - first);
+
+	return !memchr_inv(&rc->map.l2p[first], 0, n * sizeof(u32));
+}
+
+static bool dmr_map_block_dirty(const struct dmr_target *rc, u64 p,
+				unsigned int slot)
+{
+	return rc->map.dirty[p] & DMR_DIRTY_SLOT(slot);
+}
+
+static void dmr_map_block_clean(struct dmr_target *rc, u64 p, u64 n,
+				unsigned int slot)
+{
+	u64 j;
+
+	spin_lock(&rc->map_lock);
+	for (j = 0; j < n; j++)
+		rc->map.dirty[p + j] &= ~DMR_DIRTY_SLOT(slot);
+	spin_unlock(&rc->map_lock);
+}
+
+/*
+ * Write the map blocks of slot @slot (at @start) that changed since it was
+ * last written.  Runs of unmapped (all-zero) blocks go down as
+ * write-zeroes, which costs a thin or flash device nothing and falls back
+ * to writing zeroes elsewhere, so a large, mostly empty map is cheap to
+ * checkpoint.  Only the worker changes the map, so it is stable here.
+ */
+static int dmr_write_map(struct dmr_target *rc, u64 start, unsigned int slot)
+{
+	u64 p = 0, nr = rc->map.nr_map_blocks;
+	int r;
+
+	while (p < nr) {
+		u64 i = 0;
+
+		if (!dmr_map_block_dirty(rc, p, slot)) {
+			p++;
+			continue;
+		}
+		if (dmr_map_block_zero(rc, p)) {
+			while (p + i < nr && dmr_map_block_dirty(rc, p + i, slot) &&
+			       dmr_map_block_zero(rc, p + i))
+				rc->map_crc[p + i++] = rc->zero_crc;
+			r = blkdev_issue_zeroout(rc->dev->bdev,
+						 (start + p) * DMR_SECTORS_PER_BLOCK,
+						 i * DMR_SECTORS_PER_BLOCK, GFP_NOIO, 0);
+		} else {
+			while (p + i < nr && i < DMR_BOUNCE_BLOCKS &&
+			       dmr_map_block_dirty(rc, p + i, slot) &&
+			       !dmr_map_block_zero(rc, p + i)) {
+				dmr_map_block_to_bounce(rc, p + i, i);
+				rc->map_crc[p + i] = crc32c(~0U, (u8 *)rc->bounce +
+							    (size_t)i * DMR_BLOCK_SIZE,
+							    DMR_BLOCK_SIZE);
+				i++;
+			}
+			r = dmr_rw(rc, REQ_OP_WRITE, start + p, i, rc->bounce);
+		}
+		if (r)
+			return r;
+		dmr_map_block_clean(rc, p, i, slot);
+		p += i;
+	}
+	return 0;
+}
+
+/* Write the CRC table (@crc false: the segment table) of a slot. */
+static int dmr_write_table(struct dmr_target *rc, u64 start, u64 nr_blocks,
+			   bool crc, u32 *csum)
+{
+	u64 b, item = 0;
+	u32 per_block = crc ? DMR_BLOCK_SIZE / 4 : DMR_BLOCK_SIZE / DMR_SEGTAB_ENTRY_SIZE;
+	u64 nr_items = crc ? rc->map.nr_map_blocks : rc->map.nr_segs;
+	int r;
+
+	*csum = ~0U;
+	for (b = 0; b < nr_blocks; ) {
+		u32 n = min_t(u64, nr_blocks - b, DMR_BOUNCE_BLOCKS), k;
+
+		memset(rc->bounce, 0, (size_t)n * DMR_BLOCK_SIZE);
+		for (k = 0; k < n * per_block && item < nr_items; k++, item++) {
+			if (crc) {
+				((__le32 *)rc->bounce)[k] = cpu_to_le32(rc->map_crc[item]);
+			} else {
+				struct dmr_disk_segment *d = rc->bounce;
+				struct dmr_seg *s = &rc->map.segs[item];
+
+				d[k].seq = cpu_to_le64(s->seq);
+				d[k].valid = cpu_to_le32(s->valid);
+				d[k].flags = cpu_to_le32(s->flags & DMR_SEG_DISK_FLAGS);
+			}
+		}
+		*csum = crc32c(*csum, rc->bounce, (size_t)n * DMR_BLOCK_SIZE);
+		r = dmr_rw(rc, REQ_OP_WRITE, start + b, n, rc->bounce);
+		if (r)
+			return r;
+		b += n;
+	}
+	return 0;
+}
+
+/**
+ * dmr_checkpoint() - write a checkpoint (rule 5 above)
+ * @rc: target; the worker must not be running concurrently
+ * @clean: mark it as the last thing this instance writes
+ *
+ * Return: 0 or a negative errno (the target is then in failed mode).
+ */
+int dmr_checkpoint(struct dmr_target *rc, bool clean)
+{
+	const struct dmr_geometry *geo = &rc->sb.geo;
+	unsigned int slot = rc->ckpt_slot;
+	u64 base = geo->ckpt_offset + (u64)slot * geo->ckpt_slot_blocks;
+	struct dmr_ckpt_layout l;
+	struct dmr_ckpt c = {};
+	int r;
+
+	unsigned int i;
+
+	if (READ_ONCE(rc->mode) != DMR_MODE_WRITE)
+		return rc->first_error;
+	r = dmr_flush_all(rc, true);
+	if (r)
+		return r;
+
+	dmr_ckpt_layout(geo, &l);
+	r = dmr_write_map(rc, base + l.map_offset, slot);
+	if (r)
+		goto fail;
+	r = dmr_write_table(rc, base + l.crc_offset, l.crc_blocks, true, &c.crc_csum);
+	if (r)
+		goto fail;
+	r = dmr_write_table(rc, base + l.segtab_offset, l.segtab_blocks, false,
+			    &c.segtab_csum);
+	if (r)
+		goto fail;
+
+	c.flags = clean ? DMR_CKPT_CLEAN : 0;
+	c.seq = rc->ckpt_seq + 1;
+	c.log_seq = rc->seq;
+	c.blocknr = base;
+	for (i = 0; i < DMR_NR_HEADS; i++)
+		c.heads[i] = rc->heads[i].pos;
+	c.mapped_blocks = rc->map.mapped;
+	c.user_blocks = rc->total_user;
+	c.log_blocks = rc->total_log;
+	c.gc_moved = rc->total_moved;
+	dmr_ckpt_encode(&c, rc->sb.uuid, rc->bounce);
+	r = dmr_rw(rc, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA, base, 1, rc->bounce);
+	if (r)
+		goto fail;
+	WRITE_ONCE(rc->ckpt_seq, c.seq);
+	rc->ckpt_log_seq = c.log_seq;
+	rc->ckpt_slot ^= 1;
+	rc->last_ckpt = c;
+	rc->ckpt_clean_on_disk = clean;
+	/* the reuse rule counts completed checkpoints */
+	spin_lock(&rc->map_lock);
+	rc->map.ckpt_seq = c.seq;
+	spin_unlock(&rc->map_lock);
+	dmr_gc_free_ready(rc);
+	return 0;
+fail:
+	dmr_fail(rc, r, "checkpoint write");
+	return r;
+}
+
+/* In the worker: a periodic or requested checkpoint is due. */
+void dmr_checkpoint_due(struct dmr_target *rc)
+{
+	WRITE_ONCE(rc->ckpt_due, false);
+	/* the periodic checkpoint is skipped when nothing changed since */
+	if (READ_ONCE(rc->ckpt_requested) || rc->seq != rc->ckpt_log_seq ||
+	    rc->heads[DMR_HEAD_HOT].unit_open || rc->heads[DMR_HEAD_COLD].unit_open ||
+	    rc->heads[DMR_HEAD_GC].unit_open)
+		dmr_checkpoint(rc, false);
+	WRITE_ONCE(rc->ckpt_requested, false);
+	if (dmr_ckpt_rearm(READ_ONCE(rc->mode), READ_ONCE(rc->suspended),
+			   READ_ONCE(rc->stopping)))
+		queue_delayed_work(rc->wq, &rc->ckpt_work,
+				   rc->opts.checkpoint_interval * HZ);
+}
+
+/* The checkpoint timer only hands the checkpoint to the worker. */
+void dmr_ckpt_timer(struct work_struct *work)
+{
+	struct dmr_target *rc = container_of(to_delayed_work(work),
+					     struct dmr_target, ckpt_work);
+
+	WRITE_ONCE(rc->ckpt_due, true);
+	queue_work(rc->wq, &rc->work);
+}
+
+/**
+ * dmr_checkpoint_now() - checkpoint on request
+ * @rc: target
+ * @clean: see dmr_checkpoint(); only with the worker stopped
+ *
+ * Return: 0 or the target's first error.
+ */
+int dmr_checkpoint_now(struct dmr_target *rc, bool clean)
+{
+	if (clean)
+		return dmr_checkpoint(rc, true);
+	/* run it in the worker, serialised with the I/O */
+	WRITE_ONCE(rc->ckpt_requested, true);
+	WRITE_ONCE(rc->ckpt_due, true);
+	queue_work(rc->wq, &rc->work);
+	flush_work(&rc->work);
+	return READ_ONCE(rc->mode) == DMR_MODE_FAILED ? rc->first_error : 0;
+}
+
+/**
+ * dmr_worker_stop() - stop periodic checkpoints, wait for the worker and the log
+ * @rc: target; no new I/O arrives (postsuspend, destructor)
+ *
+ * The worker re-arms the timer after a periodic checkpoint, so @stopping is
+ * set first (the worker no longer re-arms once it sees it), the timer is
+ * cancelled, the worker flushed, and the timer cancelled again in case
+ * the worker re-armed it before it saw @stopping.  Then nothing is left
+ * queued that could run after the destructor frees the target.
+ */
+void dmr_worker_stop(struct dmr_target *rc)
+{
+	WRITE_ONCE(rc->stopping, true);
+	cancel_delayed_work_sync(&rc->ckpt_work);
+	flush_work(&rc->work);
+	cancel_delayed_work_sync(&rc->ckpt_work);
+	dmr_flight_wait(rc);
+}
+
+/* Start periodic checkpoints (resume of an active, writable instance). */
+void dmr_worker_start(struct dmr_target *rc)
+{
+	WRITE_ONCE(rc->stopping, false);
+	if (dmr_ckpt_rearm(READ_ONCE(rc->mode), READ_ONCE(rc->suspended), false))
+		queue_delayed_work(rc->wq, &rc->ckpt_work,
+				   rc->opts.checkpoint_interval * HZ);
+}
+
+/* ------------------------------------------------------------------ */
+/* loading */
+
+static int dmr_replay_read(void *ctx, u64 blocknr, u32 nr, void *buf)
+{
+	return dmr_rw(ctx, REQ_OP_READ, blocknr, nr, buf);
+}
+
+/* Read a table (CRC or segment) of a slot; checks its checksum. */
+static int dmr_read_table(struct dmr_target *rc, u64 start, u64 nr_blocks,
+			  bool crc, u32 csum)
+{
+	u32 per_block = crc ? DMR_BLOCK_SIZE / 4 : DMR_BLOCK_SIZE / DMR_SEGTAB_ENTRY_SIZE;
+	u64 nr_items = crc ? rc->map.nr_map_blocks : rc->map.nr_segs;
+	u64 b, item = 0;
+	u32 sum = ~0U;
+	int r;
+
+	for (b = 0; b < nr_blocks; ) {
+		u32 n = min_t(u64, nr_blocks - b, DMR_BOUNCE_BLOCKS), k;
+
+		r = dmr_rw(rc, REQ_OP_READ, start + b, n, rc->bounce);
+		if (r)
+			return r;
+		sum = crc32c(sum, rc->bounce, (size_t)n * DMR_BLOCK_SIZE);
+		for (k = 0; k < n * per_block && item < nr_items; k++, item++) {
+			if (crc) {
+				rc->map_crc[item] = le32_to_cpu(((__le32 *)rc->bounce)[k]);
+			} else {
+				struct dmr_disk_segment *d = rc->bounce;
+				struct dmr_seg *s = &rc->map.segs[item];
+
+				s->seq = le64_to_cpu(d[k].seq);
+				s->valid = le32_to_cpu(d[k].valid);
+				s->flags = le32_to_cpu(d[k].flags) & DMR_SEG_DISK_FLAGS;
+				s->free_after = 0;
+			}
+		}
+		b += n;
+	}
+	return sum == csum ? 0 : -EILSEQ;
+}
+
+/*
+ * Load the map and segment table of one slot whose header validated.
+ * Return: 0, -EILSEQ if a checksum or count does not match (a torn slot:
+ * the other one may be used), or the read error.
+ */
+static int dmr_load_slot(struct dmr_target *rc, unsigned int slot,
+			 const struct dmr_ckpt *c)
+{
+	const struct dmr_geometry *geo = &rc->sb.geo;
+	u64 base = geo->ckpt_offset + (u64)slot * geo->ckpt_slot_blocks, p;
+	struct dmr_ckpt_layout l;
+	int r;
+
+	dmr_ckpt_layout(geo, &l);
+	r = dmr_read_table(rc, base + l.crc_offset, l.crc_blocks, true, c->crc_csum);
+	if (r)
+		return r;
+	for (p = 0; p < rc->map.nr_map_blocks; ) {
+		u32 n = min_t(u64, rc->map.nr_map_blocks - p, DMR_BOUNCE_BLOCKS), i, j;
+
+		r = dmr_rw(rc, REQ_OP_READ, base + l.map_offset + p, n, rc->bounce);
+		if (r)
+			return r;
+		for (i = 0; i < n; i++) {
+			__le32 *src = (__le32 *)((u8 *)rc->bounce +
+						 (size_t)i * DMR_BLOCK_SIZE);
+			u64 first = (p + i) * DMR_MAP_ENTRIES_PER_BLOCK;
+
+			u64 cnt = min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK,
+					rc->map.nr_logical - first);
+
+			/* an unmapped block: no CRC to compute */
+			if (rc->map_crc[p + i] == rc->zero_crc &&
+			    !memchr_inv(src, 0, DMR_BLOCK_SIZE)) {
+				memset(&rc->map.l2p[first], 0, cnt * sizeof(u32));
+				continue;
+			}
+			if (crc32c(~0U, src, DMR_BLOCK_SIZE) != rc->map_crc[p + i])
+				return -EILSEQ;
+			for (j = 0; j < cnt; j++)
+				rc->map.l2p[first + j] = le32_to_cpu(src[j]);
+		}
+		p += n;
+	}
+	r = dmr_read_table(rc, base + l.segtab_offset, l.segtab_blocks, false,
+			   c->segtab_csum);
+	if (r)
+		return r;
+	r = dmr_map_recount(&rc->map);
+	if (r || rc->map.mapped != c->mapped_blocks)
+		return -EILSEQ;
+	/* this slot now matches memory; the other one is out of date */
+	memset(rc->map.dirty, DMR_DIRTY_SLOT(slot ^ 1), rc->map.nr_map_blocks);
+	return 0;
+}
+
+/* Check a checkpoint's head positions against the geometry. */
+static bool dmr_heads_valid(const struct dmr_geometry *geo,
+			    const struct dmr_log_pos *pos)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < DMR_NR_HEADS; i++) {
+		if (pos[i].segment >= geo->nr_segments ||
+		    pos[i].offset + 2 > geo->segment_blocks ||
+		    (pos[i].next_segment != DMR_NO_SEGMENT &&
+		     (pos[i].next_segment >= geo->nr_segments ||
+		      pos[i].next_segment == pos[i].segment)))
+			return false;
+		for (j = 0; j < i; j++)
+			if (pos[j].segment == pos[i].segment)
+				return false;
+	}
+	return true;
+}
+
+/*
+ * Make the heads' segments open again after a load: replay left each
+ * head at its position; the segments and the reserved next ones are
+ * marked open before the segment states are rebuilt, and the part of
+ * each head's segment already written is read into its buffer (blocks of
+ * a head's segment are read from memory).
+ */
+static int dmr_heads_restore(struct dmr_target *rc, const struct dmr_log_pos *pos)
+{
+	unsigned int i;
+	int r;
+
+	for (i = 0; i < DMR_NR_HEADS; i++) {
+		rc->map.segs[pos[i].segment].flags |= DMR_SEG_OPEN;
+		if (pos[i].next_segment != DMR_NO_SEGMENT)
+			rc->map.segs[pos[i].next_segment].flags |= DMR_SEG_OPEN;
+	}
+	dmr_map_load_states(&rc->map);
+	for (i = 0; i < DMR_NR_HEADS; i++) {
+		struct dmr_head *h = &rc->heads[i];
+
+		h->pos = pos[i];
+		h->pos.seq = 0;
+		h->seg_written = h->pos.offset;
+		h->unit_open = false;
+		if (!(rc->map.segs[h->pos.segment].flags & DMR_SEG_USED))
+			dmr_seg_open(&rc->map, h->pos.segment, rc->seq + 1);
+		if (rc->read_only)
+			continue;	/* nothing is written: read it from the device */
+		rc->map.segs[h->pos.segment].flags |= DMR_SEG_MEM;
+		if (!h->pos.offset)
+			continue;
+		r = dmr_rw(rc, REQ_OP_READ, dmr_seg_block(rc, h->pos.segment, 0),
+			   h->pos.offset, h->buf);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/**
+ * dmr_load() - newest valid checkpoint, then roll every head forward
+ * @rc: target, with dmr_io_init() done
+ * @error: static message for ti->error
+ *
+ * After a crash (dmr_load_needs_recovery()) the log's sequence jumps
+ * (dmr_seq_after_recovery()) and a checkpoint is written before any new
+ * write (rule 4).  A read-only table replays in memory only and never
+ * writes (rule 8).  A read error on a checkpoint or in the log refuses the
+ * load (rule 5).
+ *
+ * Return: 0 or a negative errno.
+ */
+int dmr_load(struct dmr_target *rc, const char **error)
+{
+	static const char *const read_error[DMR_CKPT_SLOTS] = {
+		"I/O error reading checkpoint slot 0",
+		"I/O error reading checkpoint slot 1",
+	};
+	const struct dmr_geometry *geo = &rc->sb.geo;
+	struct dmr_ckpt c[DMR_CKPT_SLOTS];
+	enum dmr_log_status st[DMR_CKPT_SLOTS];
+	struct dmr_log_pos pos[DMR_NR_HEADS];
+	struct dmr_replay rp = {
+		.geo = geo, .uuid = rc->sb.uuid, .read = dmr_replay_read,
+		.ctx = rc, .buf = rc->gc_buf,
+	};
+	int order[DMR_CKPT_SLOTS], i, n, bad = 0, slot = -1, r;
+	bool recovery;
+	u64 seq;
+
+	for (i = 0; i < DMR_CKPT_SLOTS; i++) {
+		u64 blk = geo->ckpt_offset + (u64)i * geo->ckpt_slot_blocks;
+
+		r = dmr_rw(rc, REQ_OP_READ, blk, 1, rc->bounce);
+		st[i] = r ? DMR_LOG_READ_ERROR :
+			dmr_ckpt_decode(rc->bounce, blk, rc->sb.uuid, &c[i]);
+	}
+	n = dmr_ckpt_order(st, c, order, &bad);
+	if (n < 0) {
+		*error = read_error[bad];
+		return n;
+	}
+	rc->map.track = false;	/* segment states are rebuilt after replay */
+	for (i = 0; i < n; i++) {
+		int s = order[i];
+
+		r = dmr_load_slot(rc, s, &c[s]);
+		if (!r) {
+			slot = s;
+			break;
+		}
+		if (r != -EILSEQ) {
+			*error = read_error[s];
+			return r;
+		}
+		DMWARN("%s: checkpoint slot %d (seq %llu) fails its checksums, trying the other",
+		       rc->dev->name, s, (unsigned long long)c[s].seq);
+	}
+	if (slot < 0) {
+		*error = st[0] == DMR_LOG_BAD_MAGIC && st[1] == DMR_LOG_BAD_MAGIC ?
+			 "No checkpoint on the device (format it with remapctl)" :
+			 "No valid checkpoint (metadata corrupted)";
+		return -EINVAL;
+	}
+
+	rc->ckpt_seq = c[slot].seq;
+	rc->ckpt_log_seq = c[slot].log_seq;
+	rc->ckpt_slot = slot ^ 1;
+	rc->last_ckpt = c[slot];
+	rc->map.ckpt_seq = c[slot].seq;
+	rc->total_user = c[slot].user_blocks;
+	rc->total_log = c[slot].log_blocks;
+	rc->total_moved = c[slot].gc_moved;
+	memcpy(pos, c[slot].heads, sizeof(pos));
+	if (!dmr_heads_valid(geo, pos)) {
+		*error = "Checkpoint log position out of range";
+		return -EINVAL;
+	}
+
+	rp.unit = kmalloc_array(DMR_NR_HEADS, sizeof(*rp.unit), GFP_KERNEL);
+	if (!rp.unit) {
+		*error = "Cannot allocate replay buffers";
+		return -ENOMEM;
+	}
+	seq = c[slot].log_seq;
+	r = dmr_replay_heads(&rp, &rc->map, pos, DMR_NR_HEADS, &seq);
+	kfree(rp.unit);
+	if (r) {
+		*error = "Log corrupted (unit does not fit its segment)";
+		return r;
+	}
+	for (i = 0; i < DMR_NR_HEADS; i++) {
+		/* whatever head: a unit that cannot be read may hold flushed data */
+		if (rp.head_stop[i] == DMR_LOG_READ_ERROR) {
+			*error = "I/O error reading the log";
+			return -EIO;
+		}
+	}
+	/* replay may have ended a head's segment on an unreserved next */
+	if (!dmr_heads_valid(geo, pos)) {
+		*error = "Log corrupted (a head has no segment to go on in)";
+		return -EINVAL;
+	}
+	rc->replayed = rp.units;
+	recovery = dmr_load_needs_recovery(&c[slot], rp.units, rp.stop);
+	rc->seq = recovery ? dmr_seq_after_recovery(c[slot].log_seq, seq) : seq;
+	rc->mode = rc->read_only ? DMR_MODE_READ_ONLY : DMR_MODE_WRITE;
+	if (recovery)
+		DMINFO("%s: recovery%s: checkpoint %llu (slot %d), %llu units, end: %s/%s/%s",
+		       rc->dev->name, rc->read_only ? " in memory (read-only)" : "",
+		       (unsigned long long)c[slot].seq, slot,
+		       (unsigned long long)rp.units,
+		       dmr_log_strerror(rp.head_stop[DMR_HEAD_HOT]),
+		       dmr_log_strerror(rp.head_stop[DMR_HEAD_COLD]),
+		       dmr_log_strerror(rp.head_stop[DMR_HEAD_GC]));
+
+	r = dmr_heads_restore(rc, pos);
+	if (r) {
+		*error = "Cannot read the open segments";
+		return r;
+	}
+	if (rc->read_only) {
+		rc->loaded = true;	/* rule 8: nothing is written */
+		return 0;
+	}
+	if (recovery) {
+		/* rule 4: the sequence jumped; record it before any new write */
+		r = dmr_checkpoint(rc, false);
+		if (r) {
+			*error = "Cannot write the recovery checkpoint";
+			return r;
+		}
+	} else {
+		/* rule 7: the clean checkpoint is marked not clean at the first write */
+		rc->ckpt_clean_on_disk = true;
+	}
+	rc->loaded = true;
+	return 0;
+}

@@ -1,0 +1,1294 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KUnit tests for dm-remap's garbage-collection rules:
+ *
+ * - the move rule (dmr_move_commit()) at run time and, through relocation
+ *   units, at replay;
+ * - multi-head replay: units applied in sequence order across the heads,
+ *   a missing unit stops every head, stale units are not applied;
+ * - the segment reuse rule and segment allocation;
+ * - the accounting invariants under a seeded random workload;
+ * - the contracts of the GC policy (dmr-policy.c).
+ *
+ * Also compiled into the host runner tools/tests/test-pure, in one
+ * translation unit with the other suites: every name here starts with
+ * dmr_gct_ or GCT_.
+ */
+#include <kunit/test.h>
+
+#include "dmr-log.h"
+#include "dmr-policy.h"
+
+/*
+ * The replay tests run on a small fake device: 7 segments of 64 blocks
+ * after 8 blocks of (unused) metadata, 256 logical blocks.  Its geometry
+ * is set by hand: replay only reads the data area.  Head h starts in
+ * segment h (DMR_HEAD_HOT in 0, DMR_HEAD_COLD in 1, DMR_HEAD_GC in 2).
+ */
+#define GCT_SEG_BLOCKS	64U
+#define GCT_NR_SEGS	7U
+#define GCT_LOGICAL	256U
+#define GCT_DATA_OFFSET	8U
+#define GCT_DEV_BLOCKS	(GCT_DATA_OFFSET + GCT_NR_SEGS * GCT_SEG_BLOCKS)
+
+static void dmr_gct_map_init(struct kunit *test, struct dmr_map *m,
+			     u32 nr_logical, u32 nr_segs, u32 seg_blocks)
+{
+	u32 nr_map_blocks = (nr_logical + DMR_MAP_ENTRIES_PER_BLOCK - 1) /
+			    DMR_MAP_ENTRIES_PER_BLOCK;
+	u32 *l2p = kunit_kzalloc(test, nr_logical * sizeof(*l2p), GFP_KERNEL);
+	struct dmr_seg *segs = kunit_kzalloc(test, nr_segs * sizeof(*segs),
+					     GFP_KERNEL);
+	u8 *dirty = kunit_kzalloc(test, nr_map_blocks, GFP_KERNEL);
+
+	if (!l2p || !segs || !dirty)
+		kunit_skip(test, "cannot allocate a map");
+	dmr_map_init(m, l2p, nr_logical, segs, nr_segs, seg_blocks, dirty);
+}
+
+/**
+ * struct dmr_gct_dev - in-memory device for the replay tests
+ * @geo: its geometry
+ * @uuid: its uuid
+ * @dev: GCT_DEV_BLOCKS blocks
+ * @unit: the unit dmr_gct_write() builds
+ * @units: replay scratch, one unit per head
+ * @buf: replay scratch, one segment
+ * @map: the map replayed into; holds the checkpoint's map before replay
+ */
+struct dmr_gct_dev {
+	struct dmr_geometry geo;
+	u8 uuid[16];
+	u8 *dev;
+	struct dmr_unit *unit;
+	struct dmr_unit *units;
+	void *buf;
+	struct dmr_map map;
+};
+
+static int dmr_gct_read(void *ctx, u64 blocknr, u32 nr, void *buf)
+{
+	struct dmr_gct_dev *f = ctx;
+
+	if (blocknr + nr > GCT_DEV_BLOCKS)
+		return -EIO;
+	memcpy(buf, f->dev + blocknr * DMR_BLOCK_SIZE, (size_t)nr * DMR_BLOCK_SIZE);
+	return 0;
+}
+
+static struct dmr_gct_dev *dmr_gct_dev_new(struct kunit *test)
+{
+	struct dmr_gct_dev *f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
+	u32 i;
+
+	if (!f)
+		kunit_skip(test, "cannot allocate the fake device");
+	f->geo.device_blocks = GCT_DEV_BLOCKS;
+	f->geo.segment_blocks = GCT_SEG_BLOCKS;
+	f->geo.overprovision = 10;
+	f->geo.data_offset = GCT_DATA_OFFSET;
+	f->geo.nr_segments = GCT_NR_SEGS;
+	f->geo.logical_blocks = GCT_LOGICAL;
+	for (i = 0; i < sizeof(f->uuid); i++)
+		f->uuid[i] = 0x90 + i;
+	f->dev = kunit_kzalloc(test, (size_t)GCT_DEV_BLOCKS * DMR_BLOCK_SIZE,
+			       GFP_KERNEL);
+	f->unit = kunit_kzalloc(test, sizeof(*f->unit), GFP_KERNEL);
+	f->units = kunit_kzalloc(test, DMR_NR_HEADS * sizeof(*f->units),
+				 GFP_KERNEL);
+	f->buf = kunit_kzalloc(test, (size_t)GCT_SEG_BLOCKS * DMR_BLOCK_SIZE,
+			       GFP_KERNEL);
+	if (!f->dev || !f->unit || !f->units || !f->buf)
+		kunit_skip(test, "cannot allocate the fake device");
+	dmr_gct_map_init(test, &f->map, GCT_LOGICAL, GCT_NR_SEGS, GCT_SEG_BLOCKS);
+	return f;
+}
+
+/* Every head at the start of its own segment (see GCT_SEG_BLOCKS). */
+static void dmr_gct_heads(struct dmr_log_pos *pos)
+{
+	unsigned int h;
+
+	for (h = 0; h < DMR_NR_HEADS; h++) {
+		pos[h].segment = h;
+		pos[h].offset = 0;
+		pos[h].next_segment = DMR_NO_SEGMENT;
+		pos[h].seq = 0;
+	}
+}
+
+/*
+ * Write a unit at a head's position the way the writer does: sequence
+ * number @seq, one discard extent (@discard_count blocks from
+ * @discard_first; none if 0), then @nr data blocks of @lba.  With @src it
+ * is a relocation unit: data block i is a copy of data-area block @src[i].
+ *
+ * Return: the data-area block of the unit's first data block.
+ */
+static u32 dmr_gct_write(struct dmr_gct_dev *f, struct dmr_log_pos *pos,
+			 u64 seq, const u32 *lba, const u32 *src, u32 nr,
+			 u32 discard_first, u32 discard_count)
+{
+	struct dmr_unit *u = f->unit;
+	u32 first = pos->segment * GCT_SEG_BLOCKS + pos->offset + 1, i;
+	u8 *data = f->dev + ((size_t)GCT_DATA_OFFSET + first) * DMR_BLOCK_SIZE;
+
+	dmr_unit_reset(u, src ? DMR_UNIT_RELOC : 0);
+	u->seq = seq;
+	u->blocknr = GCT_DATA_OFFSET + first - 1;
+	u->next_segment = DMR_NO_SEGMENT;
+	if (discard_count) {
+		u->discard[0][0] = discard_first;
+		u->discard[0][1] = discard_count;
+		u->nr_discards = 1;
+	}
+	for (i = 0; i < nr; i++) {
+		u->lba[i] = lba[i];
+		if (src)
+			u->src[i] = src[i];
+		memset(data + (size_t)i * DMR_BLOCK_SIZE, (u8)(lba[i] * 7 + seq),
+		       DMR_BLOCK_SIZE);
+	}
+	u->nr_blocks = nr;
+	dmr_unit_encode(u, f->uuid, data, data - DMR_BLOCK_SIZE);
+	dmr_log_advance(pos, 1 + nr, GCT_SEG_BLOCKS);
+	return first;
+}
+
+static u32 dmr_gct_user(struct dmr_gct_dev *f, struct dmr_log_pos *pos,
+			u64 seq, const u32 *lba, u32 nr)
+{
+	return dmr_gct_write(f, pos, seq, lba, NULL, nr, 0, 0);
+}
+
+static u32 dmr_gct_reloc(struct dmr_gct_dev *f, struct dmr_log_pos *pos,
+			 u64 seq, const u32 *lba, const u32 *src, u32 nr)
+{
+	return dmr_gct_write(f, pos, seq, lba, src, nr, 0, 0);
+}
+
+/* Start over from an empty checkpoint: every segment free, nothing mapped. */
+static void dmr_gct_map_reset(struct dmr_gct_dev *f)
+{
+	dmr_map_init(&f->map, f->map.l2p, GCT_LOGICAL, f->map.segs, GCT_NR_SEGS,
+		     GCT_SEG_BLOCKS, f->map.dirty);
+}
+
+/*
+ * Replay the fake device's first @nr heads into f->map as the loader
+ * does: from the checkpoint state in f->map and the heads at their start,
+ * segment tracking off during replay, then segment states rebuilt with
+ * the heads' segments open.  @seq: the checkpoint's last sequence number,
+ * set to the last one applied.  @pos: the heads' positions (out).
+ */
+static struct dmr_replay dmr_gct_replay(struct kunit *test,
+					struct dmr_gct_dev *f, unsigned int nr,
+					u64 *seq, struct dmr_log_pos *pos)
+{
+	struct dmr_replay r = {
+		.geo = &f->geo,
+		.uuid = f->uuid,
+		.read = dmr_gct_read,
+		.ctx = f,
+		.buf = f->buf,
+		.unit = f->units,
+	};
+	unsigned int h;
+
+	dmr_gct_heads(pos);
+	f->map.track = false;
+	KUNIT_EXPECT_EQ(test, dmr_replay_heads(&r, &f->map, pos, nr, seq), 0);
+	for (h = 0; h < nr; h++)
+		if (pos[h].segment != DMR_NO_SEGMENT)
+			f->map.segs[pos[h].segment].flags |= DMR_SEG_OPEN;
+	dmr_map_load_states(&f->map);
+	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&f->map));
+	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* the move rule at run time */
+
+static void dmr_gct_move_commit_rule(struct kunit *test)
+{
+	const u32 b = GCT_SEG_BLOCKS, cold = 1, gc = 2, hot = 3;
+	struct dmr_map m;
+	u32 src;
+
+	dmr_gct_map_init(test, &m, GCT_LOGICAL, GCT_NR_SEGS, GCT_SEG_BLOCKS);
+	/* lba 5, 6, 7 in a sealed segment; GC and a user head open */
+	dmr_seg_open(&m, cold, 1);
+	dmr_map_set(&m, 5, cold * b + 1);
+	dmr_map_set(&m, 6, cold * b + 2);
+	dmr_map_set(&m, 7, cold * b + 3);
+	dmr_seg_seal(&m, cold);
+	dmr_seg_open(&m, gc, 2);
+	dmr_seg_open(&m, hot, 3);
+
+	/* nothing happened since the copy was read: the move commits */
+	src = dmr_map_get(&m, 5) - 1;
+	KUNIT_EXPECT_TRUE(test, dmr_move_commit(&m, 5, src, gc * b + 1));
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 5), gc * b + 2);
+	KUNIT_EXPECT_EQ(test, m.segs[cold].valid, 2U);
+	KUNIT_EXPECT_EQ(test, m.segs[gc].valid, 1U);
+	/* the same move again: the map no longer points at its source */
+	KUNIT_EXPECT_FALSE(test, dmr_move_commit(&m, 5, src, gc * b + 2));
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 5), gc * b + 2);
+	KUNIT_EXPECT_EQ(test, m.segs[gc].valid, 1U);
+
+	/* an overwrite between "copy read" and commit wins */
+	src = dmr_map_get(&m, 6) - 1;
+	dmr_map_set(&m, 6, hot * b + 1);
+	KUNIT_EXPECT_FALSE(test, dmr_move_commit(&m, 6, src, gc * b + 3));
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 6), hot * b + 2);
+	KUNIT_EXPECT_EQ(test, m.segs[cold].valid, 1U);
+	KUNIT_EXPECT_EQ(test, m.segs[gc].valid, 1U);
+	KUNIT_EXPECT_EQ(test, m.segs[hot].valid, 1U);
+	/* the rule is about locations: moving the new copy commits */
+	KUNIT_EXPECT_TRUE(test, dmr_move_commit(&m, 6, hot * b + 1, gc * b + 4));
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 6), gc * b + 5);
+	KUNIT_EXPECT_EQ(test, m.segs[hot].valid, 0U);
+	KUNIT_EXPECT_EQ(test, m.segs[gc].valid, 2U);
+	/* an open segment that empties is not prefree: its head goes on */
+	KUNIT_EXPECT_FALSE(test, m.segs[hot].flags & DMR_SEG_PREFREE);
+
+	/* a discard between "copy read" and commit wins */
+	src = dmr_map_get(&m, 7) - 1;
+	dmr_map_unmap(&m, 7);
+	KUNIT_EXPECT_EQ(test, m.segs[cold].valid, 0U);
+	KUNIT_EXPECT_TRUE(test, m.segs[cold].flags & DMR_SEG_PREFREE);
+	KUNIT_EXPECT_FALSE(test, dmr_move_commit(&m, 7, src, gc * b + 5));
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 7), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, m.segs[gc].valid, 2U);
+	KUNIT_EXPECT_EQ(test, m.segs[cold].valid, 0U);
+	KUNIT_EXPECT_EQ(test, m.nr_prefree, 1U);
+
+	/* a block never written is not "moved" into existence */
+	KUNIT_EXPECT_FALSE(test, dmr_move_commit(&m, 100, 0, gc * b + 6));
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 100), DMR_UNMAPPED);
+
+	KUNIT_EXPECT_EQ(test, m.mapped, 2ULL);
+	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
+}
+
+/* ------------------------------------------------------------------ */
+/* the move rule at replay */
+
+/* A user write logged before a relocation of the copy it replaced wins. */
+static void dmr_gct_replay_overwrite_beats_reloc(struct kunit *test)
+{
+	static const u32 ab[] = { 10, 11 }, a[] = { 10 };
+	struct dmr_gct_dev *f = dmr_gct_dev_new(test);
+	struct dmr_log_pos w[DMR_NR_HEADS], pos[DMR_NR_HEADS];
+	u32 old, user, dst, src[2], lba;
+	struct dmr_replay r;
+	struct dmr_map rt;
+	u64 seq = 0;
+
+	dmr_gct_heads(w);
+	old = dmr_gct_user(f, &w[0], 1, ab, 2);
+	/* GC reads 10 and 11; a user overwrites 10; GC logs its move after */
+	user = dmr_gct_user(f, &w[0], 2, a, 1);
+	src[0] = old;
+	src[1] = old + 1;
+	dst = dmr_gct_reloc(f, &w[1], 3, ab, src, 2);
+
+	r = dmr_gct_replay(test, f, 2, &seq, pos);
+	KUNIT_EXPECT_EQ(test, r.units, 3ULL);
+	KUNIT_EXPECT_EQ(test, seq, 3ULL);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 10), user + 1);	/* not moved */
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 11), dst + 2);	/* moved */
+	KUNIT_EXPECT_EQ(test, f->map.segs[0].valid, 1U);
+	KUNIT_EXPECT_EQ(test, f->map.segs[1].valid, 1U);
+	KUNIT_EXPECT_EQ(test, f->map.mapped, 2ULL);
+
+	/* the same events at run time end in the same map */
+	dmr_gct_map_init(test, &rt, GCT_LOGICAL, GCT_NR_SEGS, GCT_SEG_BLOCKS);
+	dmr_map_set(&rt, 10, old);
+	dmr_map_set(&rt, 11, old + 1);
+	dmr_map_set(&rt, 10, user);
+	KUNIT_EXPECT_FALSE(test, dmr_move_commit(&rt, 10, old, dst));
+	KUNIT_EXPECT_TRUE(test, dmr_move_commit(&rt, 11, old + 1, dst + 1));
+	for (lba = 0; lba < GCT_LOGICAL; lba++)
+		if (dmr_map_get(&rt, lba) != dmr_map_get(&f->map, lba))
+			break;
+	KUNIT_EXPECT_EQ(test, lba, GCT_LOGICAL);
+}
+
+/* A relocation logged before a user write: the write still wins. */
+static void dmr_gct_replay_reloc_then_overwrite(struct kunit *test)
+{
+	static const u32 a[] = { 20 };
+	struct dmr_gct_dev *f = dmr_gct_dev_new(test);
+	struct dmr_log_pos w[DMR_NR_HEADS], pos[DMR_NR_HEADS];
+	u32 old, dst, user;
+	struct dmr_replay r;
+	u64 seq = 0;
+
+	dmr_gct_heads(w);
+	old = dmr_gct_user(f, &w[DMR_HEAD_COLD], 1, a, 1);
+	dst = dmr_gct_reloc(f, &w[DMR_HEAD_GC], 2, a, &old, 1);
+
+	/* up to the relocation: the block moved */
+	r = dmr_gct_replay(test, f, DMR_NR_HEADS, &seq, pos);
+	KUNIT_EXPECT_EQ(test, r.units, 2ULL);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 20), dst + 1);
+	KUNIT_EXPECT_EQ(test, f->map.segs[DMR_HEAD_COLD].valid, 0U);
+	KUNIT_EXPECT_EQ(test, f->map.segs[DMR_HEAD_GC].valid, 1U);
+
+	/* then a user write of it, on a third head */
+	user = dmr_gct_user(f, &w[DMR_HEAD_HOT], 3, a, 1);
+	dmr_gct_map_reset(f);
+	seq = 0;
+	r = dmr_gct_replay(test, f, DMR_NR_HEADS, &seq, pos);
+	KUNIT_EXPECT_EQ(test, r.units, 3ULL);
+	KUNIT_EXPECT_EQ(test, seq, 3ULL);
+	KUNIT_EXPECT_EQ(test, r.stop, DMR_LOG_BAD_MAGIC);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 20), user + 1);
+	KUNIT_EXPECT_EQ(test, f->map.segs[DMR_HEAD_HOT].valid, 1U);
+	KUNIT_EXPECT_EQ(test, f->map.segs[DMR_HEAD_COLD].valid, 0U);
+	KUNIT_EXPECT_EQ(test, f->map.segs[DMR_HEAD_GC].valid, 0U);
+	KUNIT_EXPECT_EQ(test, f->map.mapped, 1ULL);
+}
+
+/* A discard logged before a relocation of the discarded copy wins. */
+static void dmr_gct_replay_discard_beats_reloc(struct kunit *test)
+{
+	static const u32 ab[] = { 30, 31 };
+	struct dmr_gct_dev *f = dmr_gct_dev_new(test);
+	struct dmr_log_pos w[DMR_NR_HEADS], pos[DMR_NR_HEADS];
+	u32 old, dst, src[2];
+	struct dmr_replay r;
+	u64 seq = 0;
+
+	dmr_gct_heads(w);
+	old = dmr_gct_user(f, &w[DMR_HEAD_HOT], 1, ab, 2);
+	dmr_gct_write(f, &w[DMR_HEAD_COLD], 2, NULL, NULL, 0, 30, 1);
+	src[0] = old;
+	src[1] = old + 1;
+	dst = dmr_gct_reloc(f, &w[DMR_HEAD_GC], 3, ab, src, 2);
+
+	r = dmr_gct_replay(test, f, DMR_NR_HEADS, &seq, pos);
+	KUNIT_EXPECT_EQ(test, r.units, 3ULL);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 30), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 31), dst + 2);
+	KUNIT_EXPECT_EQ(test, f->map.segs[DMR_HEAD_HOT].valid, 0U);
+	KUNIT_EXPECT_EQ(test, f->map.segs[DMR_HEAD_GC].valid, 1U);
+	KUNIT_EXPECT_EQ(test, f->map.mapped, 1ULL);
+}
+
+/* A relocation of a block nothing else touched moves it, and only it. */
+static void dmr_gct_replay_reloc_moves_untouched(struct kunit *test)
+{
+	static const u32 abc[] = { 40, 41, 42 }, b[] = { 41 };
+	struct dmr_gct_dev *f = dmr_gct_dev_new(test);
+	struct dmr_log_pos w[DMR_NR_HEADS], pos[DMR_NR_HEADS];
+	u32 old, dst, src;
+	struct dmr_replay r;
+	u64 seq = 0;
+
+	dmr_gct_heads(w);
+	old = dmr_gct_user(f, &w[DMR_HEAD_HOT], 1, abc, 3);
+	src = old + 1;
+	dst = dmr_gct_reloc(f, &w[DMR_HEAD_GC], 2, b, &src, 1);
+
+	r = dmr_gct_replay(test, f, DMR_NR_HEADS, &seq, pos);
+	KUNIT_EXPECT_EQ(test, r.units, 2ULL);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 40), old + 1);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 41), dst + 1);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 42), old + 3);
+	KUNIT_EXPECT_EQ(test, f->map.segs[DMR_HEAD_HOT].valid, 2U);
+	KUNIT_EXPECT_EQ(test, f->map.segs[DMR_HEAD_GC].valid, 1U);
+	/* each head went past its units: summary and data blocks */
+	KUNIT_EXPECT_EQ(test, pos[DMR_HEAD_HOT].offset, 4U);
+	KUNIT_EXPECT_EQ(test, pos[DMR_HEAD_COLD].offset, 0U);
+	KUNIT_EXPECT_EQ(test, pos[DMR_HEAD_GC].offset, 2U);
+}
+
+/* ------------------------------------------------------------------ */
+/* multi-head replay */
+
+/* Units of three heads with interleaved numbers apply in number order. */
+static void dmr_gct_replay_merges_heads(struct kunit *test)
+{
+	/* head of the unit numbered i + 1 */
+	static const u8 head[] = { 0, 0, 1, 2, 2, 2, 1, 0, 1 };
+	struct dmr_gct_dev *f = dmr_gct_dev_new(test);
+	struct dmr_log_pos w[DMR_NR_HEADS], pos[DMR_NR_HEADS];
+	u32 i, lba[2], at, per_head[DMR_NR_HEADS] = {};
+	struct dmr_replay r;
+	struct dmr_map want;
+	u64 seq = 0;
+
+	dmr_gct_map_init(test, &want, GCT_LOGICAL, GCT_NR_SEGS, GCT_SEG_BLOCKS);
+	dmr_gct_heads(w);
+	for (i = 0; i < ARRAY_SIZE(head); i++) {
+		lba[0] = 50 + (i * 3) % 4;	/* shared with other units */
+		lba[1] = 100 + i;
+		at = dmr_gct_user(f, &w[head[i]], i + 1, lba, 2);
+		dmr_map_set(&want, lba[0], at);
+		dmr_map_set(&want, lba[1], at + 1);
+		per_head[head[i]]++;
+	}
+	r = dmr_gct_replay(test, f, DMR_NR_HEADS, &seq, pos);
+	KUNIT_EXPECT_EQ(test, r.units, (u64)ARRAY_SIZE(head));
+	KUNIT_EXPECT_EQ(test, seq, (u64)ARRAY_SIZE(head));
+	KUNIT_EXPECT_EQ(test, r.stop, DMR_LOG_BAD_MAGIC);
+	for (i = 0; i < DMR_NR_HEADS; i++) {
+		KUNIT_EXPECT_EQ(test, r.head_stop[i], DMR_LOG_BAD_MAGIC);
+		KUNIT_EXPECT_EQ(test, pos[i].offset, 3 * per_head[i]);
+	}
+	/* lba 50 was last written by unit 9, on head 1 */
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 50), want.l2p[50]);
+	for (i = 0; i < GCT_LOGICAL; i++)
+		if (dmr_map_get(&f->map, i) != dmr_map_get(&want, i))
+			break;
+	KUNIT_EXPECT_EQ(test, i, GCT_LOGICAL);
+	KUNIT_EXPECT_EQ(test, f->map.mapped, want.mapped);
+}
+
+/* Unit 3 was never written: units 4 and 5, on other heads, are not applied. */
+static void dmr_gct_replay_missing_unit_stops(struct kunit *test)
+{
+	static const u32 a[] = { 60 }, b[] = { 61 }, d[] = { 63 }, e[] = { 64 };
+	struct dmr_gct_dev *f = dmr_gct_dev_new(test);
+	struct dmr_log_pos w[DMR_NR_HEADS], pos[DMR_NR_HEADS];
+	struct dmr_replay r;
+	u64 seq = 0;
+
+	dmr_gct_heads(w);
+	dmr_gct_user(f, &w[0], 1, a, 1);
+	dmr_gct_user(f, &w[1], 2, b, 1);
+	/* unit 3 would have gone to head 2 */
+	dmr_gct_user(f, &w[0], 4, d, 1);
+	dmr_gct_user(f, &w[1], 5, e, 1);
+
+	r = dmr_gct_replay(test, f, DMR_NR_HEADS, &seq, pos);
+	KUNIT_EXPECT_EQ(test, r.units, 2ULL);
+	KUNIT_EXPECT_EQ(test, seq, 2ULL);
+	KUNIT_EXPECT_NE(test, dmr_map_get(&f->map, 60), DMR_UNMAPPED);
+	KUNIT_EXPECT_NE(test, dmr_map_get(&f->map, 61), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 63), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 64), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, r.head_stop[0], DMR_LOG_BAD_SEQ);	/* holds 4 */
+	KUNIT_EXPECT_EQ(test, r.head_stop[1], DMR_LOG_BAD_SEQ);	/* holds 5 */
+	KUNIT_EXPECT_EQ(test, r.head_stop[2], DMR_LOG_BAD_MAGIC);
+	KUNIT_EXPECT_EQ(test, r.stop, DMR_LOG_BAD_SEQ);
+	/* the heads stop on the units not applied */
+	KUNIT_EXPECT_EQ(test, pos[0].offset, 2U);
+	KUNIT_EXPECT_EQ(test, pos[1].offset, 2U);
+	KUNIT_EXPECT_EQ(test, pos[2].offset, 0U);
+	KUNIT_EXPECT_EQ(test, f->map.mapped, 2ULL);
+}
+
+/* Unit 3 is torn: nothing after it is applied, whatever its head. */
+static void dmr_gct_replay_torn_unit_stops(struct kunit *test)
+{
+	static const u32 a[] = { 60 }, b[] = { 61 }, c[] = { 62 }, d[] = { 63 };
+	struct dmr_gct_dev *f = dmr_gct_dev_new(test);
+	struct dmr_log_pos w[DMR_NR_HEADS], pos[DMR_NR_HEADS];
+	struct dmr_replay r;
+	u64 seq = 0;
+	u32 torn;
+
+	dmr_gct_heads(w);
+	dmr_gct_user(f, &w[0], 1, a, 1);
+	dmr_gct_user(f, &w[2], 2, b, 1);
+	torn = dmr_gct_user(f, &w[1], 3, c, 1);
+	dmr_gct_user(f, &w[0], 4, d, 1);
+	f->dev[((size_t)GCT_DATA_OFFSET + torn) * DMR_BLOCK_SIZE + 100] ^= 1;
+
+	r = dmr_gct_replay(test, f, DMR_NR_HEADS, &seq, pos);
+	KUNIT_EXPECT_EQ(test, r.units, 2ULL);
+	KUNIT_EXPECT_EQ(test, seq, 2ULL);
+	KUNIT_EXPECT_EQ(test, r.head_stop[1], DMR_LOG_BAD_DATA);
+	KUNIT_EXPECT_EQ(test, r.head_stop[0], DMR_LOG_BAD_SEQ);	/* holds 4 */
+	KUNIT_EXPECT_FALSE(test, dmr_log_stop_benign(r.stop));
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 62), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 63), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, f->map.mapped, 2ULL);
+}
+
+/*
+ * Units numbered at or below the checkpoint's last one (left from an
+ * earlier use of a reused segment) end their head's chain unapplied.
+ */
+static void dmr_gct_replay_stale_not_applied(struct kunit *test)
+{
+	static const u32 a[] = { 71 }, b[] = { 72 }, old[] = { 70 }, c[] = { 73 };
+	const u32 seg5 = 5 * GCT_SEG_BLOCKS + 1;
+	struct dmr_gct_dev *f = dmr_gct_dev_new(test);
+	struct dmr_log_pos w[DMR_NR_HEADS], pos[DMR_NR_HEADS];
+	struct dmr_replay r;
+	u64 seq = 5;
+
+	/* the checkpoint (units up to 5): lba 70 lives in segment 5 */
+	dmr_seg_open(&f->map, 5, 1);
+	dmr_map_set(&f->map, 70, seg5);
+	dmr_seg_seal(&f->map, 5);
+
+	dmr_gct_heads(w);
+	dmr_gct_user(f, &w[0], 6, a, 1);
+	dmr_gct_user(f, &w[0], 7, b, 1);
+	dmr_gct_user(f, &w[0], 2, c, 1);	/* head 0 runs into old units */
+	dmr_gct_user(f, &w[1], 3, old, 1);
+	dmr_gct_user(f, &w[2], 5, old, 1);	/* == the checkpoint's */
+
+	r = dmr_gct_replay(test, f, DMR_NR_HEADS, &seq, pos);
+	KUNIT_EXPECT_EQ(test, r.units, 2ULL);
+	KUNIT_EXPECT_EQ(test, seq, 7ULL);
+	KUNIT_EXPECT_EQ(test, r.head_stop[0], DMR_LOG_STALE);
+	KUNIT_EXPECT_EQ(test, r.head_stop[1], DMR_LOG_STALE);
+	KUNIT_EXPECT_EQ(test, r.head_stop[2], DMR_LOG_STALE);
+	KUNIT_EXPECT_TRUE(test, dmr_log_stop_benign(r.stop));
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 70), seg5 + 1);
+	KUNIT_EXPECT_NE(test, dmr_map_get(&f->map, 71), DMR_UNMAPPED);
+	KUNIT_EXPECT_NE(test, dmr_map_get(&f->map, 72), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 73), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, f->map.segs[1].valid, 0U);
+	KUNIT_EXPECT_EQ(test, f->map.segs[2].valid, 0U);
+	KUNIT_EXPECT_EQ(test, f->map.segs[5].valid, 1U);
+	KUNIT_EXPECT_EQ(test, pos[0].offset, 4U);
+	KUNIT_EXPECT_EQ(test, pos[1].offset, 0U);
+	KUNIT_EXPECT_EQ(test, f->map.mapped, 3ULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* the reuse rule and allocation */
+
+/* An open segment that empties waits for its head; sealed, it is prefree. */
+static void dmr_gct_reuse_open_then_sealed(struct kunit *test)
+{
+	const u32 b = GCT_SEG_BLOCKS;
+	struct dmr_map m;
+	u32 cursor = 0, s, lba;
+
+	dmr_gct_map_init(test, &m, GCT_LOGICAL, GCT_NR_SEGS, GCT_SEG_BLOCKS);
+	m.ckpt_seq = 7;
+	s = dmr_seg_alloc(&m, &cursor);
+	KUNIT_ASSERT_NE(test, s, DMR_NO_SEGMENT);
+	KUNIT_EXPECT_TRUE(test, m.segs[s].flags & DMR_SEG_OPEN);
+	KUNIT_EXPECT_EQ(test, m.nr_free, GCT_NR_SEGS - 1);
+	dmr_seg_open(&m, s, 1);
+	KUNIT_EXPECT_EQ(test, m.nr_free, GCT_NR_SEGS - 1);
+	for (lba = 0; lba < 4; lba++)
+		dmr_map_set(&m, lba, s * b + 1 + lba);
+	for (lba = 0; lba < 4; lba++)
+		dmr_map_unmap(&m, lba);
+	KUNIT_EXPECT_EQ(test, m.segs[s].valid, 0U);
+	KUNIT_EXPECT_FALSE(test, m.segs[s].flags & DMR_SEG_PREFREE);
+	KUNIT_EXPECT_EQ(test, m.nr_prefree, 0U);
+	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[s], 1000, 0));
+	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
+
+	dmr_seg_seal(&m, s);
+	KUNIT_EXPECT_TRUE(test, m.segs[s].flags & DMR_SEG_PREFREE);
+	KUNIT_EXPECT_EQ(test, m.nr_prefree, 1U);
+	KUNIT_EXPECT_EQ(test, m.nr_free, GCT_NR_SEGS - 1);
+	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
+
+	/* a segment only reserved, never written, is free again once sealed */
+	s = dmr_seg_alloc(&m, &cursor);
+	KUNIT_ASSERT_NE(test, s, DMR_NO_SEGMENT);
+	KUNIT_EXPECT_EQ(test, m.nr_free, GCT_NR_SEGS - 2);
+	dmr_seg_seal(&m, s);
+	KUNIT_EXPECT_TRUE(test, dmr_seg_is_free(&m.segs[s]));
+	KUNIT_EXPECT_EQ(test, m.nr_free, GCT_NR_SEGS - 1);
+	KUNIT_EXPECT_EQ(test, m.nr_prefree, 1U);
+	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
+}
+
+/* Reusable only DMR_REUSE_CHECKPOINTS checkpoints after it emptied. */
+static void dmr_gct_reuse_counts_checkpoints(struct kunit *test)
+{
+	const u32 b = GCT_SEG_BLOCKS;
+	struct dmr_map m;
+	struct dmr_seg copy;
+	u32 cursor = 0, sa, sb, head;
+
+	dmr_gct_map_init(test, &m, GCT_LOGICAL, GCT_NR_SEGS, GCT_SEG_BLOCKS);
+	m.ckpt_seq = 7;
+	sa = dmr_seg_alloc(&m, &cursor);
+	sb = dmr_seg_alloc(&m, &cursor);
+	head = dmr_seg_alloc(&m, &cursor);
+	KUNIT_ASSERT_NE(test, head, DMR_NO_SEGMENT);
+	dmr_seg_open(&m, sa, 1);
+	dmr_seg_open(&m, sb, 2);
+	dmr_seg_open(&m, head, 3);
+	dmr_map_set(&m, 10, sa * b + 1);
+	dmr_map_set(&m, 11, sb * b + 1);
+	dmr_map_set(&m, 12, sb * b + 2);
+	dmr_seg_seal(&m, sa);
+	dmr_seg_seal(&m, sb);
+
+	/* sealed with valid blocks: never reusable */
+	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sa], 1000, 0));
+	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sb], 1000, 0));
+
+	/* sa empties at checkpoint 7 (an overwrite) */
+	dmr_map_set(&m, 10, head * b + 1);
+	KUNIT_EXPECT_TRUE(test, m.segs[sa].flags & DMR_SEG_PREFREE);
+	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sa], 7, 0));
+	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sa], 8, 0));
+	KUNIT_EXPECT_TRUE(test, dmr_seg_reusable(&m.segs[sa],
+						 7 + DMR_REUSE_CHECKPOINTS, 0));
+	KUNIT_EXPECT_TRUE(test, dmr_seg_reusable(&m.segs[sa], 100, 0));
+	/* ... and not while a read to it is in flight */
+	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sa],
+						  7 + DMR_REUSE_CHECKPOINTS, 1));
+
+	/* sb empties one checkpoint later (a discard): counted from then */
+	m.ckpt_seq = 8;
+	dmr_map_unmap(&m, 11);
+	KUNIT_EXPECT_FALSE(test, m.segs[sb].flags & DMR_SEG_PREFREE);
+	dmr_map_unmap(&m, 12);
+	KUNIT_EXPECT_TRUE(test, m.segs[sb].flags & DMR_SEG_PREFREE);
+	KUNIT_EXPECT_EQ(test, m.nr_prefree, 2U);
+	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sb], 9, 0));
+	KUNIT_EXPECT_TRUE(test, dmr_seg_reusable(&m.segs[sb],
+						 8 + DMR_REUSE_CHECKPOINTS, 0));
+
+	/* prefree or not, a segment holding a valid block is refused */
+	copy = m.segs[sb];
+	copy.valid = 1;
+	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&copy, 1000, 0));
+	/* a free segment is not "reusable": it is free already */
+	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[GCT_NR_SEGS - 1], 1000, 0));
+
+	/* freed, it counts as free again */
+	m.ckpt_seq = 9;
+	KUNIT_ASSERT_TRUE(test, dmr_seg_reusable(&m.segs[sa], m.ckpt_seq, 0));
+	dmr_seg_make_free(&m, sa);
+	KUNIT_EXPECT_TRUE(test, dmr_seg_is_free(&m.segs[sa]));
+	KUNIT_EXPECT_EQ(test, m.nr_prefree, 1U);
+	KUNIT_EXPECT_EQ(test, m.nr_free, GCT_NR_SEGS - 2);
+	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
+}
+
+/* Allocation hands out free segments only, each once, from any cursor. */
+static void dmr_gct_alloc_skips_unfree(struct kunit *test)
+{
+	const u32 b = GCT_SEG_BLOCKS;
+	bool was_free[GCT_NR_SEGS], given[GCT_NR_SEGS];
+	u32 cursor, start, s, prefree, open, sealed, reserved, n;
+	struct dmr_map m;
+
+	for (start = 0; start < GCT_NR_SEGS; start++) {
+		dmr_gct_map_init(test, &m, GCT_LOGICAL, GCT_NR_SEGS, GCT_SEG_BLOCKS);
+		cursor = start;
+		prefree = dmr_seg_alloc(&m, &cursor);
+		open = dmr_seg_alloc(&m, &cursor);
+		sealed = dmr_seg_alloc(&m, &cursor);
+		reserved = dmr_seg_alloc(&m, &cursor);
+		KUNIT_ASSERT_NE(test, reserved, DMR_NO_SEGMENT);
+		dmr_seg_open(&m, prefree, 1);
+		dmr_seg_open(&m, open, 2);
+		dmr_seg_open(&m, sealed, 3);
+		dmr_map_set(&m, 1, prefree * b + 1);
+		dmr_map_set(&m, 2, sealed * b + 1);
+		dmr_seg_seal(&m, prefree);
+		dmr_seg_seal(&m, sealed);
+		dmr_map_set(&m, 1, open * b + 1);
+		KUNIT_ASSERT_TRUE(test, m.segs[prefree].flags & DMR_SEG_PREFREE);
+
+		for (s = 0; s < GCT_NR_SEGS; s++) {
+			was_free[s] = dmr_seg_is_free(&m.segs[s]);
+			given[s] = false;
+		}
+		KUNIT_EXPECT_EQ(test, m.nr_free, GCT_NR_SEGS - 4);
+		cursor = prefree;	/* start the search on unfree segments */
+		for (n = 0; (s = dmr_seg_alloc(&m, &cursor)) != DMR_NO_SEGMENT; n++) {
+			KUNIT_ASSERT_TRUE(test, s < GCT_NR_SEGS && n < GCT_NR_SEGS);
+			KUNIT_EXPECT_TRUE(test, was_free[s]);
+			KUNIT_EXPECT_FALSE(test, given[s]);
+			given[s] = true;
+		}
+		KUNIT_EXPECT_EQ(test, n, GCT_NR_SEGS - 4);
+		KUNIT_EXPECT_EQ(test, m.nr_free, 0U);
+		KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
+
+		/* once the reuse rule allows it, the prefree one is handed out */
+		m.ckpt_seq += DMR_REUSE_CHECKPOINTS;
+		KUNIT_ASSERT_TRUE(test, dmr_seg_reusable(&m.segs[prefree], m.ckpt_seq, 0));
+		dmr_seg_make_free(&m, prefree);
+		KUNIT_EXPECT_EQ(test, dmr_seg_alloc(&m, &cursor), prefree);
+		KUNIT_EXPECT_EQ(test, dmr_seg_alloc(&m, &cursor), DMR_NO_SEGMENT);
+		KUNIT_EXPECT_EQ(test, m.nr_prefree, 0U);
+		KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* accounting under a random workload */
+
+#define GCT_SIM_SEGS		16U
+#define GCT_SIM_SEG_BLOCKS	32U
+#define GCT_SIM_LOGICAL		200U
+#define GCT_SIM_STEPS		4000U
+#define GCT_SIM_RESERVE		2U	/* free segments user heads leave to GC */
+
+/**
+ * struct dmr_gct_sim - a model of the writer, GC and checkpoints
+ * @m: the map
+ * @seg: each head's open segment, or DMR_NO_SEGMENT
+ * @off: next block in it
+ * @cursor: allocation cursor
+ * @victim_cursor: victim search cursor
+ * @seq: log sequence number, one per block written
+ * @rng: xorshift32 state
+ * @emptied: the checkpoint at which each prefree segment emptied
+ * @was_prefree: each segment's prefree flag after the previous step
+ * @writes: user blocks written
+ * @moved: moves committed
+ * @lost: moves that lost to a write or discard
+ * @collected: victims emptied
+ * @freed: segments made free
+ */
+struct dmr_gct_sim {
+	struct dmr_map m;
+	u32 seg[DMR_NR_HEADS];
+	u32 off[DMR_NR_HEADS];
+	u32 cursor, victim_cursor;
+	u64 seq;
+	u32 rng;
+	u64 emptied[GCT_SIM_SEGS];
+	bool was_prefree[GCT_SIM_SEGS];
+	u32 writes, moved, lost, collected, freed;
+};
+
+static u32 dmr_gct_rand(struct dmr_gct_sim *s)
+{
+	u32 x = s->rng;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	s->rng = x;
+	return x;
+}
+
+/* The next block of head @h, opening a segment if needed (or DMR_NO_SEGMENT). */
+static u32 dmr_gct_sim_block(struct dmr_gct_sim *s, unsigned int h)
+{
+	struct dmr_map *m = &s->m;
+
+	if (s->seg[h] == DMR_NO_SEGMENT) {
+		u32 seg;
+
+		if (h != DMR_HEAD_GC && m->nr_free <= GCT_SIM_RESERVE)
+			return DMR_NO_SEGMENT;
+		seg = dmr_seg_alloc(m, &s->cursor);
+		if (seg == DMR_NO_SEGMENT)
+			return DMR_NO_SEGMENT;
+		dmr_seg_open(m, seg, s->seq + 1);
+		s->seg[h] = seg;
+		s->off[h] = 0;
+	}
+	s->seq++;
+	return s->seg[h] * m->seg_blocks + s->off[h]++;
+}
+
+/* Seal head @h's segment once its last block is mapped. */
+static void dmr_gct_sim_fill(struct dmr_gct_sim *s, unsigned int h)
+{
+	if (s->seg[h] != DMR_NO_SEGMENT && s->off[h] == s->m.seg_blocks) {
+		dmr_seg_seal(&s->m, s->seg[h]);
+		s->seg[h] = DMR_NO_SEGMENT;
+	}
+}
+
+static void dmr_gct_sim_write(struct dmr_gct_sim *s, u32 lba)
+{
+	unsigned int h = dmr_gct_rand(s) & 1 ? DMR_HEAD_HOT : DMR_HEAD_COLD;
+	u32 pba = dmr_gct_sim_block(s, h);
+
+	if (pba == DMR_NO_SEGMENT)
+		return;		/* throttled */
+	dmr_map_set(&s->m, lba, pba);
+	s->writes++;
+	dmr_gct_sim_fill(s, h);
+}
+
+/*
+ * GC moves @lba: reads its copy; then @race 1 a user write of it, 2 a
+ * discard of it; then it writes the copy to the GC head and commits.
+ *
+ * Return: whether dmr_move_commit() kept the move rule.
+ */
+static bool dmr_gct_sim_move(struct dmr_gct_sim *s, u32 lba, u32 race)
+{
+	struct dmr_map *m = &s->m;
+	u32 e = dmr_map_get(m, lba), dst, now;
+	bool moved;
+
+	if (e == DMR_UNMAPPED)
+		return true;
+	dst = dmr_gct_sim_block(s, DMR_HEAD_GC);
+	if (dst == DMR_NO_SEGMENT)
+		return true;
+	if (race == 1)
+		dmr_gct_sim_write(s, lba);
+	else if (race == 2)
+		dmr_map_unmap(m, lba);
+	now = dmr_map_get(m, lba);
+	moved = dmr_move_commit(m, lba, e - 1, dst);
+	dmr_gct_sim_fill(s, DMR_HEAD_GC);
+	if (moved)
+		s->moved++;
+	else
+		s->lost++;
+	return moved == (now == e) && dmr_map_get(m, lba) == (moved ? dst + 1 : now);
+}
+
+/* Collect one victim: move every block still valid in it. */
+static bool dmr_gct_sim_collect(struct dmr_gct_sim *s)
+{
+	struct dmr_map *m = &s->m;
+	bool greedy = dmr_gct_rand(s) & 1;
+	u32 v = dmr_gc_victim(m, greedy, s->seq, &s->victim_cursor, m->nr_segs);
+	u32 lba, e;
+
+	if (v == DMR_NO_SEGMENT)
+		return true;
+	for (lba = 0; lba < m->nr_logical && m->segs[v].valid; lba++) {
+		e = dmr_map_get(m, lba);
+		if (e != DMR_UNMAPPED && dmr_pba_segment(m, e - 1) == v &&
+		    !dmr_gct_sim_move(s, lba, 0))
+			return false;
+	}
+	if (m->segs[v].valid)
+		return true;	/* GC ran out of space: goes on later */
+	s->collected++;
+	return m->segs[v].flags & DMR_SEG_PREFREE;
+}
+
+/* A checkpoint completes: free what the reuse rule allows. */
+static bool dmr_gct_sim_checkpoint(struct dmr_gct_sim *s)
+{
+	struct dmr_map *m = &s->m;
+	u32 i;
+
+	m->ckpt_seq++;
+	for (i = 0; i < m->nr_segs; i++) {
+		if (!dmr_seg_reusable(&m->segs[i], m->ckpt_seq, 0))
+			continue;
+		if (m->ckpt_seq < s->emptied[i] + DMR_REUSE_CHECKPOINTS)
+			return false;
+		dmr_seg_make_free(m, i);
+		s->freed++;
+	}
+	return true;
+}
+
+/* A head reserves a segment to go on in, and gives it back unused. */
+static void dmr_gct_sim_reserve(struct dmr_gct_sim *s)
+{
+	u32 seg = dmr_seg_alloc(&s->m, &s->cursor);
+
+	if (seg != DMR_NO_SEGMENT)
+		dmr_seg_seal(&s->m, seg);
+}
+
+/* The invariants, and when each prefree segment emptied. */
+static bool dmr_gct_sim_ok(struct dmr_gct_sim *s)
+{
+	const struct dmr_map *m = &s->m;
+	u32 i, open = 0, sealed = 0, heads = 0;
+
+	for (i = 0; i < m->nr_segs; i++) {
+		const struct dmr_seg *g = &m->segs[i];
+		bool prefree = g->flags & DMR_SEG_PREFREE;
+
+		if (prefree && !s->was_prefree[i])
+			s->emptied[i] = m->ckpt_seq;
+		s->was_prefree[i] = prefree;
+		if (dmr_seg_is_free(g)) {
+			if (g->valid || prefree)
+				return false;
+		} else if (g->flags & DMR_SEG_OPEN) {
+			open++;
+		} else if (!prefree) {
+			if (!g->valid)
+				return false;	/* sealed, empty, not prefree */
+			sealed++;
+		}
+	}
+	for (i = 0; i < DMR_NR_HEADS; i++) {
+		if (s->seg[i] == DMR_NO_SEGMENT)
+			continue;
+		if (!(m->segs[s->seg[i]].flags & DMR_SEG_OPEN))
+			return false;
+		heads++;
+	}
+	return dmr_map_consistent(m) && open == heads &&
+	       m->nr_free + m->nr_prefree + open + sealed == m->nr_segs;
+}
+
+static const u32 dmr_gct_seeds[] = { 1, 0x2545f491, 0x9e3779b9, 0xdeadbeef };
+
+static void dmr_gct_seed_desc(const u32 *seed, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "seed %#x", *seed);
+}
+
+KUNIT_ARRAY_PARAM(dmr_gct_seed, dmr_gct_seeds, dmr_gct_seed_desc);
+
+static void dmr_gct_random_accounting(struct kunit *test)
+{
+	struct dmr_gct_sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
+	u32 step, bad = 0, op, lba;
+	unsigned int h;
+	bool ok;
+
+	if (!s)
+		kunit_skip(test, "cannot allocate the model");
+	s->rng = *(const u32 *)test->param_value;
+	dmr_gct_map_init(test, &s->m, GCT_SIM_LOGICAL, GCT_SIM_SEGS,
+			 GCT_SIM_SEG_BLOCKS);
+	for (h = 0; h < DMR_NR_HEADS; h++)
+		s->seg[h] = DMR_NO_SEGMENT;
+	for (step = 1; step <= GCT_SIM_STEPS && !bad; step++) {
+		op = dmr_gct_rand(s) % 100;
+		lba = dmr_gct_rand(s) % GCT_SIM_LOGICAL;
+		ok = true;
+		if (op < 50)
+			dmr_gct_sim_write(s, lba);
+		else if (op < 60)
+			dmr_map_unmap(&s->m, lba);
+		else if (op < 80)
+			ok = dmr_gct_sim_move(s, lba, dmr_gct_rand(s) % 3);
+		else if (op < 86)
+			ok = dmr_gct_sim_collect(s);
+		else if (op < 96)
+			ok = dmr_gct_sim_checkpoint(s);
+		else
+			dmr_gct_sim_reserve(s);
+		if (!ok || !dmr_gct_sim_ok(s))
+			bad = step;
+	}
+	/* the first step that broke a rule or an invariant */
+	KUNIT_EXPECT_EQ(test, bad, 0U);
+	/* and the workload went through every path */
+	KUNIT_EXPECT_GT(test, s->writes, GCT_SIM_STEPS / 4);
+	KUNIT_EXPECT_GT(test, s->moved, 0U);
+	KUNIT_EXPECT_GT(test, s->lost, 0U);
+	KUNIT_EXPECT_GT(test, s->collected, 0U);
+	KUNIT_EXPECT_GT(test, s->freed, 0U);
+}
+
+/* ------------------------------------------------------------------ */
+/* policy contracts */
+
+static void dmr_gct_set_seg(struct dmr_map *m, u32 seg, u32 flags, u32 valid,
+			    u64 seq)
+{
+	m->segs[seg].flags = flags;
+	m->segs[seg].valid = valid;
+	m->segs[seg].seq = seq;
+}
+
+static void dmr_gct_victim_greedy(struct kunit *test)
+{
+	const u32 b = GCT_SEG_BLOCKS;
+	struct dmr_map m;
+	u32 cursor = 0, s;
+
+	dmr_gct_map_init(test, &m, GCT_LOGICAL, 12, GCT_SEG_BLOCKS);
+	/* never victims, whatever their counts and ages */
+	dmr_gct_set_seg(&m, 0, 0, 0, 0);				/* free */
+	dmr_gct_set_seg(&m, 1, DMR_SEG_USED | DMR_SEG_OPEN, 1, 1);	/* a head's */
+	dmr_gct_set_seg(&m, 2, DMR_SEG_OPEN, 0, 0);			/* reserved */
+	dmr_gct_set_seg(&m, 3, DMR_SEG_USED | DMR_SEG_MEM, 1, 1);
+	dmr_gct_set_seg(&m, 4, DMR_SEG_USED | DMR_SEG_PREFREE, 0, 1);
+	dmr_gct_set_seg(&m, 5, DMR_SEG_USED | DMR_SEG_NOGC, 1, 1);
+	dmr_gct_set_seg(&m, 6, DMR_SEG_USED, b - 1, 1);		/* full */
+	for (s = 7; s < 12; s++)
+		dmr_gct_set_seg(&m, s, 0, 0, 0);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 12), DMR_NO_SEGMENT);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 100, &cursor, 12), DMR_NO_SEGMENT);
+	for (s = 0; s < 12; s++)
+		KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&m.segs[s], b));
+
+	/* the fewest valid blocks wins; on a tie, the older (lower seq) */
+	dmr_gct_set_seg(&m, 7, DMR_SEG_USED, 20, 10);
+	dmr_gct_set_seg(&m, 8, DMR_SEG_USED, 9, 60);
+	dmr_gct_set_seg(&m, 9, DMR_SEG_USED, 30, 1);	/* oldest: no matter */
+	dmr_gct_set_seg(&m, 10, DMR_SEG_USED, 9, 40);
+	dmr_gct_set_seg(&m, 11, DMR_SEG_USED, 12, 50);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 12), 10U);
+	dmr_gct_set_seg(&m, 8, DMR_SEG_USED, 9, 30);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 12), 8U);
+	/* a non-candidate with fewer valid blocks never wins */
+	dmr_gct_set_seg(&m, 1, DMR_SEG_USED | DMR_SEG_OPEN, 0, 0);
+	dmr_gct_set_seg(&m, 3, DMR_SEG_USED | DMR_SEG_MEM, 0, 0);
+	dmr_gct_set_seg(&m, 5, DMR_SEG_USED | DMR_SEG_NOGC, 0, 0);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 12), 8U);
+
+	/* a window looks at its segments only, and the cursor moves on */
+	cursor = 9;
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 2), 10U);
+	KUNIT_EXPECT_EQ(test, cursor, 11U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 3), 11U);
+	KUNIT_EXPECT_EQ(test, cursor, 2U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 4), DMR_NO_SEGMENT);
+
+	/* the fullest segment that still gains a block is a candidate */
+	for (s = 7; s < 12; s++)
+		dmr_gct_set_seg(&m, s, 0, 0, 0);
+	dmr_gct_set_seg(&m, 9, DMR_SEG_USED, b - 2, 1);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 12), 9U);
+}
+
+static void dmr_gct_victim_cost_benefit(struct kunit *test)
+{
+	const u32 b = GCT_SEG_BLOCKS;
+	struct dmr_map m;
+	u32 cursor = 0;
+
+	dmr_gct_map_init(test, &m, GCT_LOGICAL, 4, GCT_SEG_BLOCKS);
+	/* same valid count: the older one */
+	dmr_gct_set_seg(&m, 0, DMR_SEG_USED, 16, 900);
+	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 16, 100);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 1000, &cursor, 4), 1U);
+	KUNIT_EXPECT_GT(test, dmr_gc_score(&m.segs[1], b, 1000, false),
+			dmr_gc_score(&m.segs[0], b, 1000, false));
+	dmr_gct_set_seg(&m, 0, DMR_SEG_USED, 16, 100);
+	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 16, 900);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 1000, &cursor, 4), 0U);
+
+	/*
+	 * (1 - u) * age / (1 + u): young and nearly empty (u = 4/64, age 11)
+	 * scores 60 * 11 / 68 ~ 9.7; old and half full (u = 32/64, age 1001)
+	 * 32 * 1001 / 96 ~ 334: cost-benefit takes the old one, greedy the
+	 * young one.
+	 */
+	dmr_gct_set_seg(&m, 0, DMR_SEG_USED, 4, 990);
+	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 32, 0);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 1000, &cursor, 4), 1U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 1000, &cursor, 4), 0U);
+	/* half full and not much older (age 21: 32 * 21 / 96 = 7): the young one */
+	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 32, 980);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 1000, &cursor, 4), 0U);
+	/* greedy scores are the blocks freed, whatever the age */
+	KUNIT_EXPECT_EQ(test, dmr_gc_score(&m.segs[0], b, 1000, true), (u64)(b - 4));
+	KUNIT_EXPECT_EQ(test, dmr_gc_score(&m.segs[1], b, 1000, true), (u64)(b - 32));
+}
+
+static void dmr_gct_head_may_alloc(struct kunit *test)
+{
+	const struct dmr_gc_params p = { .reserve = 6, .low = 8, .high = 10, .batch = 2 };
+	struct dmr_gc_params d;
+
+	KUNIT_EXPECT_FALSE(test, dmr_head_may_alloc(&p, DMR_HEAD_HOT, 0));
+	KUNIT_EXPECT_FALSE(test, dmr_head_may_alloc(&p, DMR_HEAD_HOT, 6));
+	KUNIT_EXPECT_TRUE(test, dmr_head_may_alloc(&p, DMR_HEAD_HOT, 7));
+	KUNIT_EXPECT_FALSE(test, dmr_head_may_alloc(&p, DMR_HEAD_COLD, 6));
+	KUNIT_EXPECT_TRUE(test, dmr_head_may_alloc(&p, DMR_HEAD_COLD, 7));
+	KUNIT_EXPECT_FALSE(test, dmr_head_may_alloc(&p, DMR_HEAD_GC, 0));
+	KUNIT_EXPECT_TRUE(test, dmr_head_may_alloc(&p, DMR_HEAD_GC, 1));
+	KUNIT_EXPECT_TRUE(test, dmr_head_may_alloc(&p, DMR_HEAD_GC, 6));
+
+	dmr_gc_params_default(1000, &d);
+	KUNIT_EXPECT_FALSE(test, dmr_head_may_alloc(&d, DMR_HEAD_HOT, d.reserve));
+	KUNIT_EXPECT_TRUE(test, dmr_head_may_alloc(&d, DMR_HEAD_HOT, d.reserve + 1));
+	KUNIT_EXPECT_TRUE(test, dmr_head_may_alloc(&d, DMR_HEAD_GC, 1));
+}
+
+static void dmr_gct_gc_active(struct kunit *test)
+{
+	const struct dmr_gc_params p = { .reserve = 6, .low = 8, .high = 12, .batch = 2 };
+
+	/* starts below low */
+	KUNIT_EXPECT_FALSE(test, dmr_gc_active(&p, false, 8, 0));
+	KUNIT_EXPECT_TRUE(test, dmr_gc_active(&p, false, 7, 0));
+	KUNIT_EXPECT_TRUE(test, dmr_gc_active(&p, false, 7, 100));
+	/* between the watermarks, keeps its state */
+	KUNIT_EXPECT_FALSE(test, dmr_gc_active(&p, false, 10, 0));
+	KUNIT_EXPECT_TRUE(test, dmr_gc_active(&p, true, 10, 1));
+	/* stops once free and prefree reach high */
+	KUNIT_EXPECT_FALSE(test, dmr_gc_active(&p, true, 10, 2));
+	KUNIT_EXPECT_FALSE(test, dmr_gc_active(&p, true, 12, 0));
+}
+
+static void dmr_gct_params_check(struct kunit *test)
+{
+	const u32 batch = 3;
+	const struct dmr_gc_params good = {
+		.batch = batch,
+		.reserve = DMR_GC_FLOOR + batch,
+		.low = DMR_GC_FLOOR + batch,
+		.high = DMR_GC_FLOOR + batch,
+	};
+	const u32 nr = 2 * good.high;
+	const char *why[5];
+	struct dmr_gc_params p;
+	unsigned int i, j;
+
+	KUNIT_EXPECT_TRUE(test, !dmr_gc_params_check(nr, &good));
+	KUNIT_EXPECT_TRUE(test, !dmr_gc_params_check(10 * nr, &good));
+
+	p = good;
+	p.batch = 0;
+	why[0] = dmr_gc_params_check(nr, &p);
+	p = good;
+	p.reserve = DMR_GC_FLOOR + batch - 1;
+	p.low = p.reserve;
+	p.high = p.reserve;
+	why[1] = dmr_gc_params_check(nr, &p);
+	p = good;
+	p.low = good.reserve - 1;
+	why[2] = dmr_gc_params_check(nr, &p);
+	p = good;
+	p.high = good.low + 5;
+	p.low = good.low + 6;
+	why[3] = dmr_gc_params_check(4 * nr, &p);
+	why[4] = dmr_gc_params_check(nr - 1, &good);
+	for (i = 0; i < ARRAY_SIZE(why); i++)
+		KUNIT_ASSERT_NOT_NULL(test, why[i]);
+	for (i = 0; i < ARRAY_SIZE(why); i++)
+		for (j = i + 1; j < ARRAY_SIZE(why); j++)
+			KUNIT_EXPECT_STRNEQ(test, why[i], why[j]);
+}
+
+/**
+ * struct dmr_gct_dev_case - a device dm-remap can format
+ * @name: description
+ * @device_blocks: its size
+ * @segment_blocks: its segment size
+ */
+struct dmr_gct_dev_case {
+	const char *name;
+	u64 device_blocks;
+	u32 segment_blocks;
+};
+
+static const struct dmr_gct_dev_case dmr_gct_dev_cases[] = {
+	{ "smallest, 256 KiB segments", 1088, 64 },
+	{ "smallest, 1 MiB segments", 4352, 256 },
+	{ "20 segments", 5376, 256 },
+	{ "64 MiB", 16384, 256 },
+	{ "1 GiB, RAID-5 stripes", 262144, 288 },
+	{ "8 TiB, 8 MiB segments", 1ULL << 31, 2048 },
+	{ "largest, ~16 TiB", 4303512319ULL, 256 },
+};
+
+static void dmr_gct_dev_desc(const struct dmr_gct_dev_case *c, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%s", c->name);
+}
+
+KUNIT_ARRAY_PARAM(dmr_gct_dev, dmr_gct_dev_cases, dmr_gct_dev_desc);
+
+/* The default watermarks are accepted on every device that can be formatted. */
+static void dmr_gct_params_default(struct kunit *test)
+{
+	const struct dmr_gct_dev_case *c = test->param_value;
+	struct dmr_geometry g;
+	struct dmr_gc_params p;
+	const char *why;
+
+	KUNIT_ASSERT_EQ(test, dmr_geometry_compute(c->device_blocks, c->segment_blocks,
+						   DMR_DEFAULT_OVERPROVISION, &g),
+			DMR_GEO_OK);
+	dmr_gc_params_default(g.nr_segments, &p);
+	why = dmr_gc_params_check(g.nr_segments, &p);
+	KUNIT_EXPECT_STREQ(test, why ? why : "(accepted)", "(accepted)");
+	KUNIT_EXPECT_TRUE(test, dmr_head_may_alloc(&p, DMR_HEAD_GC, 1));
+}
+
+static void dmr_gct_gc_decide(struct kunit *test)
+{
+	struct dmr_gc_params p;
+	struct dmr_gc_state st;
+	int a, b;
+
+	dmr_gc_params_default(1000, &p);
+	KUNIT_ASSERT_TRUE(test, !dmr_gc_params_check(1000, &p));
+
+	/* nothing wanted: idle, whatever the state */
+	st = (struct dmr_gc_state){ .nr_free = 0, .nr_prefree_ckpt = 1000,
+				    .nr_prefree_readers = 5, .victim = true };
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_IDLE);
+	st = (struct dmr_gc_state){ .nr_free = 100, .victim = true };
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_IDLE);
+
+	/* a victim, GC above its floor, nothing waiting for a checkpoint */
+	st = (struct dmr_gc_state){ .nr_free = p.low - 1, .victim = true,
+				    .active = true };
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_COLLECT);
+	st = (struct dmr_gc_state){ .nr_free = DMR_GC_FLOOR + 1, .victim = true,
+				    .user_waits = true };
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_COLLECT);
+
+	/* a user waits, prefree segments wait for a checkpoint, no collection */
+	st = (struct dmr_gc_state){ .nr_free = 1, .nr_prefree_ckpt = 1,
+				    .user_waits = true };
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_CHECKPOINT);
+	st = (struct dmr_gc_state){ .nr_free = 0, .nr_prefree_ckpt = 1,
+				    .nr_prefree_readers = 1, .victim = true,
+				    .user_waits = true };
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_CHECKPOINT);
+	/* many waiting for a checkpoint: checkpoint before collecting more */
+	st = (struct dmr_gc_state){ .nr_free = p.low - 1, .nr_prefree_ckpt = 1000,
+				    .victim = true, .active = true };
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_CHECKPOINT);
+	st.user_waits = true;
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_CHECKPOINT);
+
+	/* a user waits and only reads in flight hold space */
+	st = (struct dmr_gc_state){ .nr_free = 0, .nr_prefree_readers = 2,
+				    .user_waits = true };
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_WAIT_READERS);
+	st.victim = true;	/* below GC's floor: cannot collect it */
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_WAIT_READERS);
+
+	/* a user waits and nothing can free space */
+	st = (struct dmr_gc_state){ .nr_free = 0, .user_waits = true };
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_STUCK);
+	st.victim = true;
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_STUCK);
+	/* the same without a waiting user is not stuck: nothing is wanted */
+	st.user_waits = false;
+	st.active = true;
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_IDLE);
+
+	/* every action has a name of its own */
+	for (a = DMR_GC_IDLE; a <= DMR_GC_STUCK; a++) {
+		KUNIT_EXPECT_STRNEQ(test, dmr_gc_action_name(a), "unknown");
+		for (b = a + 1; b <= DMR_GC_STUCK; b++)
+			KUNIT_EXPECT_STRNEQ(test, dmr_gc_action_name(a),
+					    dmr_gc_action_name(b));
+	}
+	KUNIT_EXPECT_STREQ(test, dmr_gc_action_name(DMR_GC_STUCK + 1), "unknown");
+}
+
+static struct kunit_case dmr_gct_cases[] = {
+	KUNIT_CASE(dmr_gct_move_commit_rule),
+	KUNIT_CASE(dmr_gct_replay_overwrite_beats_reloc),
+	KUNIT_CASE(dmr_gct_replay_reloc_then_overwrite),
+	KUNIT_CASE(dmr_gct_replay_discard_beats_reloc),
+	KUNIT_CASE(dmr_gct_replay_reloc_moves_untouched),
+	KUNIT_CASE(dmr_gct_replay_merges_heads),
+	KUNIT_CASE(dmr_gct_replay_missing_unit_stops),
+	KUNIT_CASE(dmr_gct_replay_torn_unit_stops),
+	KUNIT_CASE(dmr_gct_replay_stale_not_applied),
+	KUNIT_CASE(dmr_gct_reuse_open_then_sealed),
+	KUNIT_CASE(dmr_gct_reuse_counts_checkpoints),
+	KUNIT_CASE(dmr_gct_alloc_skips_unfree),
+	KUNIT_CASE_PARAM(dmr_gct_random_accounting, dmr_gct_seed_gen_params),
+	KUNIT_CASE(dmr_gct_victim_greedy),
+	KUNIT_CASE(dmr_gct_victim_cost_benefit),
+	KUNIT_CASE(dmr_gct_head_may_alloc),
+	KUNIT_CASE(dmr_gct_gc_active),
+	KUNIT_CASE(dmr_gct_params_check),
+	KUNIT_CASE_PARAM(dmr_gct_params_default, dmr_gct_dev_gen_params),
+	KUNIT_CASE(dmr_gct_gc_decide),
+	{}
+};
+
+static struct kunit_suite dmr_gct_suite = {
+	.name = "dm-remap-gc",
+	.test_cases = dmr_gct_cases,
+};
+
+kunit_test_suite(dmr_gct_suite);

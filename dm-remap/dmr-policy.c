@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * dm-remap garbage-collection policy (see dmr-policy.h).
+ *
+ * Pure code: the module, KUnit and tools/remap-sim run exactly this.  No
+ * locking: every function works on what the caller passes.
+ */
+#include "dmr-policy.h"
+
+/**
+ * dmr_gc_params_default() - default watermarks for a device
+ * @nr_segs: segments of the device
+ * @p: filled
+ *
+ * A batch is 1/1024 of the segments (1 to 16).  The reserve covers GC's
+ * floor and two batches of relocations, the time it takes two checkpoints
+ * to free what GC emptied; background GC keeps one more batch above it and
+ * stops one batch higher.  Free segments are space the log cannot use, so
+ * these stay a small fraction of the device (under 0.5% from 4096
+ * segments on), and fit the smallest device the format accepts (16
+ * segments: reserve 4, low 5, high 6).
+ */
+void dmr_gc_params_default(u32 nr_segs, struct dmr_gc_params *p)
+{
+	p->batch = clamp_t(u32, nr_segs / 1024, 1, 16);
+	p->reserve = DMR_GC_FLOOR + 2 * p->batch;
+	p->low = p->reserve + p->batch;
+	p->high = p->low + p->batch;
+}
+
+/**
+ * dmr_gc_params_check() - are these watermarks usable?
+ * @nr_segs: segments of the device
+ * @p: the watermarks
+ *
+ * Return: NULL, or what is wrong with them.
+ */
+const char *dmr_gc_params_check(u32 nr_segs, const struct dmr_gc_params *p)
+{
+	if (!p->batch)
+		return "GC batch must be at least 1";
+	if (p->reserve < DMR_GC_FLOOR + p->batch)
+		return "GC reserve must cover GC's floor (2) and a batch";
+	if (p->low < p->reserve)
+		return "gc_low must be at least the GC reserve";
+	if (p->high < p->low)
+		return "gc_high must be at least gc_low";
+	if (p->high > nr_segs / 2)
+		return "gc_high must be at most half the segments";
+	return NULL;
+}
+
+/**
+ * dmr_head_may_alloc() - the throttle: may a head take a free segment now?
+ * @p: watermarks
+ * @head: enum dmr_head_id
+ * @nr_free: free segments
+ *
+ * GC may take the last free segment; user heads leave the reserve to it.
+ * A user head that may not allocate waits while GC frees space.
+ */
+bool dmr_head_may_alloc(const struct dmr_gc_params *p, unsigned int head,
+			u32 nr_free)
+{
+	if (head == DMR_HEAD_GC)
+		return nr_free > 0;
+	return nr_free > p->reserve;
+}
+
+/**
+ * dmr_gc_active() - background GC hysteresis
+ * @p: watermarks
+ * @active: whether it was running
+ * @nr_free: free segments
+ * @nr_prefree: prefree segments (free after the next checkpoints)
+ *
+ * Starts below @p->low free segments, stops once free and prefree
+ * segments together reach @p->high.
+ */
+bool dmr_gc_active(const struct dmr_gc_params *p, bool active, u32 nr_free,
+		   u32 nr_prefree)
+{
+	if (nr_free < p->low)
+		return true;
+	if (nr_free + nr_prefree >= p->high)
+		return false;
+	return active;
+}
+
+/**
+ * dmr_gc_decide() - what GC does next
+ * @p: watermarks
+ * @st: the state
+ *
+ * Only when space is wanted (a user head waits, or background GC is
+ * active).  Collect while GC has more than its floor of free segments and
+ * fewer than two batches wait for a checkpoint; then checkpoint (at once
+ * when a user waits, else once a batch waits).  A waiting user with nothing
+ * to collect or checkpoint waits for reads to emptied segments; if there
+ * are none, space cannot be freed (STUCK: the capacity arithmetic of the
+ * format and dmr_gc_params_check() rule it out).
+ *
+ * Every action but IDLE makes progress: a collection empties a segment, a
+ * checkpoint moves every prefree segment one step nearer reuse, and reads
+ * complete on their own; none of them waits for a user write.
+ *
+ * Return: the action.
+ */
+enum dmr_gc_action dmr_gc_decide(const struct dmr_gc_params *p,
+				 const struct dmr_gc_state *st)
+{
+	u32 pending = st->nr_prefree_ckpt;
+
+	if (!st->user_waits && !st->active)
+		return DMR_GC_IDLE;
+	if (st->victim && st->nr_free > DMR_GC_FLOOR && pending < 2 * p->batch)
+		return DMR_GC_COLLECT;
+	if (pending && (st->user_waits || pending >= p->batch))
+		return DMR_GC_CHECKPOINT;
+	if (!st->user_waits)
+		return DMR_GC_IDLE;
+	return st->nr_prefree_readers ? DMR_GC_WAIT_READERS : DMR_GC_STUCK;
+}
+
+const char *dmr_gc_action_name(enum dmr_gc_action a)
+{
+	static const char *const name[] = {
+		[DMR_GC_IDLE] = "idle",
+		[DMR_GC_COLLECT] = "collect",
+		[DMR_GC_CHECKPOINT] = "checkpoint",
+		[DMR_GC_WAIT_READERS] = "wait_readers",
+		[DMR_GC_STUCK] = "stuck",
+	};
+
+	return a <= DMR_GC_STUCK ? name[a] : "unknown";
+}
+
+/**
+ * dmr_seg_collectable() - may GC take this segment as a victim?
+ * @s: the segment
+ * @seg_blocks: blocks per segment
+ *
+ * Sealed (written, no head on it, not in memory, not already empty), and
+ * collecting it gains something: a segment holds at most @seg_blocks - 1
+ * data blocks (one summary at least).
+ */
+bool dmr_seg_collectable(const struct dmr_seg *s, u32 seg_blocks)
+{
+	return (s->flags & (DMR_SEG_USED | DMR_SEG_OPEN | DMR_SEG_MEM |
+			    DMR_SEG_PREFREE | DMR_SEG_NOGC)) == DMR_SEG_USED &&
+	       s->valid + 1 < seg_blocks;
+}
+
+/* Ages are capped so that the cost-benefit product fits in 64 bits. */
+#define DMR_AGE_MAX	BIT_ULL(40)
+
+/**
+ * dmr_gc_score() - how good a victim is (higher is better)
+ * @s: a collectable segment
+ * @seg_blocks: blocks per segment
+ * @now_seq: the log's last sequence number
+ * @greedy: greedy (urgent) or cost-benefit (background)
+ *
+ * Greedy: the blocks it frees.  Cost-benefit (LFS, F2FS): free space times
+ * age over the cost of reading and rewriting the valid part,
+ * (1 - u) * age / (1 + u) with u the valid fraction, in blocks and log
+ * sequence numbers: a cold segment is worth collecting at a higher u than
+ * a hot one, whose blocks may yet die on their own.
+ */
+u64 dmr_gc_score(const struct dmr_seg *s, u32 seg_blocks, u64 now_seq,
+		 bool greedy)
+{
+	u64 free = seg_blocks - s->valid, age;
+
+	if (greedy)
+		return free;
+	age = now_seq >= s->seq ? now_seq - s->seq + 1 : 1;
+	if (age > DMR_AGE_MAX)
+		age = DMR_AGE_MAX;
+	return div64_u64(free * age, (u64)seg_blocks + s->valid);
+}
+
+/**
+ * dmr_gc_victim() - choose the segment to collect
+ * @m: the map
+ * @greedy: see dmr_gc_score()
+ * @now_seq: the log's last sequence number
+ * @cursor: where the previous window ended; advanced
+ * @window: segments looked at (all of them if @window >= @m->nr_segs)
+ *
+ * The best score in the window wins; on a tie the older segment (lower
+ * @seq).  A window bounds the cost on very large devices, as F2FS's
+ * max_victim_search does.
+ *
+ * Return: a segment, or DMR_NO_SEGMENT if none in the window is collectable.
+ */
+u32 dmr_gc_victim(const struct dmr_map *m, bool greedy, u64 now_seq,
+		  u32 *cursor, u32 window)
+{
+	u32 i, best = DMR_NO_SEGMENT, start = *cursor % m->nr_segs;
+	u64 best_score = 0;
+
+	if (window >= m->nr_segs) {
+		window = m->nr_segs;
+		start = 0;
+	} else {
+		*cursor = (start + window) % m->nr_segs;
+	}
+	for (i = 0; i < window; i++) {
+		u32 n = (start + i) % m->nr_segs;
+		const struct dmr_seg *s = &m->segs[n];
+		u64 score;
+
+		if (!dmr_seg_collectable(s, m->seg_blocks))
+			continue;
+		score = dmr_gc_score(s, m->seg_blocks, now_seq, greedy);
+		if (best == DMR_NO_SEGMENT || score > best_score ||
+		    (score == best_score && s->seq < m->segs[best].seq)) {
+			best = n;
+			best_score = score;
+		}
+	}
+	return best;
+}
+
+/**
+ * dmr_temp_classify() - which user head a write goes to
+ * @t: the estimate; updated
+ * @old_entry: map entry of the block being written (before the write)
+ * @m: the map
+ * @now_seq: the log's last sequence number
+ *
+ * SepBIT's idea (FAST '22): a block whose previous copy lived a short time
+ * is likely to be overwritten soon again.  The previous copy's lifetime is
+ * taken from its segment's sequence number (when the segment was opened),
+ * so no memory per block is needed: the estimate itself is one 64-bit
+ * moving average (1/64 weight) of those lifetimes.  A write shorter-lived
+ * than the average goes to the hot head; a block written for the first
+ * time, or longer-lived, to the cold one.
+ *
+ * Return: DMR_HEAD_HOT or DMR_HEAD_COLD.
+ */
+unsigned int dmr_temp_classify(struct dmr_temp *t, u32 old_entry,
+			       const struct dmr_map *m, u64 now_seq)
+{
+	const struct dmr_seg *s;
+	u64 life;
+	bool hot;
+
+	if (old_entry == DMR_UNMAPPED)
+		return DMR_HEAD_COLD;
+	s = &m->segs[dmr_pba_segment(m, old_entry - 1)];
+	life = now_seq > s->seq ? now_seq - s->seq : 0;
+	hot = t->threshold && life < t->threshold;
+	if (!t->threshold)
+		t->threshold = life + 1;
+	else
+		t->threshold = t->threshold - (t->threshold >> 6) + (life >> 6);
+	return hot ? DMR_HEAD_HOT : DMR_HEAD_COLD;
+}

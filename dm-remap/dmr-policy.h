@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * dm-remap garbage-collection policy: functions defined in dmr-policy.c.
+ *
+ * Pure code (see dmr-pure.h): victim choice, watermarks, the throttle, the
+ * next GC action and the write temperature estimate.  No I/O, no locking:
+ * the module (dmr-gc.c, dmr-write.c), KUnit and the simulator
+ * (tools/remap-sim) call these same functions on the state they own.
+ */
+#ifndef DMR_POLICY_H
+#define DMR_POLICY_H
+
+#include "dmr-map.h"
+
+/* Log heads (DMR_NR_HEADS of them). */
+enum dmr_head_id {
+	DMR_HEAD_HOT,	/* user writes expected to be overwritten soon */
+	DMR_HEAD_COLD,	/* other user writes */
+	DMR_HEAD_GC,	/* relocations */
+};
+
+/**
+ * struct dmr_gc_params - GC tunables, in free segments
+ * @reserve: user heads never take a segment when only this many are free:
+ *	the rest is GC's, so GC can always make progress
+ * @low: background GC starts when fewer segments than this are free
+ * @high: and stops once this many are free or waiting for reuse
+ * @batch: segments emptied before a checkpoint is forced to free them
+ */
+struct dmr_gc_params {
+	u32 reserve;
+	u32 low;
+	u32 high;
+	u32 batch;
+};
+
+/* GC starts a victim only with more free segments than this. */
+#define DMR_GC_FLOOR	2U
+
+void dmr_gc_params_default(u32 nr_segs, struct dmr_gc_params *p);
+const char *dmr_gc_params_check(u32 nr_segs, const struct dmr_gc_params *p);
+bool dmr_head_may_alloc(const struct dmr_gc_params *p, unsigned int head,
+			u32 nr_free);
+bool dmr_gc_active(const struct dmr_gc_params *p, bool active, u32 nr_free,
+		   u32 nr_prefree);
+
+/**
+ * struct dmr_gc_state - what dmr_gc_decide() looks at
+ * @nr_free: free segments
+ * @nr_prefree_ckpt: prefree segments still waiting for a checkpoint
+ * @nr_prefree_readers: prefree segments only waiting for reads in flight
+ * @victim: a segment could be collected
+ * @user_waits: a user head needs a segment and may not take one
+ * @active: background GC is running (dmr_gc_active())
+ */
+struct dmr_gc_state {
+	u32 nr_free;
+	u32 nr_prefree_ckpt;
+	u32 nr_prefree_readers;
+	bool victim;
+	bool user_waits;
+	bool active;
+};
+
+enum dmr_gc_action {
+	DMR_GC_IDLE,		/* nothing to do */
+	DMR_GC_COLLECT,		/* collect one victim */
+	DMR_GC_CHECKPOINT,	/* write a checkpoint: frees prefree segments */
+	DMR_GC_WAIT_READERS,	/* wait for reads in flight to emptied segments */
+	DMR_GC_STUCK,		/* a user waits and nothing can free space */
+};
+
+enum dmr_gc_action dmr_gc_decide(const struct dmr_gc_params *p,
+				 const struct dmr_gc_state *st);
+const char *dmr_gc_action_name(enum dmr_gc_action a);
+
+bool dmr_seg_collectable(const struct dmr_seg *s, u32 seg_blocks);
+u64 dmr_gc_score(const struct dmr_seg *s, u32 seg_blocks, u64 now_seq,
+		 bool greedy);
+u32 dmr_gc_victim(const struct dmr_map *m, bool greedy, u64 now_seq,
+		  u32 *cursor, u32 window);
+
+/**
+ * struct dmr_temp - online estimate of how soon a write is overwritten
+ * @threshold: moving average of the lifetimes of the copies user writes
+ *	replace, in log sequence numbers (0: no estimate yet)
+ */
+struct dmr_temp {
+	u64 threshold;
+};
+
+unsigned int dmr_temp_classify(struct dmr_temp *t, u32 old_entry,
+			       const struct dmr_map *m, u64 now_seq);
+
+#endif /* DMR_POLICY_H */

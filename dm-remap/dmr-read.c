@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * dm-remap reads: the remapping fast path, reads served from memory, and
+ * the per-segment counts of reads in flight that keep GC from reusing a
+ * segment under a read (see dmr.h).
+ *
+ * Locking: dmr_map_read() runs in the submission path and looks the map
+ * up under @map_lock, taking its count on the segment under the same
+ * lock; dmr_do_read() runs in the worker, which owns the map.  Counts are
+ * dropped at completion, in any context.
+ */
+#include <linux/bio.h>
+#include <linux/blkdev.h>
+
+#include "dmr.h"
+
+static u64 dmr_read_lba(struct dmr_target *rc, struct bio *bio)
+{
+	return dm_target_offset(rc->ti, bio->bi_iter.bi_sector) >> 3;
+}
+
+/**
+ * dmr_reader_put() - a read sent down to @seg completed
+ * @rc: target
+ * @seg: the segment it read
+ *
+ * Wakes GC if it waits for reads to an emptied segment to drain.
+ */
+void dmr_reader_put(struct dmr_target *rc, u32 seg)
+{
+	if (atomic_dec_and_test(&rc->readers[seg]) && wq_has_sleeper(&rc->readers_wq))
+		wake_up(&rc->readers_wq);
+}
+
+/*
+ * Look up the run starting at @lba (at most @max blocks), clamped to one
+ * segment.  Caller holds map_lock or is the worker.
+ */
+static u32 dmr_lookup_run(struct dmr_target *rc, u64 lba, u32 max, u32 *entry)
+{
+	u32 seg_blocks = dmr_seg_blocks(rc);
+	u32 run = dmr_map_run(&rc->map, lba, max, entry);
+
+	if (*entry != DMR_UNMAPPED)
+		run = min(run, seg_blocks - (*entry - 1) % seg_blocks);
+	return run;
+}
+
+/* Copy @bytes into the bio (zeroes if @src is NULL), advancing the bio. */
+static void dmr_copy_to_bio(struct bio *bio, const u8 *src, unsigned int bytes)
+{
+	struct bvec_iter iter, start = bio->bi_iter;
+	struct bio_vec bv;
+
+	start.bi_size = bytes;
+	__bio_for_each_segment(bv, bio, iter, start) {
+		if (src) {
+			memcpy_to_bvec(&bv, src);
+			src += bv.bv_len;
+		} else {
+			memzero_bvec(&bv);
+		}
+	}
+	bio_advance(bio, bytes);
+}
+
+/* The buffer holding segment @seg in memory (a head's, or the one in flight). */
+static u8 *dmr_mem_segment(struct dmr_target *rc, u32 seg)
+{
+	unsigned int i;
+
+	for (i = 0; i < DMR_NR_HEADS; i++)
+		if (rc->heads[i].pos.segment == seg)
+			return rc->heads[i].buf;
+	if (rc->flight_segment == seg)
+		return rc->flight_buf;
+	return NULL;
+}
+
+/* A clone sent down by the worker completed: drop its count, end the parent. */
+static void dmr_clone_endio(struct bio *clone)
+{
+	struct dmr_clone *c = container_of(clone, struct dmr_clone, bio);
+	struct bio *parent = clone->bi_private;
+
+	if (clone->bi_status && !parent->bi_status)
+		parent->bi_status = clone->bi_status;
+	dmr_reader_put(c->rc, c->seg);
+	bio_put(clone);
+	bio_endio(parent);
+}
+
+/**
+ * dmr_do_read() - a read the worker serves
+ * @rc: target
+ * @bio: the read
+ *
+ * Unmapped blocks read as zeroes, blocks of a segment in memory are
+ * copied from its buffer, and runs on the device go down as clones that
+ * each hold a count on their segment (the worker owns the map, so the
+ * count is taken before anything can free the segment).
+ */
+void dmr_do_read(struct dmr_target *rc, struct bio *bio)
+{
+	u32 seg_blocks = dmr_seg_blocks(rc);
+	u64 lba = dmr_read_lba(rc, bio);
+
+	while (bio->bi_iter.bi_size) {
+		u32 n = bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT, e, run, pba, seg;
+		struct dmr_clone *c;
+		struct bio *clone;
+		u8 *buf;
+
+		run = dmr_lookup_run(rc, lba, n, &e);
+		pba = e - 1;
+		seg = pba / seg_blocks;
+		buf = e == DMR_UNMAPPED ? NULL : dmr_mem_segment(rc, seg);
+		if (e == DMR_UNMAPPED) {
+			dmr_copy_to_bio(bio, NULL, run << DMR_BLOCK_SHIFT);
+		} else if (buf) {
+			dmr_copy_to_bio(bio, buf + (size_t)(pba % seg_blocks) *
+					DMR_BLOCK_SIZE, run << DMR_BLOCK_SHIFT);
+		} else {
+			clone = bio_alloc_clone(rc->dev->bdev, bio, GFP_NOIO, &rc->bs);
+			c = container_of(clone, struct dmr_clone, bio);
+			c->rc = rc;
+			c->seg = seg;
+			atomic_inc(&rc->readers[seg]);
+			clone->bi_iter.bi_size = run << DMR_BLOCK_SHIFT;
+			clone->bi_iter.bi_sector = rc->data_start +
+				(sector_t)pba * DMR_SECTORS_PER_BLOCK;
+			clone->bi_private = bio;
+			clone->bi_end_io = dmr_clone_endio;
+			bio_inc_remaining(bio);
+			submit_bio_noacct(clone);
+			bio_advance(bio, run << DMR_BLOCK_SHIFT);
+		}
+		lba += run;
+	}
+	bio_endio(bio);
+}
+
+/**
+ * dmr_map_read() - the read fast path, from dmr_map()
+ * @rc: target
+ * @bio: a read
+ *
+ * A read whose first blocks are on the device, physically contiguous, is
+ * remapped straight down (trimmed with dm_accept_partial_bio() to that
+ * run; device-mapper resubmits the rest), holding a count on the segment
+ * until dmr_end_io().  Anything else goes to the worker.
+ *
+ * Return: a DM_MAPIO_* code.
+ */
+int dmr_map_read(struct dmr_target *rc, struct bio *bio)
+{
+	struct dmr_per_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
+	u32 seg_blocks = dmr_seg_blocks(rc);
+	u32 n = bio_sectors(bio) >> 3, e, run, seg = 0;
+	bool on_device;
+
+	spin_lock(&rc->map_lock);
+	run = dmr_lookup_run(rc, dmr_read_lba(rc, bio), n, &e);
+	if (e != DMR_UNMAPPED)
+		seg = (e - 1) / seg_blocks;
+	on_device = e != DMR_UNMAPPED && !(rc->map.segs[seg].flags & DMR_SEG_MEM);
+	if (on_device)
+		atomic_inc(&rc->readers[seg]);
+	spin_unlock(&rc->map_lock);
+
+	if (!on_device) {
+		dmr_queue_bio(rc, bio);
+		return DM_MAPIO_SUBMITTED;
+	}
+	pb->seg = seg;
+	if (run < n)
+		dm_accept_partial_bio(bio, run * DMR_SECTORS_PER_BLOCK);
+	bio_set_dev(bio, rc->dev->bdev);
+	bio->bi_iter.bi_sector = rc->data_start +
+		(sector_t)(e - 1) * DMR_SECTORS_PER_BLOCK;
+	return DM_MAPIO_REMAPPED;
+}

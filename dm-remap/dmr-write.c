@@ -1,0 +1,596 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * dm-remap worker and log writer: the log heads, units, segment writes,
+ * writes, discards and flushes.
+ *
+ * Locking: see dmr.h.  Everything here runs in the worker (one work item)
+ * or, with the worker stopped, in the constructor, destructor and
+ * postsuspend.  @map_lock is taken around map and segment-state changes
+ * because dmr_map_read() looks them up from the submission path.
+ *
+ * Crash model and ordering rules (Documentation/dm-remap-design.rst):
+ *
+ *  1. A write is complete once copied into its head's open segment in
+ *     memory (a volatile write cache, as advertised).  A REQ_PREFLUSH or
+ *     REQ_FUA request completes only after every closed unit of every
+ *     head was written and the device flushed (dmr_flush_all()):
+ *     everything acknowledged before it is then on stable media.
+ *  2. Units are self-checking (summary checksum, data checksum, sequence
+ *     number); all heads share one sequence, and replay applies units in
+ *     sequence order and stops at the first one missing or torn, on
+ *     whatever head (dmr_replay_heads()).  A unit that survives a crash
+ *     behind a lost one is therefore never applied, and after a flush no
+ *     unit before it can be missing.
+ *  3. A segment is written whole (all its units) once it is done, by the
+ *     second stage (dmr_flight_fn()), while its head goes on in the next
+ *     one; only a flush writes part of a segment.  dmr_seal() waits for
+ *     the second stage before writing anything else, so at most one
+ *     segment is in flight and rule 1's flush covers it.
+ *  4. After a crash the log's sequence resumes above any number a unit on
+ *     the device can carry (dmr_seq_after_recovery(), with the window of
+ *     dmr_seq_window_full()), and a checkpoint is written before any new
+ *     write.  Heads go on where replay left them: a stale unit there, or
+ *     anywhere in a segment used again, is numbered below what replay
+ *     wants and is never taken for a new one.
+ *  5. A checkpoint first writes every head's closed units and flushes the
+ *     device (the log it covers is durable), writes the map blocks
+ *     changed since that slot was last written, the CRC table and the
+ *     segment table, then its header with REQ_PREFLUSH | REQ_FUA.  A torn
+ *     slot fails its checksums and the other slot, with a longer replay,
+ *     is used.  A slot that cannot be read refuses the load
+ *     (dmr_ckpt_order()).
+ *  6. The reuse rule (dmr_seg_reusable()): a segment is written again only
+ *     when it is empty and sealed, two checkpoints completed since it
+ *     emptied (so neither slot's map points into it and neither slot's
+ *     replay reaches it, and the relocations that emptied it are durable)
+ *     and no read sent down to it is still in flight.  GC moves a block
+ *     only if the map still points at the copy it read (dmr_move_commit()),
+ *     and replay applies a relocation unit with the same rule.
+ *  7. A clean checkpoint is the last write of its instance.  Before an
+ *     instance accepts its first write after loading (or writing) a clean
+ *     checkpoint, it rewrites that header without the clean flag
+ *     (dmr_mark_dirty()).  So a clean checkpoint that is the newest one
+ *     has nothing after it, and a load that finds one skips recovery only
+ *     when replay finds nothing either (dmr_load_needs_recovery()).
+ *  8. Only an active instance writes: from its load (constructor, or
+ *     preresume when another instance of the same device was live) to its
+ *     postsuspend, which writes a clean checkpoint.  A table reload
+ *     therefore hands the device over: the old instance's postsuspend
+ *     writes its last checkpoint before the new one's preresume loads it,
+ *     and the old destructor writes nothing.  A read-only table never
+ *     writes; it replays in memory only.
+ *  9. A unit that leaves its segment done records the segment its head
+ *     goes on in; the head reserves it before its write pointer gets
+ *     there (dmr_head_needs_next()), so replay can follow every head.
+ * 10. Units take their sequence number when they are closed, and replay
+ *     applies user units in that order, so two copies of a block must be
+ *     numbered in the order they were written.  A write closes any other
+ *     user head's open unit that holds the current copy of one of its
+ *     blocks first (dmr_order_before()), and a discard closes its own
+ *     unit at once, before any later write can be numbered.  Within one
+ *     unit, entries apply in order; relocations need no care (rule 6).
+ */
+#include <linux/bio.h>
+#include <linux/blkdev.h>
+#include <linux/ioprio.h>
+
+#include "dmr.h"
+
+/*
+ * Add the checksums to the units in blocks [@from, @from + @nr) of segment
+ * buffer @buf and write them to @blocknr.
+ */
+static int dmr_write_units(struct dmr_target *rc, u8 *buf, u32 from, u32 nr,
+			   u64 blocknr)
+{
+	u32 piece = dmr_write_piece(rc->sb.stripe_blocks), end = from + nr;
+	int r;
+
+	if (WARN_ON_ONCE(!dmr_units_finish(buf, from, end)))
+		return -EIO;
+	/*
+	 * Pieces that end on stripe boundaries of the segment: dm-io would
+	 * cut its bios wherever the buffer's pages stop being contiguous.
+	 */
+	while (from < end) {
+		u32 n = dmr_piece_len(from, end, piece);
+
+		r = dmr_rw(rc, REQ_OP_WRITE | REQ_SYNC, blocknr, n,
+			   buf + (size_t)from * DMR_BLOCK_SIZE);
+		if (r)
+			return r;
+		from += n;
+		blocknr += n;
+	}
+	return 0;
+}
+
+/*
+ * The writer's second stage: checksums and writes the units of a segment
+ * that is done, on another CPU, while the worker goes on.  Owns
+ * @flight_buf until it completes @flight_done.
+ */
+void dmr_flight_fn(struct work_struct *work)
+{
+	struct dmr_target *rc = container_of(work, struct dmr_target, flight_work);
+
+	rc->flight_error = dmr_write_units(rc, rc->flight_buf, rc->flight_off,
+					   rc->flight_nr, rc->flight_blocknr);
+	complete(&rc->flight_done);
+}
+
+/**
+ * dmr_flight_wait() - wait until the segment in flight is on the device
+ * @rc: target; called by the worker, or with the worker stopped
+ *
+ * Its blocks are then read from the device again, and its buffer is free
+ * for the next segment.  If the write failed, the target goes to failed
+ * mode, which never seals again, and the segment's blocks go on being
+ * read from its buffer: the device does not hold them.
+ *
+ * Return: 0 or the write's error (the target is then in failed mode).
+ */
+int dmr_flight_wait(struct dmr_target *rc)
+{
+	if (!rc->flight_pending)
+		return 0;
+	wait_for_completion_io(&rc->flight_done);
+	rc->flight_pending = false;
+	if (rc->flight_error) {
+		dmr_fail(rc, rc->flight_error, "log write");
+		return rc->flight_error;
+	}
+	spin_lock(&rc->map_lock);
+	rc->map.segs[rc->flight_segment].flags &= ~DMR_SEG_MEM;
+	rc->flight_segment = DMR_NO_SEGMENT;
+	spin_unlock(&rc->map_lock);
+	return 0;
+}
+
+/**
+ * dmr_head_enter() - a head starts on a segment (under map_lock)
+ * @rc: target
+ * @h: the head
+ * @seg: the segment, reserved for it
+ *
+ * Its blocks are read from the head's buffer from now on.
+ */
+void dmr_head_enter(struct dmr_target *rc, struct dmr_head *h, u32 seg)
+{
+	h->pos.segment = seg;
+	h->pos.offset = 0;
+	h->pos.next_segment = DMR_NO_SEGMENT;
+	h->seg_written = 0;
+	h->unit_open = false;
+	dmr_seg_open(&rc->map, seg, rc->seq + 1);
+	rc->map.segs[seg].flags |= DMR_SEG_MEM;
+}
+
+/*
+ * Close a head's open unit: its summary is encoded in the segment buffer
+ * in front of its data (the checksums are added when it is written) and
+ * the head's position moves past it.  It takes the next sequence number.
+ */
+static void dmr_close_unit(struct dmr_target *rc, struct dmr_head *h)
+{
+	struct dmr_unit *u = h->unit;
+	u32 off = h->pos.offset;
+
+	u->seq = rc->seq + 1;
+	u->blocknr = dmr_seg_block(rc, h->pos.segment, off);
+	u->next_segment = h->pos.next_segment;
+	dmr_unit_encode_body(u, rc->sb.uuid,
+			     (u8 *)h->buf + (size_t)off * DMR_BLOCK_SIZE);
+	rc->seq = u->seq;
+	h->pos.offset = h->wp;
+	h->unit_open = false;
+}
+
+/**
+ * dmr_seal() - close a head's open unit and write what must be written
+ * @rc: target
+ * @h: the head
+ * @sync: write every closed unit of the head now, and wait (a flush)
+ *
+ * dmr_seal_action() decides: a closed unit waits in the buffer until its
+ * segment is done (then the whole segment is handed to the second stage
+ * and the head goes on in its reserved next segment at once), or until a
+ * flush, which writes every closed unit of the segment synchronously.
+ * Every seal first waits for the second stage (rule 3).
+ *
+ * Return: 0 or a negative errno (the target is then in failed mode).
+ */
+int dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync)
+{
+	u32 seg = h->pos.segment, from = h->seg_written, nr, next;
+	enum dmr_seal_action act;
+	bool done;
+	int r;
+
+	r = dmr_flight_wait(rc);
+	if (r)
+		return r;
+	if (h->unit_open && (h->unit->nr_blocks || h->unit->nr_discards))
+		dmr_close_unit(rc, h);
+	h->unit_open = false;
+	nr = h->pos.offset - from;
+	done = seg != DMR_NO_SEGMENT && dmr_seg_done(h->pos.offset, dmr_seg_blocks(rc));
+	act = dmr_seal_action(sync, nr, done);
+	if (act == DMR_SEAL_NONE || act == DMR_SEAL_FLUSH)
+		return 0;	/* a flush is the caller's (dmr_flush_all()) */
+	next = h->pos.next_segment;
+	if (done && WARN_ON_ONCE(next == DMR_NO_SEGMENT)) {
+		dmr_fail(rc, -EIO, "log head without a next segment");
+		return -EIO;
+	}
+
+	if (act == DMR_SEAL_FLIGHT) {
+		/* the segment is done: the head fills the next in another buffer */
+		swap(h->buf, rc->flight_buf);
+		rc->flight_off = from;
+		rc->flight_nr = nr;
+		rc->flight_blocknr = dmr_seg_block(rc, seg, from);
+		reinit_completion(&rc->flight_done);
+		rc->flight_pending = true;
+		queue_work(rc->flight_wq, &rc->flight_work);
+	} else {
+		r = dmr_write_units(rc, h->buf, from, nr, dmr_seg_block(rc, seg, from));
+		if (r) {
+			dmr_fail(rc, r, "log write");
+			return r;
+		}
+		if (!done)
+			atomic64_inc(&rc->stats.short_units);
+	}
+	h->seg_written = h->pos.offset;
+	atomic64_add(nr, &rc->stats.device_blocks);
+	rc->total_log += nr;
+	if (!done)
+		return 0;
+
+	spin_lock(&rc->map_lock);
+	if (rc->flight_pending)
+		rc->flight_segment = seg;	/* still read from the flight buffer */
+	else
+		rc->map.segs[seg].flags &= ~DMR_SEG_MEM;
+	dmr_seg_seal(&rc->map, seg);
+	dmr_head_enter(rc, h, next);
+	spin_unlock(&rc->map_lock);
+	return 0;
+}
+
+/**
+ * dmr_flush_all() - write every head's closed units, then flush
+ * @rc: target
+ * @flush_device: issue the flush (false: the caller's next write carries one)
+ *
+ * Units of all heads share one sequence and replay stops at the first one
+ * missing, so a flush must write every head, not only the one holding the
+ * request's data (rule 1).
+ *
+ * Return: 0 or a negative errno (the target is then in failed mode).
+ */
+int dmr_flush_all(struct dmr_target *rc, bool flush_device)
+{
+	unsigned int i;
+	int r;
+
+	for (i = 0; i < DMR_NR_HEADS; i++) {
+		r = dmr_seal(rc, &rc->heads[i], true);
+		if (r)
+			return r;
+	}
+	if (!flush_device)
+		return 0;
+	r = blkdev_issue_flush(rc->dev->bdev);
+	if (r)
+		dmr_fail(rc, r, "device flush");
+	return r;
+}
+
+/*
+ * Reserve the segment a head goes on in.  A user head that may not take
+ * one (the throttle, dmr_head_may_alloc()) waits here while GC frees
+ * space; GC never waits for a user write, so this ends.
+ */
+static int dmr_reserve_next(struct dmr_target *rc, unsigned int hid)
+{
+	struct dmr_head *h = &rc->heads[hid];
+	bool waited = false;
+	u32 seg;
+	int r;
+
+	while (!dmr_head_may_alloc(&rc->gc, hid, rc->map.nr_free)) {
+		if (hid == DMR_HEAD_GC) {
+			DMERR_LIMIT("%s: GC has no free segment", rc->dev->name);
+			return -ENOSPC;
+		}
+		if (!waited)
+			atomic64_inc(&rc->stats.throttled);
+		waited = true;
+		WRITE_ONCE(rc->gc_mode, DMR_GC_MODE_URGENT);
+		r = dmr_gc_run(rc, true);
+		if (r < 0)
+			return r;
+	}
+	if (waited)
+		WRITE_ONCE(rc->gc_mode, rc->gc_active ? DMR_GC_MODE_BACKGROUND :
+			   DMR_GC_MODE_IDLE);
+	spin_lock(&rc->map_lock);
+	seg = dmr_seg_alloc(&rc->map, &rc->alloc_cursor);
+	spin_unlock(&rc->map_lock);
+	if (WARN_ON_ONCE(seg == DMR_NO_SEGMENT))
+		return -ENOSPC;
+	h->pos.next_segment = seg;
+	return 0;
+}
+
+/**
+ * dmr_head_room() - make a head ready to take data
+ * @rc: target
+ * @hid: the head (enum dmr_head_id)
+ * @want: blocks the caller has (0 for a discard)
+ * @n: set to the blocks the open unit takes now (at least 1 if @want)
+ *
+ * Opens a unit if none can take a block (sealing a full one), and
+ * reserves the next segment first if taking @n blocks leaves the segment
+ * done (rule 9).  Reserving may run GC, which may write a checkpoint and
+ * so seal this head: the checks then start again.
+ *
+ * Return: 0 or a negative errno.
+ */
+int dmr_head_room(struct dmr_target *rc, unsigned int hid, u32 want, u32 *n)
+{
+	struct dmr_head *h = &rc->heads[hid];
+	u32 seg_blocks = dmr_seg_blocks(rc);
+	int r;
+
+	for (;;) {
+		if (!dmr_unit_takes_block(h->unit_open, h->unit, h->wp, seg_blocks)) {
+			if (h->unit_open) {
+				r = dmr_seal(rc, h, false);
+				if (r)
+					return r;
+				continue;
+			}
+			dmr_unit_reset(h->unit, hid == DMR_HEAD_GC ? DMR_UNIT_RELOC : 0);
+			h->unit_open = true;
+			h->wp = h->pos.offset + 1;
+		}
+		*n = want ? dmr_write_chunk(h->unit, h->wp, seg_blocks, want) : 0;
+		if (!dmr_head_needs_next(h->pos.next_segment, h->wp + *n, seg_blocks))
+			return 0;
+		r = dmr_reserve_next(rc, hid);
+		if (r)
+			return r;
+	}
+}
+
+static u64 dmr_bio_lba(struct dmr_target *rc, struct bio *bio)
+{
+	return dm_target_offset(rc->ti, bio->bi_iter.bi_sector) >> 3;
+}
+
+/* Copy @bytes from the bio's current position to @dst, advancing the bio. */
+static void dmr_copy_from_bio(struct bio *bio, u8 *dst, unsigned int bytes)
+{
+	struct bvec_iter iter, start = bio->bi_iter;
+	struct bio_vec bv;
+
+	start.bi_size = bytes;
+	__bio_for_each_segment(bv, bio, iter, start) {
+		memcpy_from_bvec(dst, &bv);
+		dst += bv.bv_len;
+	}
+	bio_advance(bio, bytes);
+}
+
+/* Common start of a write or discard: mode, rule 7. */
+static int dmr_write_begin(struct dmr_target *rc, bool changes)
+{
+	if (READ_ONCE(rc->mode) != DMR_MODE_WRITE)
+		return -EIO;
+	if (changes && rc->ckpt_clean_on_disk)
+		return dmr_mark_dirty(rc);	/* rule 7 */
+	return 0;
+}
+
+/*
+ * Rule 10: before head @hid takes blocks [@lba, @lba + @n), close any other
+ * user head's open unit that holds one of their current copies, so that
+ * the unit holding the older copy is numbered, hence replayed, first.
+ * (The GC head needs no such care: a relocation applies only where the
+ * map still points at its source, whatever the order.)
+ */
+static int dmr_order_before(struct dmr_target *rc, unsigned int hid, u64 lba, u32 n)
+{
+	u32 seg_blocks = dmr_seg_blocks(rc), i;
+	unsigned int g;
+	int r;
+
+	for (i = 0; i < n; i++) {
+		u32 e = rc->map.l2p[lba + i];
+
+		if (e == DMR_UNMAPPED)
+			continue;
+		for (g = DMR_HEAD_HOT; g <= DMR_HEAD_COLD; g++) {
+			struct dmr_head *o = &rc->heads[g];
+
+			if (g == hid || !dmr_copy_in_open_unit(e, seg_blocks, o->unit_open,
+							       o->pos.segment,
+							       o->pos.offset, o->wp))
+				continue;
+			r = dmr_seal(rc, o, false);
+			if (r)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static void dmr_do_write(struct dmr_target *rc, struct bio *bio)
+{
+	u32 seg_blocks = dmr_seg_blocks(rc);
+	u64 lba = dmr_bio_lba(rc, bio);
+	bool fua = bio->bi_opf & REQ_FUA;
+	unsigned int hid;
+	struct dmr_head *h;
+	int r;
+
+	r = dmr_write_begin(rc, bio->bi_iter.bi_size);
+	if (r)
+		goto out;
+	if (bio->bi_opf & (REQ_PREFLUSH | REQ_FUA))
+		atomic64_inc(&rc->stats.flushes);
+	if (bio->bi_opf & REQ_PREFLUSH) {
+		r = dmr_flush_all(rc, true);
+		if (r)
+			goto out;
+	}
+	if (!bio->bi_iter.bi_size)
+		goto out;
+	/* the whole request goes to one head, chosen by its first block */
+	hid = dmr_temp_classify(&rc->temp, rc->map.l2p[lba], &rc->map, rc->seq);
+	h = &rc->heads[hid];
+	while (bio->bi_iter.bi_size) {
+		u32 n, i, pba;
+
+		r = dmr_head_room(rc, hid, bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT, &n);
+		if (r)
+			goto out;
+		r = dmr_order_before(rc, hid, lba, n);
+		if (r)
+			goto out;
+		dmr_copy_from_bio(bio, (u8 *)h->buf + (size_t)h->wp * DMR_BLOCK_SIZE,
+				  n << DMR_BLOCK_SHIFT);
+		pba = h->pos.segment * seg_blocks + h->wp;
+		spin_lock(&rc->map_lock);
+		for (i = 0; i < n; i++) {
+			dmr_map_set(&rc->map, lba + i, pba + i);
+			h->unit->lba[h->unit->nr_blocks++] = lba + i;
+		}
+		spin_unlock(&rc->map_lock);
+		h->wp += n;
+		lba += n;
+		atomic64_add(n, &rc->stats.user_blocks);
+		rc->total_user += n;
+	}
+	if (fua)
+		r = dmr_flush_all(rc, true);
+	else if (dmr_seal_after_write(false, h->unit_open, h->wp, seg_blocks))
+		r = dmr_seal(rc, h, false);
+out:
+	bio->bi_status = errno_to_blk_status(r);
+	bio_endio(bio);
+}
+
+static void dmr_do_discard(struct dmr_target *rc, struct bio *bio)
+{
+	struct dmr_head *h = &rc->heads[DMR_HEAD_COLD];
+	u64 lba = dmr_bio_lba(rc, bio), b;
+	u64 nr = bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT;
+	int r;
+
+	atomic64_inc(&rc->stats.discards);
+	r = dmr_write_begin(rc, nr);
+	if (r)
+		goto out;
+	while (nr) {
+		u32 count = min_t(u64, nr, 1U << 30), n;
+		struct dmr_unit *u;
+
+		/* rule 10: a copy in the hot head's open unit is numbered first */
+		r = dmr_order_before(rc, DMR_HEAD_COLD, lba, count);
+		if (r)
+			goto out;
+		if (dmr_discard_needs_seal(h->unit_open, h->unit)) {
+			r = dmr_seal(rc, h, false);
+			if (r)
+				goto out;
+		}
+		r = dmr_head_room(rc, DMR_HEAD_COLD, 0, &n);
+		if (r)
+			goto out;
+		/* GC may have filled and sealed the unit meanwhile: check again */
+		if (dmr_discard_needs_seal(h->unit_open, h->unit))
+			continue;
+		/* the unit open now, after any seal: never one sealed before */
+		u = h->unit;
+		u->discard[u->nr_discards][0] = lba;
+		u->discard[u->nr_discards][1] = count;
+		u->nr_discards++;
+		spin_lock(&rc->map_lock);
+		for (b = 0; b < count; b++)
+			dmr_map_unmap(&rc->map, lba + b);
+		spin_unlock(&rc->map_lock);
+		lba += count;
+		nr -= count;
+	}
+	/*
+	 * Rule 10 for discards: the unit is closed now, so a later write of
+	 * these blocks, to any head, is numbered after it.
+	 */
+	r = dmr_seal(rc, h, false);
+	if (r)
+		goto out;
+	bio_advance(bio, bio->bi_iter.bi_size);
+out:
+	bio->bi_status = errno_to_blk_status(r);
+	bio_endio(bio);
+}
+
+void dmr_queue_bio(struct dmr_target *rc, struct bio *bio)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&rc->bio_lock, flags);
+	bio_list_add(&rc->bios, bio);
+	spin_unlock_irqrestore(&rc->bio_lock, flags);
+	queue_work(rc->wq, &rc->work);
+}
+
+/*
+ * The worker: every bio that changes state or needs a head's segment,
+ * checkpoints, and GC.  One work item, so it never runs concurrently with
+ * itself; it is queued on the submitting CPU (a plain, not ordered,
+ * workqueue) which saves a cross-CPU wake-up per request.  Background GC
+ * takes one step after each request and goes on while it has work and no
+ * request waits.
+ */
+void dmr_worker(struct work_struct *work)
+{
+	struct dmr_target *rc = container_of(work, struct dmr_target, work);
+	unsigned long flags;
+	struct bio *bio;
+
+	for (;;) {
+		if (READ_ONCE(rc->ckpt_due))
+			dmr_checkpoint_due(rc);
+		if (READ_ONCE(rc->mode) == DMR_MODE_WRITE &&
+		    dmr_seq_window_full(rc->seq, rc->ckpt_log_seq))
+			dmr_checkpoint(rc, false);
+		spin_lock_irqsave(&rc->bio_lock, flags);
+		bio = bio_list_pop(&rc->bios);
+		spin_unlock_irqrestore(&rc->bio_lock, flags);
+		if (!bio) {
+			if (dmr_gc_background(rc))
+				continue;
+			break;
+		}
+		switch (bio_op(bio)) {
+		case REQ_OP_READ:
+			dmr_do_read(rc, bio);
+			break;
+		case REQ_OP_WRITE:
+			dmr_do_write(rc, bio);
+			break;
+		case REQ_OP_DISCARD:
+		case REQ_OP_WRITE_ZEROES:
+			dmr_do_discard(rc, bio);
+			break;
+		default:
+			bio_io_error(bio);
+		}
+		dmr_gc_background(rc);
+	}
+}

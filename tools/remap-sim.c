@@ -1,0 +1,1095 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * remap-sim - write-amplification simulator for dm-remap's log and GC.
+ *
+ *   remap-sim [--device-mib N | --segments N] [--segment-blocks S]
+ *             [--op PCT[,PCT...]] [--workload W[,W...]]
+ *             [--warmup K] [--overwrites K] [--single-head] [--seed N]
+ *             [--check N] [--json]
+ *
+ * W is uniform, hot80, hot95, seq or trace:FILE.
+ *
+ * The map, the segment table and every GC decision are the module's own
+ * pure code, built from ../dm-remap/ (dmr-map.c, dmr-policy.c, dmr-writer.c,
+ * dmr-log.c, dmr-format.c): the victim choice, watermarks, throttle, GC
+ * actions and the hot/cold choice are exactly what the module runs.  This
+ * file only stands in for the I/O: it drives the pure functions the way
+ * dmr-write.c and dmr-gc.c do (heads, units, reservation of the next
+ * segment, foreground GC when a user head may not allocate, one background
+ * GC step after each request, checkpoints that seal every head and free
+ * what the reuse rule allows), with 4 KiB writes and no flushes.
+ *
+ * GC finds the logical block of a victim's data block in the unit
+ * summaries on the device; the simulator keeps one array, "the logical
+ * block written at each physical block", for that disk content.
+ *
+ * Each run fills the device sequentially, writes --warmup logical
+ * capacities of the workload, then measures over --overwrites more.
+ * Write amplification is device data blocks written (user and relocated)
+ * over user blocks written, in the measurement window; "waf_summaries"
+ * counts the summary blocks too.  For the uniform workload the analytic
+ * value of greedy GC over a uniform random workload (Desnoyers, SYSTOR
+ * 2012) is A = 1 / (1 - x), x = exp(-a (1 - x)), a = 1 / (1 - op);
+ * for hot80 and hot95 the bound is that of hot and cold data kept
+ * perfectly apart, each greedy over its own share of the spare space,
+ * split the best way.
+ *
+ * Output: one line per run (key=value, or a JSON object with --json), then
+ * a closing line.  Exit status: 0 success, 1 a check failed or GC was
+ * stuck, 2 bad usage.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dmr-codec.h"
+#include "dmr-map.h"
+#include "dmr-policy.h"
+#include "dmr-writer.h"
+
+static const char *prog = "remap-sim";
+
+/* dmr-gc.c's DMR_GC_WINDOW: victims looked at per choice. */
+#define SIM_GC_WINDOW	65536U
+/* rev[] entry of a block that holds no data block of the current log */
+#define SIM_NO_LBA	0xffffffffU
+
+static void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s --help'.\n", prog);
+	exit(2);
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static void usage(void)
+{
+	printf("Usage: %s [options]\n"
+	       "Simulate dm-remap's log heads and GC (the module's own policy code) and\n"
+	       "measure steady-state write amplification.\n\n"
+	       "  --device-mib N         device size in MiB (geometry as remapctl format)\n"
+	       "  --segments N           or: number of segments (default 4096)\n"
+	       "  --segment-blocks S     blocks (4 KiB) per segment (default 256)\n"
+	       "  --op PCT[,PCT...]      over-provisioning percent (default 10)\n"
+	       "  --workload W[,W...]    uniform, hot80, hot95, seq or trace:FILE\n"
+	       "                         (default uniform)\n"
+	       "  --warmup K             logical capacities written before measuring\n"
+	       "                         (default 2, after a sequential fill)\n"
+	       "  --overwrites K         logical capacities measured (default 3)\n"
+	       "  --single-head          all user writes in one head, greedy victims:\n"
+	       "                         the baseline\n"
+	       "  --seed N               random seed (default 1)\n"
+	       "  --gc-low N, --gc-high N  GC watermarks (segments), as the table's\n"
+	       "                         gc_low and gc_high (default: the module's)\n"
+	       "  --check N              check map consistency every N requests too\n"
+	       "  --json                 one JSON object per line\n"
+	       "  --verbose              per head: segments filled, and what GC found in\n"
+	       "                         them (valid fraction, age), on stderr\n"
+	       "  -h, --help             this text\n\n"
+	       "A trace file holds one write per line, \"offset length\" in bytes, or\n"
+	       "blkparse text output (writes of one action: Q, else D, else C).\n"
+	       "Offsets wrap around the logical capacity.  Exit status: 0 success,\n"
+	       "1 a check failed, 2 bad usage.\n", prog);
+}
+
+/* ---- random numbers: splitmix64 ---- */
+
+static u64 rng_state;
+
+static u64 rng_next(void)
+{
+	u64 z = (rng_state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n). */
+static u64 rng_below(u64 n)
+{
+	return (u64)(((unsigned __int128)rng_next() * n) >> 64);
+}
+
+/* ---- traces ---- */
+
+struct req {
+	u64 lba;
+	u32 nr;
+};
+
+struct trace {
+	struct req *r;
+	size_t n, cap;
+};
+
+static void trace_add(struct trace *t, u64 lba, u64 nr)
+{
+	while (nr) {
+		u32 n = nr > (1U << 20) ? 1U << 20 : (u32)nr;
+
+		if (t->n == t->cap) {
+			t->cap = t->cap ? 2 * t->cap : 4096;
+			t->r = realloc(t->r, t->cap * sizeof(*t->r));
+			if (!t->r)
+				die("out of memory");
+		}
+		t->r[t->n].lba = lba;
+		t->r[t->n++].nr = n;
+		lba += n;
+		nr -= n;
+	}
+}
+
+/*
+ * A blkparse event line: "maj,min cpu seq time pid ACTION RWBS SECTOR + NR ...".
+ * Return: -1 if it is not one, 0 if it is not a write, else its action letter.
+ */
+static int blkparse_line(const char *line, u64 *sector, u64 *nsect)
+{
+	char dev[32], act[8], rwbs[16];
+	unsigned long long sec, nr, sq;
+	unsigned int cpu, pid;
+	double time;
+
+	if (sscanf(line, "%31s %u %llu %lf %u %7s %15s %llu + %llu", dev, &cpu, &sq,
+		   &time, &pid, act, rwbs, &sec, &nr) != 9 || !strchr(dev, ','))
+		return -1;
+	if (strlen(act) != 1 || !strchr(rwbs, 'W') || !nr)
+		return 0;
+	*sector = sec;
+	*nsect = nr;
+	return act[0];
+}
+
+/* "offset length" in bytes.  Return: false if the line is not that. */
+static bool plain_line(const char *p, u64 *off, u64 *len)
+{
+	char *end;
+
+	if (*p < '0' || *p > '9')
+		return false;
+	errno = 0;
+	*off = strtoull(p, &end, 0);
+	if (errno || (*end != ' ' && *end != '\t'))
+		return false;
+	p = end;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p < '0' || *p > '9')
+		return false;
+	*len = strtoull(p, &end, 0);
+	if (errno || !*len || *off + *len < *off)
+		return false;
+	while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')
+		end++;
+	return !*end;
+}
+
+/* Blocks [@first, @end) covering bytes [@from, @from + @len). */
+static void trace_add_bytes(struct trace *t, u64 from, u64 len)
+{
+	u64 first = from / DMR_BLOCK_SIZE;
+
+	trace_add(t, first, (from + len + DMR_BLOCK_SIZE - 1) / DMR_BLOCK_SIZE - first);
+}
+
+/*
+ * Load a trace; byte ranges become whole 4 KiB blocks.  In blkparse output
+ * every request shows up once per event (queued, dispatched, completed...):
+ * the writes of one action are taken, Q if there are any, else D, else C,
+ * and every other line (other events, the summary) is skipped.
+ */
+static void trace_load(const char *path, struct trace *t)
+{
+	static const char pick[] = "QDC";
+	struct trace bp[3] = {};
+	unsigned long lineno = 0, bad = 0;
+	bool plain = false, blk = false;
+	size_t cap = 0;
+	char *line = NULL;
+	FILE *f;
+	int i;
+
+	f = fopen(path, "r");
+	if (!f)
+		usage_error("cannot open trace %s: %s", path, strerror(errno));
+	while (getline(&line, &cap, f) > 0) {
+		u64 a, b;
+		char *p = line;
+		int act;
+
+		lineno++;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '#' || *p == '\n' || *p == '\r' || !*p)
+			continue;
+		act = blkparse_line(p, &a, &b);
+		if (act >= 0) {
+			const char *k = act ? strchr(pick, act) : NULL;
+
+			if (k)
+				trace_add_bytes(&bp[k - pick], a << 9, b << 9);
+			blk = true;
+		} else if (plain_line(p, &a, &b)) {
+			trace_add_bytes(t, a, b);
+			plain = true;
+		} else if (!bad) {
+			bad = lineno;
+		}
+	}
+	free(line);
+	fclose(f);
+	if (plain && blk)
+		usage_error("%s: mixes \"offset length\" lines and blkparse output", path);
+	if (bad && !blk)
+		usage_error("%s:%lu: expected \"offset length\" in bytes, or blkparse output",
+			    path, bad);
+	for (i = 0; blk && i < 3; i++) {
+		if (bp[i].n) {
+			*t = bp[i];
+			bp[i].r = NULL;
+			break;
+		}
+	}
+	for (i = 0; i < 3; i++)
+		free(bp[i].r);
+	if (!t->n)
+		usage_error("%s: no writes in trace", path);
+}
+
+/* ---- the simulated target ---- */
+
+/* A log head: struct dmr_head's position, write pointer and open unit. */
+struct sim_head {
+	u32 seg;		/* pos.segment */
+	u32 offset;		/* pos.offset: where the next unit's summary goes */
+	u32 next;		/* pos.next_segment */
+	u32 seg_written;
+	u32 wp;
+	bool unit_open;
+	struct dmr_unit unit;
+};
+
+struct sim_counters {
+	u64 user;		/* user data blocks */
+	u64 moved;		/* blocks relocated by GC */
+	u64 summaries;		/* units closed */
+	u64 gc_runs;		/* victims collected */
+	u64 gc_urgent;		/* of which while a user head waited */
+	u64 ckpts;		/* checkpoints */
+	u64 ckpt_blocks;	/* blocks they wrote (map, CRC and segment tables, header) */
+	u64 throttled;		/* user reservations that had to wait */
+	u64 hot;		/* user requests to the hot head */
+	u64 free_sum;		/* free segments, summed after each request */
+	u64 prefree_sum;	/* prefree segments, likewise */
+};
+
+/* Per head, for --verbose: what GC found in the segments it wrote. */
+struct sim_head_stats {
+	u64 victims;		/* its segments collected */
+	u64 victim_valid;	/* valid blocks they held */
+	u64 victim_age;		/* their age (sequence numbers) when collected */
+	u64 segs;		/* segments it filled */
+};
+
+struct sim {
+	struct dmr_map m;
+	u32 *rev;		/* per data-area block: lba written there */
+	u8 *owner;		/* per segment: the head that last filled it */
+	struct sim_head_stats hs[DMR_NR_HEADS];
+	bool stats;		/* collect hs[] (measurement window) */
+	struct sim_head heads[DMR_NR_HEADS];
+	struct dmr_gc_params p;
+	struct dmr_temp temp;
+	u64 seq;
+	u32 alloc_cursor;
+	u32 gc_cursor;
+	unsigned int ckpt_slot;
+	u64 ckpt_fixed;		/* CRC table, segment table and header blocks */
+	bool gc_active;
+	bool single;
+	struct sim_counters c;
+};
+
+static void sim_fail(struct sim *s, const char *what)
+{
+	die("%s (seq %" PRIu64 ", %u free, %u prefree segments)", what, s->seq,
+	    s->m.nr_free, s->m.nr_prefree);
+}
+
+/* dmr_head_enter() */
+static void head_enter(struct sim *s, struct sim_head *h, u32 seg)
+{
+	h->seg = seg;
+	h->offset = 0;
+	h->next = DMR_NO_SEGMENT;
+	h->seg_written = 0;
+	h->unit_open = false;
+	dmr_seg_open(&s->m, seg, s->seq + 1);
+	s->owner[seg] = h - s->heads;
+	if (s->stats)
+		s->hs[h - s->heads].segs++;
+}
+
+/* dmr_close_unit(): the unit takes the next sequence number */
+static void close_unit(struct sim *s, struct sim_head *h)
+{
+	h->unit.seq = ++s->seq;
+	h->offset = h->wp;
+	h->unit_open = false;
+	s->c.summaries++;
+}
+
+/* dmr_seal() */
+static void seal(struct sim *s, struct sim_head *h, bool sync)
+{
+	enum dmr_seal_action act;
+	u32 nr;
+	bool done;
+
+	if (h->unit_open && (h->unit.nr_blocks || h->unit.nr_discards))
+		close_unit(s, h);
+	h->unit_open = false;
+	nr = h->offset - h->seg_written;
+	done = dmr_seg_done(h->offset, s->m.seg_blocks);
+	act = dmr_seal_action(sync, nr, done);
+	if (act == DMR_SEAL_NONE || act == DMR_SEAL_FLUSH)
+		return;
+	if (done && h->next == DMR_NO_SEGMENT)
+		sim_fail(s, "log head without a next segment");
+	h->seg_written = h->offset;
+	if (!done)
+		return;
+	dmr_seg_seal(&s->m, h->seg);
+	head_enter(s, h, h->next);
+}
+
+/* dmr_gc_free_ready(), with no read in flight */
+static void free_ready(struct sim *s)
+{
+	u32 i;
+
+	if (!s->m.nr_prefree)
+		return;
+	for (i = 0; i < s->m.nr_segs; i++)
+		if (dmr_seg_reusable(&s->m.segs[i], s->m.ckpt_seq, 0))
+			dmr_seg_make_free(&s->m, i);
+}
+
+/*
+ * dmr_checkpoint(): seal every head (a flush), write the slot (the map
+ * blocks changed since the slot was last written, as dmr_write_map(), and
+ * the whole CRC table, segment table and header), then the reuse rule.
+ * Runs of all-zero map blocks go down as write-zeroes in the module; they
+ * are counted as written here (after the fill there are none).
+ */
+static void checkpoint(struct sim *s)
+{
+	u8 bit = DMR_DIRTY_SLOT(s->ckpt_slot);
+	unsigned int i;
+	u64 p;
+
+	for (i = 0; i < DMR_NR_HEADS; i++)
+		seal(s, &s->heads[i], true);
+	for (p = 0; p < s->m.nr_map_blocks; p++) {
+		if (s->m.dirty[p] & bit) {
+			s->m.dirty[p] &= ~bit;
+			s->c.ckpt_blocks++;
+		}
+	}
+	s->c.ckpt_blocks += s->ckpt_fixed;
+	s->ckpt_slot ^= 1;
+	s->m.ckpt_seq++;
+	free_ready(s);
+	s->c.ckpts++;
+}
+
+static int gc_run(struct sim *s, bool urgent);
+
+/*
+ * dmr_reserve_next().  @rule is the head whose allocation rule applies:
+ * @hid itself, except in the one-log baseline, where relocations go to
+ * the user head under GC's rule.
+ */
+static void reserve_next(struct sim *s, unsigned int hid, unsigned int rule)
+{
+	struct sim_head *h = &s->heads[hid];
+	bool waited = false;
+	u32 seg;
+
+	while (!dmr_head_may_alloc(&s->p, rule, s->m.nr_free)) {
+		if (rule == DMR_HEAD_GC)
+			sim_fail(s, "GC has no free segment");
+		if (!waited)
+			s->c.throttled++;
+		waited = true;
+		if (gc_run(s, true) < 0)
+			sim_fail(s, "no space can be freed (GC stuck)");
+		if (h->next != DMR_NO_SEGMENT)
+			return;	/* one log: GC went on in this head meanwhile */
+	}
+	seg = dmr_seg_alloc(&s->m, &s->alloc_cursor);
+	if (seg == DMR_NO_SEGMENT)
+		sim_fail(s, "no free segment to reserve");
+	h->next = seg;
+}
+
+/* dmr_head_room(); @rule: see reserve_next() */
+static u32 head_room(struct sim *s, unsigned int hid, u32 want, unsigned int rule)
+{
+	struct sim_head *h = &s->heads[hid];
+	u32 seg_blocks = s->m.seg_blocks, n;
+
+	for (;;) {
+		if (!dmr_unit_takes_block(h->unit_open, &h->unit, h->wp, seg_blocks)) {
+			if (h->unit_open) {
+				seal(s, h, false);
+				continue;
+			}
+			dmr_unit_reset(&h->unit, hid == DMR_HEAD_GC || s->single ?
+					 DMR_UNIT_RELOC : 0);
+			h->unit_open = true;
+			h->wp = h->offset + 1;
+			s->rev[h->seg * seg_blocks + h->offset] = SIM_NO_LBA;
+		}
+		n = want ? dmr_write_chunk(&h->unit, h->wp, seg_blocks, want) : 0;
+		if (!dmr_head_needs_next(h->next, h->wp + n, seg_blocks))
+			return n;
+		reserve_next(s, hid, rule);
+	}
+}
+
+/*
+ * dmr_gc_move().  In the one-log baseline relocations join the user head's
+ * log, whose units all take two summary words per block (see user_write()).
+ */
+static void gc_move(struct sim *s, u64 lba, u32 src)
+{
+	unsigned int hid = s->single ? DMR_HEAD_HOT : DMR_HEAD_GC;
+	struct sim_head *h = &s->heads[hid];
+	u32 dst;
+
+	head_room(s, hid, 1, DMR_HEAD_GC);
+	dst = h->seg * s->m.seg_blocks + h->wp;
+	if (!dmr_move_commit(&s->m, lba, src, dst))
+		return;
+	h->unit.lba[h->unit.nr_blocks] = lba;
+	h->unit.src[h->unit.nr_blocks++] = src;
+	s->rev[dst] = lba;
+	h->wp++;
+	s->c.moved++;
+}
+
+/* dmr_gc_collect(): move every block the map still points at */
+static void gc_collect(struct sim *s, u32 seg)
+{
+	u32 base = seg * s->m.seg_blocks, i;
+
+	if (s->stats) {
+		struct sim_head_stats *hs = &s->hs[s->owner[seg]];
+
+		hs->victims++;
+		hs->victim_valid += s->m.segs[seg].valid;
+		hs->victim_age += s->seq - s->m.segs[seg].seq;
+	}
+	for (i = 0; i < s->m.seg_blocks; i++) {
+		u32 lba = s->rev[base + i];
+
+		if (lba != SIM_NO_LBA && s->m.l2p[lba] == base + i + 1)
+			gc_move(s, lba, base + i);
+	}
+	s->c.gc_runs++;
+	if (s->m.segs[seg].valid)
+		sim_fail(s, "GC left valid blocks in its victim");
+}
+
+/* dmr_gc_prefree_waiting(), checked against the counter the sim uses */
+static void check_prefree(struct sim *s)
+{
+	u32 i, ckpt = 0;
+
+	for (i = 0; i < s->m.nr_segs; i++) {
+		const struct dmr_seg *g = &s->m.segs[i];
+
+		if (!(g->flags & DMR_SEG_PREFREE))
+			continue;
+		if (s->m.ckpt_seq < g->free_after)
+			ckpt++;
+		else
+			sim_fail(s, "a reusable segment was not freed");
+	}
+	if (ckpt != s->m.nr_prefree)
+		sim_fail(s, "prefree count mismatch");
+}
+
+/*
+ * dmr_gc_run(): one GC action as the policy decides.  With no read in
+ * flight every prefree segment waits for a checkpoint (free_ready() runs
+ * after each one), so the prefree count is nr_prefree_ckpt.  When neither
+ * a user waits nor background GC is active, dmr_gc_decide() returns IDLE
+ * whatever the victim, so the victim scan is skipped then.
+ *
+ * Return: 1 idle, 0 an action was taken, -1 stuck.
+ */
+static int gc_run(struct sim *s, bool urgent)
+{
+	struct dmr_gc_state st = { .user_waits = urgent };
+	u32 victim = DMR_NO_SEGMENT;
+
+	st.nr_free = s->m.nr_free;
+	st.nr_prefree_ckpt = s->m.nr_prefree;
+	st.nr_prefree_readers = 0;
+	s->gc_active = dmr_gc_active(&s->p, s->gc_active, s->m.nr_free,
+				     s->m.nr_prefree);
+	st.active = s->gc_active;
+	if (urgent || st.active)
+		victim = dmr_gc_victim(&s->m, urgent || s->single, s->seq,
+				       &s->gc_cursor, SIM_GC_WINDOW);
+	st.victim = victim != DMR_NO_SEGMENT;
+
+	switch (dmr_gc_decide(&s->p, &st)) {
+	case DMR_GC_COLLECT:
+		gc_collect(s, victim);
+		s->c.gc_urgent += urgent;
+		return 0;
+	case DMR_GC_CHECKPOINT:
+		checkpoint(s);
+		return 0;
+	case DMR_GC_WAIT_READERS:
+	case DMR_GC_STUCK:
+		return -1;
+	default:
+		return 1;
+	}
+}
+
+/* dmr_do_write() for one request, then dmr_gc_background() */
+static void user_write(struct sim *s, u64 lba, u32 nr)
+{
+	u32 seg_blocks = s->m.seg_blocks;
+	unsigned int hid;
+	struct sim_head *h;
+
+	hid = s->single ? DMR_HEAD_HOT :
+	      dmr_temp_classify(&s->temp, s->m.l2p[lba], &s->m, s->seq);
+	h = &s->heads[hid];
+	s->c.hot += hid == DMR_HEAD_HOT;
+	while (nr) {
+		u32 n = head_room(s, hid, nr, hid), i, pba;
+
+		pba = h->seg * seg_blocks + h->wp;
+		for (i = 0; i < n; i++) {
+			dmr_map_set(&s->m, lba + i, pba + i);
+			h->unit.lba[h->unit.nr_blocks++] = lba + i;
+			s->rev[pba + i] = lba + i;
+		}
+		h->wp += n;
+		lba += n;
+		nr -= n;
+		s->c.user += n;
+	}
+	if (dmr_seal_after_write(false, h->unit_open, h->wp, seg_blocks))
+		seal(s, h, false);
+	if (gc_run(s, false) < 0)
+		sim_fail(s, "background GC stuck");
+	s->c.free_sum += s->m.nr_free;
+	s->c.prefree_sum += s->m.nr_prefree;
+}
+
+/* Every invariant: the map's own, the sim's disk content, the counters. */
+static void sim_check(struct sim *s)
+{
+	u64 lba;
+
+	if (!dmr_map_consistent(&s->m))
+		sim_fail(s, "map inconsistent (dmr_map_consistent)");
+	for (lba = 0; lba < s->m.nr_logical; lba++) {
+		u32 e = s->m.l2p[lba];
+
+		if (e != DMR_UNMAPPED && s->rev[e - 1] != lba)
+			sim_fail(s, "map entry points at a block holding another lba");
+	}
+	check_prefree(s);
+}
+
+/* ---- workloads ---- */
+
+enum wl_kind { WL_UNIFORM, WL_HOT80, WL_HOT95, WL_SEQ, WL_TRACE };
+
+struct workload {
+	enum wl_kind kind;
+	const char *name;
+	struct trace trace;
+	size_t pos;		/* next trace request */
+	u64 seq_lba;		/* next sequential block */
+};
+
+/* Next request, cut to the logical capacity (offsets wrap). */
+static struct req wl_next(struct workload *w, u64 nr_logical)
+{
+	struct req r = { .nr = 1 };
+	u64 hot;
+
+	switch (w->kind) {
+	case WL_UNIFORM:
+		r.lba = rng_below(nr_logical);
+		break;
+	case WL_HOT80:
+	case WL_HOT95:
+		/* 80% of writes to the first 20% of blocks, or 95% to 5% */
+		hot = w->kind == WL_HOT80 ? nr_logical / 5 : nr_logical / 20;
+		if (rng_below(100) < (w->kind == WL_HOT80 ? 80U : 95U))
+			r.lba = rng_below(hot);
+		else
+			r.lba = hot + rng_below(nr_logical - hot);
+		break;
+	case WL_SEQ:
+		r.lba = w->seq_lba;
+		w->seq_lba = (w->seq_lba + 1) % nr_logical;
+		break;
+	case WL_TRACE:
+		r = w->trace.r[w->pos];
+		w->pos = (w->pos + 1) % w->trace.n;
+		r.lba %= nr_logical;
+		if (r.nr > nr_logical - r.lba)
+			r.nr = nr_logical - r.lba;
+		break;
+	}
+	return r;
+}
+
+/* ---- analytic values ---- */
+
+/* Greedy GC, uniform random writes, spare factor a = physical / logical. */
+static double desnoyers(double a)
+{
+	double x = 0.5, prev;
+	int i;
+
+	for (i = 0; i < 1000000; i++) {
+		prev = x;
+		x = exp(-a * (1 - x));
+		if (fabs(x - prev) < 1e-13)
+			break;
+	}
+	return 1 / (1 - x);
+}
+
+/*
+ * Hot and cold data perfectly apart: a fraction @h of the blocks takes a
+ * fraction @r of the writes; each part is greedy over its own spare, and
+ * the spare is split the best way.
+ */
+static double separated_bound(double r, double h, double op)
+{
+	double spare = 1 / (1 - op) - 1, best = INFINITY;
+	int i;
+
+	for (i = 1; i < 10000; i++) {
+		double sh = spare * i / 10000, w;
+
+		w = r * desnoyers(1 + sh / h) + (1 - r) * desnoyers(1 + (spare - sh) / (1 - h));
+		if (w < best)
+			best = w;
+	}
+	return best;
+}
+
+/* ---- a run ---- */
+
+struct config {
+	u64 device_mib;
+	u32 segments;
+	u32 seg_blocks;
+	double warmup;
+	double overwrites;
+	u64 seed;
+	u64 check_every;
+	u32 gc_low, gc_high;
+	bool single;
+	bool json;
+	bool verbose;
+};
+
+static bool run(const struct config *cfg, u32 op, struct workload *w)
+{
+	struct dmr_ckpt_layout layout;
+	struct dmr_geometry geo;
+	enum dmr_geo_status st;
+	const char *why;
+	struct sim_counters c0, d;
+	struct sim *s;
+	u64 lba, written, target, requests = 0, r0 = 0, mreq;
+	double waf, wafs, wafa, ref = 0;
+	const char *refname = NULL;
+	u32 *l2p;
+	u8 *dirty;
+	unsigned int i;
+
+	if (cfg->device_mib) {
+		st = dmr_geometry_compute(cfg->device_mib << (20 - DMR_BLOCK_SHIFT),
+					  cfg->seg_blocks, op, &geo);
+	} else {
+		/* the smallest device of exactly this many segments */
+		u64 dev = (u64)cfg->segments * cfg->seg_blocks;
+
+		do {
+			st = dmr_geometry_compute(dev, cfg->seg_blocks, op, &geo);
+			dev += cfg->seg_blocks;
+		} while ((st == DMR_GEO_OK || st == DMR_GEO_TOO_SMALL) &&
+			 (st != DMR_GEO_OK || geo.nr_segments < cfg->segments));
+	}
+	if (st != DMR_GEO_OK)
+		usage_error("%s", dmr_geo_strerror(st));
+
+	s = calloc(1, sizeof(*s));
+	l2p = calloc(geo.logical_blocks, sizeof(*l2p));
+	s->rev = malloc(geo.nr_segments * geo.segment_blocks * sizeof(*s->rev));
+	dirty = malloc((geo.logical_blocks + DMR_MAP_ENTRIES_PER_BLOCK - 1) /
+		       DMR_MAP_ENTRIES_PER_BLOCK);
+	if (!s || !l2p || !s->rev || !dirty)
+		die("out of memory");
+	s->m.segs = calloc(geo.nr_segments, sizeof(*s->m.segs));
+	s->owner = calloc(geo.nr_segments, 1);
+	if (!s->m.segs || !s->owner)
+		die("out of memory");
+	memset(s->rev, 0xff, geo.nr_segments * geo.segment_blocks * sizeof(*s->rev));
+	dmr_map_init(&s->m, l2p, geo.logical_blocks, s->m.segs, geo.nr_segments,
+		     geo.segment_blocks, dirty);
+	/* dmr_gc_setup(): the defaults, or the table's gc_low / gc_high */
+	dmr_gc_params_default(geo.nr_segments, &s->p);
+	if (cfg->gc_low)
+		s->p.low = cfg->gc_low;
+	if (cfg->gc_high)
+		s->p.high = cfg->gc_high;
+	if (cfg->gc_low && !cfg->gc_high && s->p.high < s->p.low)
+		s->p.high = s->p.low + s->p.batch;
+	if (cfg->gc_high && !cfg->gc_low && s->p.low > s->p.high)
+		s->p.low = max(s->p.reserve, s->p.high - min(s->p.high, s->p.batch));
+	why = dmr_gc_params_check(geo.nr_segments, &s->p);
+	if (why)
+		usage_error("GC watermarks refused: %s", why);
+	dmr_ckpt_layout(&geo, &layout);
+	s->ckpt_fixed = layout.crc_blocks + layout.segtab_blocks + 1;
+	s->single = cfg->single;
+	rng_state = cfg->seed;
+	w->pos = 0;
+	w->seq_lba = 0;
+
+	/* the heads start on free segments, as after format */
+	for (i = 0; i < DMR_NR_HEADS; i++) {
+		u32 seg = dmr_seg_alloc(&s->m, &s->alloc_cursor);
+
+		head_enter(s, &s->heads[i], seg);
+	}
+
+	/* fill, then warm up, then measure */
+	for (lba = 0; lba < geo.logical_blocks; lba++)
+		user_write(s, lba, 1);
+	written = 0;
+	target = (u64)(cfg->warmup * geo.logical_blocks);
+	c0 = s->c;
+	for (int phase = 0; phase < 2; phase++) {
+		while (s->c.user - c0.user < target) {
+			struct req r = wl_next(w, geo.logical_blocks);
+
+			user_write(s, r.lba, r.nr);
+			requests++;
+			if (cfg->check_every && requests % cfg->check_every == 0)
+				sim_check(s);
+		}
+		if (!phase) {
+			c0 = s->c;
+			s->stats = true;
+			r0 = requests;
+			target = (u64)(cfg->overwrites * geo.logical_blocks);
+		}
+	}
+	sim_check(s);
+	written = s->c.user - c0.user;
+	d.user = written;
+	d.moved = s->c.moved - c0.moved;
+	d.summaries = s->c.summaries - c0.summaries;
+	d.gc_runs = s->c.gc_runs - c0.gc_runs;
+	d.gc_urgent = s->c.gc_urgent - c0.gc_urgent;
+	d.ckpts = s->c.ckpts - c0.ckpts;
+	d.ckpt_blocks = s->c.ckpt_blocks - c0.ckpt_blocks;
+	d.throttled = s->c.throttled - c0.throttled;
+	d.hot = s->c.hot - c0.hot;
+	mreq = requests - r0;
+	d.free_sum = s->c.free_sum - c0.free_sum;
+	d.prefree_sum = s->c.prefree_sum - c0.prefree_sum;
+	waf = (double)(d.user + d.moved) / d.user;
+	wafs = (double)(d.user + d.moved + d.summaries) / d.user;
+	wafa = (double)(d.user + d.moved + d.summaries + d.ckpt_blocks) / d.user;
+	if (w->kind == WL_UNIFORM) {
+		ref = desnoyers(100.0 / (100 - op));
+		refname = "analytic";
+	} else if (w->kind == WL_HOT80 || w->kind == WL_HOT95) {
+		ref = w->kind == WL_HOT80 ? separated_bound(0.8, 0.2, op / 100.0) :
+		      separated_bound(0.95, 0.05, op / 100.0);
+		refname = "bound";
+	}
+
+	if (cfg->json) {
+		printf("{\"workload\": \"%s\", \"heads\": \"%s\", \"op\": %u, "
+		       "\"segment_blocks\": %u, \"segments\": %" PRIu64 ", "
+		       "\"logical_blocks\": %" PRIu64 ", \"user_blocks\": %" PRIu64 ", "
+		       "\"waf\": %.4f, \"waf_summaries\": %.4f, \"gc_runs\": %" PRIu64 ", "
+		       "\"gc_urgent\": %" PRIu64 ", \"checkpoints\": %" PRIu64 ", "
+		       "\"ckpt_blocks\": %" PRIu64 ", \"waf_all\": %.4f, "
+		       "\"throttled\": %" PRIu64 ", \"hot_share\": %.4f, "
+		       "\"free_avg\": %.1f, \"prefree_avg\": %.1f, "
+		       "\"gc_reserve\": %u, \"gc_low\": %u, \"gc_high\": %u, \"gc_batch\": %u",
+		       w->name, cfg->single ? "single" : "multi", op, geo.segment_blocks,
+		       geo.nr_segments, geo.logical_blocks, d.user, waf, wafs,
+		       d.gc_runs, d.gc_urgent, d.ckpts, d.ckpt_blocks, wafa, d.throttled,
+		       mreq ? (double)d.hot / mreq : 0,
+		       mreq ? (double)d.free_sum / mreq : 0,
+		       mreq ? (double)d.prefree_sum / mreq : 0, s->p.reserve, s->p.low, s->p.high, s->p.batch);
+		if (refname)
+			printf(", \"%s\": %.4f, \"diff\": %.4f", refname, ref, waf / ref - 1);
+		printf("}\n");
+	} else {
+		printf("workload=%s heads=%s op=%u segment_blocks=%u segments=%" PRIu64
+		       " logical_blocks=%" PRIu64 " user_blocks=%" PRIu64
+		       " waf=%.3f waf_summaries=%.3f gc_runs=%" PRIu64
+		       " gc_urgent=%" PRIu64 " checkpoints=%" PRIu64 " ckpt_blocks=%" PRIu64
+		       " waf_all=%.3f throttled=%" PRIu64 " hot_share=%.3f"
+		       " free_avg=%.1f prefree_avg=%.1f",
+		       w->name, cfg->single ? "single" : "multi", op, geo.segment_blocks,
+		       geo.nr_segments, geo.logical_blocks, d.user, waf, wafs, d.gc_runs,
+		       d.gc_urgent, d.ckpts, d.ckpt_blocks, wafa, d.throttled,
+		       mreq ? (double)d.hot / mreq : 0,
+		       mreq ? (double)d.free_sum / mreq : 0,
+		       mreq ? (double)d.prefree_sum / mreq : 0);
+		if (refname)
+			printf(" %s=%.3f diff=%+.1f%%", refname, ref, 100 * (waf / ref - 1));
+		printf("\n");
+	}
+	if (cfg->verbose) {
+		static const char *const hname[] = { "hot", "cold", "gc" };
+
+		for (i = 0; i < DMR_NR_HEADS; i++) {
+			const struct sim_head_stats *hs = &s->hs[i];
+
+			fprintf(stderr, "  head=%s segments=%" PRIu64 " victims=%" PRIu64
+				" victim_valid=%.3f victim_age=%.0f\n", hname[i], hs->segs,
+				hs->victims,
+				hs->victims ? (double)hs->victim_valid / hs->victims /
+					      geo.segment_blocks : 0,
+				hs->victims ? (double)hs->victim_age / hs->victims : 0);
+		}
+	}
+	fflush(stdout);
+	free(s->owner);
+	free(s->m.segs);
+	free(s->rev);
+	free(l2p);
+	free(dirty);
+	free(s);
+	return true;
+}
+
+/* ---- arguments ---- */
+
+static u64 parse_u64(const char *opt, const char *arg, u64 lo, u64 hi)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (!*arg || *end || errno || arg[0] == '-' || v < lo || v > hi)
+		usage_error("%s: expected an integer from %" PRIu64 " to %" PRIu64 ", got '%s'",
+			    opt, lo, hi, arg);
+	return v;
+}
+
+static double parse_overwrites(const char *opt, const char *arg)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (!*arg || *end || errno || !(v >= 0) || v > 1000)
+		usage_error("%s: expected a number from 0 to 1000, got '%s'", opt, arg);
+	return v;
+}
+
+#define MAX_LIST	16
+
+static int split_list(char *arg, char **item, const char *opt)
+{
+	int n = 0;
+	char *p;
+
+	for (p = strtok(arg, ","); p; p = strtok(NULL, ",")) {
+		if (n == MAX_LIST)
+			usage_error("%s: at most %d values", opt, MAX_LIST);
+		item[n++] = p;
+	}
+	if (!n)
+		usage_error("%s: empty list", opt);
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "device-mib", required_argument, NULL, 'd' },
+		{ "segments", required_argument, NULL, 'n' },
+		{ "segment-blocks", required_argument, NULL, 'S' },
+		{ "op", required_argument, NULL, 'o' },
+		{ "workload", required_argument, NULL, 'w' },
+		{ "warmup", required_argument, NULL, 'W' },
+		{ "overwrites", required_argument, NULL, 'k' },
+		{ "single-head", no_argument, NULL, '1' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "check", required_argument, NULL, 'c' },
+		{ "gc-low", required_argument, NULL, 'L' },
+		{ "gc-high", required_argument, NULL, 'H' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	struct config cfg = {
+		.seg_blocks = 256, .warmup = 2, .overwrites = 3, .seed = 1,
+	};
+	char opbuf[256] = "10", wlbuf[4096] = "uniform";
+	char *ops[MAX_LIST], *wls[MAX_LIST];
+	struct workload w[MAX_LIST] = {};
+	u32 opv[MAX_LIST];
+	int c, nops, nwl, i, j, runs = 0;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			cfg.device_mib = parse_u64("--device-mib", optarg, 1, 1ULL << 24);
+			cfg.segments = 0;
+			break;
+		case 'n':
+			cfg.segments = parse_u64("--segments", optarg,
+						 DMR_RESERVED_SEGMENTS + DMR_MIN_USER_SEGMENTS,
+						 1U << 24);
+			cfg.device_mib = 0;
+			break;
+		case 'S':
+			cfg.seg_blocks = parse_u64("--segment-blocks", optarg,
+						   DMR_MIN_SEGMENT_BLOCKS,
+						   DMR_MAX_SEGMENT_BLOCKS);
+			break;
+		case 'o':
+			if (strlen(optarg) >= sizeof(opbuf))
+				usage_error("--op: list too long");
+			strcpy(opbuf, optarg);
+			break;
+		case 'w':
+			if (strlen(optarg) >= sizeof(wlbuf))
+				usage_error("--workload: list too long");
+			strcpy(wlbuf, optarg);
+			break;
+		case 'W':
+			cfg.warmup = parse_overwrites("--warmup", optarg);
+			break;
+		case 'k':
+			cfg.overwrites = parse_overwrites("--overwrites", optarg);
+			if (cfg.overwrites <= 0)
+				usage_error("--overwrites must be more than 0");
+			break;
+		case '1':
+			cfg.single = true;
+			break;
+		case 's':
+			cfg.seed = parse_u64("--seed", optarg, 0, UINT64_MAX);
+			break;
+		case 'c':
+			cfg.check_every = parse_u64("--check", optarg, 1, UINT64_MAX);
+			break;
+		case 'L':
+			cfg.gc_low = parse_u64("--gc-low", optarg, 1, INT32_MAX);
+			break;
+		case 'H':
+			cfg.gc_high = parse_u64("--gc-high", optarg, 1, INT32_MAX);
+			break;
+		case 'j':
+			cfg.json = true;
+			break;
+		case 'v':
+			cfg.verbose = true;
+			break;
+		case 'h':
+			usage();
+			return 0;
+		case ':':
+			usage_error("%s needs a value", argv[optind - 1]);
+		default:
+			usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		usage_error("unexpected argument '%s'", argv[optind]);
+	if (!cfg.device_mib && !cfg.segments)
+		cfg.segments = 4096;
+
+	nops = split_list(opbuf, ops, "--op");
+	for (i = 0; i < nops; i++)
+		opv[i] = parse_u64("--op", ops[i], DMR_MIN_OVERPROVISION,
+				   DMR_MAX_OVERPROVISION);
+	nwl = split_list(wlbuf, wls, "--workload");
+	for (i = 0; i < nwl; i++) {
+		w[i].name = wls[i];
+		if (!strcmp(wls[i], "uniform"))
+			w[i].kind = WL_UNIFORM;
+		else if (!strcmp(wls[i], "hot80"))
+			w[i].kind = WL_HOT80;
+		else if (!strcmp(wls[i], "hot95"))
+			w[i].kind = WL_HOT95;
+		else if (!strcmp(wls[i], "seq"))
+			w[i].kind = WL_SEQ;
+		else if (!strncmp(wls[i], "trace:", 6) && wls[i][6]) {
+			w[i].kind = WL_TRACE;
+			trace_load(wls[i] + 6, &w[i].trace);
+		} else {
+			usage_error("--workload: unknown workload '%s' (uniform, hot80, hot95, seq, trace:FILE)",
+				    wls[i]);
+		}
+	}
+
+	for (i = 0; i < nwl; i++) {
+		for (j = 0; j < nops; j++) {
+			run(&cfg, opv[j], &w[i]);
+			runs++;
+		}
+	}
+	if (cfg.json)
+		printf("{\"done\": true, \"runs\": %d, \"consistent\": true}\n", runs);
+	else
+		printf("remap-sim: %d run%s, map consistent\n", runs, runs == 1 ? "" : "s");
+	return 0;
+}
