@@ -5,34 +5,49 @@
  *   remap-sim [--device-mib N | --segments N] [--segment-blocks S]
  *             [--op PCT[,PCT...]] [--workload W[,W...]]
  *             [--warmup K] [--overwrites K] [--single-head] [--seed N]
- *             [--check N] [--json]
+ *             [--gc-low N] [--gc-high N] [--gc-params R,L,H,B] [--check N]
+ *             [--json] [--verbose]
  *
- * W is uniform, hot80, hot95, seq or trace:FILE.
+ * W is uniform, hot80, hot95, seq or trace:FILE; every workload runs at
+ * every over-provisioning given, one run each.
  *
  * The map, the segment table and every GC decision are the module's own
  * pure code, built from ../dm-remap/ (dmr-map.c, dmr-policy.c, dmr-writer.c,
  * dmr-log.c, dmr-format.c): the victim choice, watermarks, throttle, GC
  * actions and the hot/cold choice are exactly what the module runs.  This
  * file only stands in for the I/O: it drives the pure functions the way
- * dmr-write.c and dmr-gc.c do (heads, units, reservation of the next
- * segment, foreground GC when a user head may not allocate, one background
- * GC step after each request, checkpoints that seal every head and free
- * what the reuse rule allows), with 4 KiB writes and no flushes.
+ * dmr-write.c, dmr-gc.c and dmr-ckpt.c do (heads, units, reservation of the
+ * next segment, foreground GC when a user head may not allocate, one
+ * background GC step after each request, checkpoints that seal every head,
+ * write the map blocks changed since their slot was last written, and free
+ * what the reuse rule allows), with no flushes and no periodic checkpoint.
  *
  * GC finds the logical block of a victim's data block in the unit
  * summaries on the device; the simulator keeps one array, "the logical
  * block written at each physical block", for that disk content.
  *
+ * --single-head is the baseline: one head takes every write, user and
+ * relocation (a single log), and every victim is chosen greedily.
+ *
  * Each run fills the device sequentially, writes --warmup logical
- * capacities of the workload, then measures over --overwrites more.
- * Write amplification is device data blocks written (user and relocated)
- * over user blocks written, in the measurement window; "waf_summaries"
- * counts the summary blocks too.  For the uniform workload the analytic
- * value of greedy GC over a uniform random workload (Desnoyers, SYSTOR
- * 2012) is A = 1 / (1 - x), x = exp(-a (1 - x)), a = 1 / (1 - op);
- * for hot80 and hot95 the bound is that of hot and cold data kept
- * perfectly apart, each greedy over its own share of the spare space,
- * split the best way.
+ * capacities of the workload, then measures over --overwrites more.  In
+ * the measurement window:
+ *
+ *   waf            device data blocks written (user and relocated) over
+ *                  user blocks written
+ *   waf_summaries  the same with the unit summary blocks
+ *   waf_all        the same with the checkpoints' blocks too (map, CRC and
+ *                  segment tables, header): everything the target writes
+ *   idle_avg       segments holding no data when a victim is chosen (free,
+ *                  prefree, the heads' open and reserved ones)
+ *
+ * For the uniform workload, analytic is greedy GC's write amplification
+ * under uniform random writes (Desnoyers, SYSTOR 2012), A = 1 / (1 - x),
+ * x = exp(-a (1 - x)), a = 1 / (1 - op), and analytic_eff the same for the
+ * spare the run really had (segments minus idle_avg, summaries taken out):
+ * analytic measures the design, analytic_eff the victim choice alone.  For
+ * hot80 and hot95, bound is hot and cold data kept perfectly apart, each
+ * greedy over its own share of the spare, split the best way.
  *
  * Output: one line per run (key=value, or a JSON object with --json), then
  * a closing line.  Exit status: 0 success, 1 a check failed or GC was
@@ -97,11 +112,13 @@ static void usage(void)
 	       "  --warmup K             logical capacities written before measuring\n"
 	       "                         (default 2, after a sequential fill)\n"
 	       "  --overwrites K         logical capacities measured (default 3)\n"
-	       "  --single-head          all user writes in one head, greedy victims:\n"
-	       "                         the baseline\n"
+	       "  --single-head          the baseline: one head (one log) for user writes\n"
+	       "                         and relocations, greedy victims\n"
 	       "  --seed N               random seed (default 1)\n"
 	       "  --gc-low N, --gc-high N  GC watermarks (segments), as the table's\n"
 	       "                         gc_low and gc_high (default: the module's)\n"
+	       "  --gc-params R,L,H,B    what-if: all four GC parameters (reserve, low,\n"
+	       "                         high, batch) instead of dmr_gc_params_default()\n"
 	       "  --check N              check map consistency every N requests too\n"
 	       "  --json                 one JSON object per line\n"
 	       "  --verbose              per head: segments filled, and what GC found in\n"
@@ -304,6 +321,7 @@ struct sim_counters {
 	u64 hot;		/* user requests to the hot head */
 	u64 free_sum;		/* free segments, summed after each request */
 	u64 prefree_sum;	/* prefree segments, likewise */
+	u64 idle_sum;		/* segments holding no data, summed at each collection */
 };
 
 /* Per head, for --verbose: what GC found in the segments it wrote. */
@@ -507,6 +525,10 @@ static void gc_collect(struct sim *s, u32 seg)
 {
 	u32 base = seg * s->m.seg_blocks, i;
 
+	/* free, prefree, and the heads' open and reserved segments */
+	s->c.idle_sum += s->m.nr_free + s->m.nr_prefree + DMR_NR_HEADS;
+	for (i = 0; i < DMR_NR_HEADS; i++)
+		s->c.idle_sum += s->heads[i].next != DMR_NO_SEGMENT;
 	if (s->stats) {
 		struct sim_head_stats *hs = &s->hs[s->owner[seg]];
 
@@ -728,6 +750,7 @@ struct config {
 	u64 seed;
 	u64 check_every;
 	u32 gc_low, gc_high;
+	struct dmr_gc_params gc;	/* --gc-params, all four set (batch > 0) */
 	bool single;
 	bool json;
 	bool verbose;
@@ -742,7 +765,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	struct sim_counters c0, d;
 	struct sim *s;
 	u64 lba, written, target, requests = 0, r0 = 0, mreq;
-	double waf, wafs, wafa, ref = 0;
+	double waf, wafs, wafa, ref = 0, idle, eff = 0;
 	const char *refname = NULL;
 	u32 *l2p;
 	u8 *dirty;
@@ -780,6 +803,8 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		     geo.segment_blocks, dirty);
 	/* dmr_gc_setup(): the defaults, or the table's gc_low / gc_high */
 	dmr_gc_params_default(geo.nr_segments, &s->p);
+	if (cfg->gc.batch)
+		s->p = cfg->gc;
 	if (cfg->gc_low)
 		s->p.low = cfg->gc_low;
 	if (cfg->gc_high)
@@ -841,12 +866,20 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	mreq = requests - r0;
 	d.free_sum = s->c.free_sum - c0.free_sum;
 	d.prefree_sum = s->c.prefree_sum - c0.prefree_sum;
+	d.idle_sum = s->c.idle_sum - c0.idle_sum;
+	idle = d.gc_runs ? (double)d.idle_sum / d.gc_runs : 0;
 	waf = (double)(d.user + d.moved) / d.user;
 	wafs = (double)(d.user + d.moved + d.summaries) / d.user;
 	wafa = (double)(d.user + d.moved + d.summaries + d.ckpt_blocks) / d.user;
 	if (w->kind == WL_UNIFORM) {
+		/* data blocks a segment holds, summaries taken out */
+		double per_seg = geo.segment_blocks * (double)(d.user + d.moved) /
+				 (d.user + d.moved + d.summaries);
+
 		ref = desnoyers(100.0 / (100 - op));
 		refname = "analytic";
+		if (idle < geo.nr_segments && d.gc_runs)
+			eff = desnoyers((geo.nr_segments - idle) * per_seg / geo.logical_blocks);
 	} else if (w->kind == WL_HOT80 || w->kind == WL_HOT95) {
 		ref = w->kind == WL_HOT80 ? separated_bound(0.8, 0.2, op / 100.0) :
 		      separated_bound(0.95, 0.05, op / 100.0);
@@ -869,8 +902,11 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		       mreq ? (double)d.hot / mreq : 0,
 		       mreq ? (double)d.free_sum / mreq : 0,
 		       mreq ? (double)d.prefree_sum / mreq : 0, s->p.reserve, s->p.low, s->p.high, s->p.batch);
+		printf(", \"idle_avg\": %.1f", idle);
 		if (refname)
 			printf(", \"%s\": %.4f, \"diff\": %.4f", refname, ref, waf / ref - 1);
+		if (eff)
+			printf(", \"analytic_eff\": %.4f", eff);
 		printf("}\n");
 	} else {
 		printf("workload=%s heads=%s op=%u segment_blocks=%u segments=%" PRIu64
@@ -885,8 +921,11 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		       mreq ? (double)d.hot / mreq : 0,
 		       mreq ? (double)d.free_sum / mreq : 0,
 		       mreq ? (double)d.prefree_sum / mreq : 0);
+		printf(" idle_avg=%.1f", idle);
 		if (refname)
 			printf(" %s=%.3f diff=%+.1f%%", refname, ref, 100 * (waf / ref - 1));
+		if (eff)
+			printf(" analytic_eff=%.3f", eff);
 		printf("\n");
 	}
 	if (cfg->verbose) {
@@ -947,13 +986,13 @@ static int split_list(char *arg, char **item, const char *opt)
 	int n = 0;
 	char *p;
 
-	for (p = strtok(arg, ","); p; p = strtok(NULL, ",")) {
+	while ((p = strsep(&arg, ","))) {
+		if (!*p)
+			usage_error("%s: empty value in the list", opt);
 		if (n == MAX_LIST)
 			usage_error("%s: at most %d values", opt, MAX_LIST);
 		item[n++] = p;
 	}
-	if (!n)
-		usage_error("%s: empty list", opt);
 	return n;
 }
 
@@ -972,6 +1011,7 @@ int main(int argc, char **argv)
 		{ "check", required_argument, NULL, 'c' },
 		{ "gc-low", required_argument, NULL, 'L' },
 		{ "gc-high", required_argument, NULL, 'H' },
+		{ "gc-params", required_argument, NULL, 'P' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1037,6 +1077,18 @@ int main(int argc, char **argv)
 		case 'H':
 			cfg.gc_high = parse_u64("--gc-high", optarg, 1, INT32_MAX);
 			break;
+		case 'P': {
+			char *v[MAX_LIST], buf[256];
+
+			if (strlen(optarg) >= sizeof(buf) ||
+			    split_list(strcpy(buf, optarg), v, "--gc-params") != 4)
+				usage_error("--gc-params: expected RESERVE,LOW,HIGH,BATCH");
+			cfg.gc.reserve = parse_u64("--gc-params", v[0], 1, INT32_MAX);
+			cfg.gc.low = parse_u64("--gc-params", v[1], 1, INT32_MAX);
+			cfg.gc.high = parse_u64("--gc-params", v[2], 1, INT32_MAX);
+			cfg.gc.batch = parse_u64("--gc-params", v[3], 1, INT32_MAX);
+			break;
+		}
 		case 'j':
 			cfg.json = true;
 			break;
