@@ -94,7 +94,10 @@ class Stack:
     def flakey(self, state):
         feats = {"up": "", "cut": " 1 drop_writes", "error": " 1 error_writes"}[state]
         up, down = (1000, 0) if state == "up" else (0, 1000)
-        table = f"0 {self.size} flakey {self.ram} 0 {up} {down}{feats}"
+        self.set_under(f"0 {self.size} flakey {self.ram} 0 {up} {down}{feats}")
+
+    def set_under(self, table):
+        """Create the 'under' device with table, or reload it live."""
         if run(["dmsetup", "info", DM_PREFIX + "under"], check=False).returncode:
             dm_create("under", table)
         else:

@@ -53,11 +53,7 @@ class LinearStack(RStack):
         else:
             feats = {"cut": " 1 drop_writes", "error": " 1 error_writes"}[state]
             table = f"0 {self.size} flakey {self.ram} 0 0 1000{feats}"
-        if run(["dmsetup", "info", DM_PREFIX + "under"], check=False).returncode:
-            dm_create("under", table)
-        else:
-            run(["dmsetup", "reload", DM_PREFIX + "under", "--table", table])
-            run(["dmsetup", "resume", DM_PREFIX + "under"])
+        self.set_under(table)
 
 
 @pytest.fixture
