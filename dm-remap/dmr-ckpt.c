@@ -336,6 +336,7 @@ static int dmr_read_table(struct dmr_target *rc, u64 start, u64 nr_blocks,
 				s->valid = le32_to_cpu(d[k].valid);
 				s->flags = le32_to_cpu(d[k].flags) & DMR_SEG_DISK_FLAGS;
 				s->free_after = 0;
+				s->flush_after = 0;
 			}
 		}
 		b += n;

@@ -122,6 +122,7 @@ static void dmr_gct_heads(struct dmr_log_pos *pos)
  * number @seq, one discard extent (@discard_count blocks from
  * @discard_first; none if 0), then @nr data blocks of @lba.  With @src it
  * is a relocation unit: data block i is a copy of data-area block @src[i].
+ * It records @pos->next_segment, where the head goes on (rule 9).
  *
  * Return: the data-area block of the unit's first data block.
  */
@@ -136,7 +137,7 @@ static u32 dmr_gct_write(struct dmr_gct_dev *f, struct dmr_log_pos *pos,
 	dmr_unit_reset(u, src ? DMR_UNIT_RELOC : 0);
 	u->seq = seq;
 	u->blocknr = GCT_DATA_OFFSET + first - 1;
-	u->next_segment = DMR_NO_SEGMENT;
+	u->next_segment = pos->next_segment;
 	if (discard_count) {
 		u->discard[0][0] = discard_first;
 		u->discard[0][1] = discard_count;
@@ -553,6 +554,70 @@ static void dmr_gct_replay_stale_not_applied(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, f->map.mapped, 3ULL);
 }
 
+/*
+ * The reuse rule lets a segment be written again while a checkpoint's map
+ * still points into it, once what emptied it is durable: replay from that
+ * checkpoint applies the relocation first (it is numbered before every
+ * unit of the segment's next use), so the map leaves the old copies before
+ * the new ones are mapped.  Had the relocation been lost, replay would
+ * stop before it and map lba 70 onto lba 80's data: what the flush the
+ * rule waits for prevents.
+ */
+static void dmr_gct_replay_into_reused_segment(struct kunit *test)
+{
+	static const u32 moved[] = { 70, 71 }, fresh[] = { 80 };
+	const u32 seg5 = 5 * GCT_SEG_BLOCKS + 1;
+	const u32 src[] = { seg5, seg5 + 1 };
+	struct dmr_gct_dev *f = dmr_gct_dev_new(test);
+	struct dmr_log_pos w[DMR_NR_HEADS], pos[DMR_NR_HEADS];
+	u32 fill[GCT_SEG_BLOCKS - 1], i, dst, at;
+	struct dmr_replay r;
+	u64 seq;
+	int lost;
+
+	for (i = 0; i < ARRAY_SIZE(fill); i++)
+		fill[i] = 100 + i;
+	dmr_gct_heads(w);
+	/* GC moves lbas 70 and 71 out of segment 5 to its head (segment 2) */
+	dst = dmr_gct_reloc(f, &w[DMR_HEAD_GC], 6, moved, src, 2);
+	/* the hot head fills segment 0 and goes on in segment 5, reused */
+	w[DMR_HEAD_HOT].next_segment = 5;
+	dmr_gct_user(f, &w[DMR_HEAD_HOT], 7, fill, ARRAY_SIZE(fill));
+	KUNIT_ASSERT_EQ(test, w[DMR_HEAD_HOT].segment, 5U);
+	at = dmr_gct_user(f, &w[DMR_HEAD_HOT], 8, fresh, 1);
+	KUNIT_ASSERT_EQ(test, at, seg5);	/* over lba 70's old copy */
+
+	for (lost = 0; lost <= 1; lost++) {
+		/* the checkpoint (units up to 5): both live in sealed segment 5 */
+		dmr_gct_map_reset(f);
+		dmr_seg_open(&f->map, 5, 1);
+		dmr_map_set(&f->map, 70, seg5);
+		dmr_map_set(&f->map, 71, seg5 + 1);
+		dmr_seg_seal(&f->map, 5);
+		if (lost)	/* the relocation unit never reached the media */
+			memset(f->dev + ((size_t)GCT_DATA_OFFSET + dst - 1) *
+			       DMR_BLOCK_SIZE, 0, DMR_BLOCK_SIZE);
+		seq = 5;
+		r = dmr_gct_replay(test, f, DMR_NR_HEADS, &seq, pos);
+		if (lost) {
+			KUNIT_EXPECT_EQ(test, r.units, 0ULL);
+			KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 70), seg5 + 1);
+			continue;
+		}
+		KUNIT_EXPECT_EQ(test, r.units, 3ULL);
+		KUNIT_EXPECT_EQ(test, seq, 8ULL);
+		KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 70), dst + 1);
+		KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 71), dst + 2);
+		KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 80), seg5 + 1);
+		KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 100), 2U);
+		KUNIT_EXPECT_EQ(test, f->map.segs[5].valid, 1U);
+		KUNIT_EXPECT_EQ(test, f->map.segs[5].seq, 8ULL);
+		KUNIT_EXPECT_EQ(test, f->map.segs[2].valid, 2U);
+		KUNIT_EXPECT_EQ(test, pos[DMR_HEAD_HOT].segment, 5U);
+		KUNIT_EXPECT_EQ(test, pos[DMR_HEAD_HOT].offset, 2U);
+	}
+}
+
 /* ------------------------------------------------------------------ */
 /* the reuse rule and allocation */
 
@@ -578,7 +643,7 @@ static void dmr_gct_reuse_open_then_sealed(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, m.segs[s].valid, 0U);
 	KUNIT_EXPECT_FALSE(test, m.segs[s].flags & DMR_SEG_PREFREE);
 	KUNIT_EXPECT_EQ(test, m.nr_prefree, 0U);
-	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[s], 1000, 0));
+	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[s], 1000, 1000, 0));
 	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
 
 	dmr_seg_seal(&m, s);
@@ -598,7 +663,11 @@ static void dmr_gct_reuse_open_then_sealed(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
 }
 
-/* Reusable only DMR_REUSE_CHECKPOINTS checkpoints after it emptied. */
+/*
+ * Reusable only DMR_REUSE_CHECKPOINTS checkpoints after it was sealed (no
+ * slot's replay reaches it) and a flush after it emptied (what emptied it
+ * is durable), with no read in flight.
+ */
 static void dmr_gct_reuse_counts_checkpoints(struct kunit *test)
 {
 	const u32 b = GCT_SEG_BLOCKS;
@@ -608,6 +677,7 @@ static void dmr_gct_reuse_counts_checkpoints(struct kunit *test)
 
 	dmr_gct_map_init(test, &m, GCT_LOGICAL, GCT_NR_SEGS, GCT_SEG_BLOCKS);
 	m.ckpt_seq = 7;
+	m.flush_seq = 30;
 	sa = dmr_seg_alloc(&m, &cursor);
 	sb = dmr_seg_alloc(&m, &cursor);
 	head = dmr_seg_alloc(&m, &cursor);
@@ -618,51 +688,74 @@ static void dmr_gct_reuse_counts_checkpoints(struct kunit *test)
 	dmr_map_set(&m, 10, sa * b + 1);
 	dmr_map_set(&m, 11, sb * b + 1);
 	dmr_map_set(&m, 12, sb * b + 2);
-	dmr_seg_seal(&m, sa);
+	dmr_seg_seal(&m, sa);		/* both sealed at checkpoint 7 */
 	dmr_seg_seal(&m, sb);
 
 	/* sealed with valid blocks: never reusable */
-	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sa], 1000, 0));
-	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sb], 1000, 0));
+	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sa], 1000, 1000, 0));
+	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sb], 1000, 1000, 0));
 
-	/* sa empties at checkpoint 7 (an overwrite) */
+	/* sa empties at once (an overwrite): two checkpoints from its seal */
 	dmr_map_set(&m, 10, head * b + 1);
 	KUNIT_EXPECT_TRUE(test, m.segs[sa].flags & DMR_SEG_PREFREE);
-	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sa], 7, 0));
-	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sa], 8, 0));
+	KUNIT_EXPECT_EQ(test, dmr_seg_reuse_wait(&m.segs[sa], 8, 1000),
+			DMR_REUSE_CKPT);
+	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sa], 7, 1000, 0));
+	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sa], 8, 1000, 0));
 	KUNIT_EXPECT_TRUE(test, dmr_seg_reusable(&m.segs[sa],
-						 7 + DMR_REUSE_CHECKPOINTS, 0));
-	KUNIT_EXPECT_TRUE(test, dmr_seg_reusable(&m.segs[sa], 100, 0));
+						 7 + DMR_REUSE_CHECKPOINTS, 31, 0));
+	KUNIT_EXPECT_TRUE(test, dmr_seg_reusable(&m.segs[sa], 100, 100, 0));
+	/* ... and a flush since it emptied: the overwrite's unit is durable */
+	KUNIT_EXPECT_EQ(test, dmr_seg_reuse_wait(&m.segs[sa], 100, 30),
+			DMR_REUSE_FLUSH);
+	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sa], 100, 30, 0));
 	/* ... and not while a read to it is in flight */
 	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sa],
-						  7 + DMR_REUSE_CHECKPOINTS, 1));
+						  7 + DMR_REUSE_CHECKPOINTS, 31, 1));
 
-	/* sb empties one checkpoint later (a discard): counted from then */
-	m.ckpt_seq = 8;
+	/*
+	 * sb empties long after its seal (a discard, at checkpoint 20 and
+	 * flush 40): no checkpoint is needed any more, only a flush.
+	 */
+	m.ckpt_seq = 20;
+	m.flush_seq = 40;
 	dmr_map_unmap(&m, 11);
 	KUNIT_EXPECT_FALSE(test, m.segs[sb].flags & DMR_SEG_PREFREE);
 	dmr_map_unmap(&m, 12);
 	KUNIT_EXPECT_TRUE(test, m.segs[sb].flags & DMR_SEG_PREFREE);
 	KUNIT_EXPECT_EQ(test, m.nr_prefree, 2U);
-	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sb], 9, 0));
-	KUNIT_EXPECT_TRUE(test, dmr_seg_reusable(&m.segs[sb],
-						 8 + DMR_REUSE_CHECKPOINTS, 0));
+	KUNIT_EXPECT_EQ(test, dmr_seg_reuse_wait(&m.segs[sb], 20, 40),
+			DMR_REUSE_FLUSH);
+	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sb], 20, 40, 0));
+	KUNIT_EXPECT_EQ(test, dmr_seg_reuse_wait(&m.segs[sb], 20, 41),
+			DMR_REUSE_READY);
+	KUNIT_EXPECT_TRUE(test, dmr_seg_reusable(&m.segs[sb], 20, 41, 0));
 
 	/* prefree or not, a segment holding a valid block is refused */
 	copy = m.segs[sb];
 	copy.valid = 1;
-	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&copy, 1000, 0));
+	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&copy, 1000, 1000, 0));
 	/* a free segment is not "reusable": it is free already */
-	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[GCT_NR_SEGS - 1], 1000, 0));
+	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[GCT_NR_SEGS - 1], 1000,
+						  1000, 0));
 
 	/* freed, it counts as free again */
-	m.ckpt_seq = 9;
-	KUNIT_ASSERT_TRUE(test, dmr_seg_reusable(&m.segs[sa], m.ckpt_seq, 0));
+	m.flush_seq = 41;
+	KUNIT_ASSERT_TRUE(test, dmr_seg_reusable(&m.segs[sa], m.ckpt_seq,
+						 m.flush_seq, 0));
 	dmr_seg_make_free(&m, sa);
 	KUNIT_EXPECT_TRUE(test, dmr_seg_is_free(&m.segs[sa]));
 	KUNIT_EXPECT_EQ(test, m.nr_prefree, 1U);
 	KUNIT_EXPECT_EQ(test, m.nr_free, GCT_NR_SEGS - 2);
 	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
+
+	/* at load nothing is known: every written segment waits two checkpoints */
+	dmr_map_load_states(&m);
+	KUNIT_EXPECT_TRUE(test, m.segs[sb].flags & DMR_SEG_PREFREE);
+	KUNIT_EXPECT_EQ(test, dmr_seg_reuse_wait(&m.segs[sb], 21, 1000),
+			DMR_REUSE_CKPT);
+	KUNIT_EXPECT_TRUE(test, dmr_seg_reusable(&m.segs[sb],
+						 20 + DMR_REUSE_CHECKPOINTS, 42, 0));
 }
 
 /* Allocation hands out free segments only, each once, from any cursor. */
@@ -709,7 +802,9 @@ static void dmr_gct_alloc_skips_unfree(struct kunit *test)
 
 		/* once the reuse rule allows it, the prefree one is handed out */
 		m.ckpt_seq += DMR_REUSE_CHECKPOINTS;
-		KUNIT_ASSERT_TRUE(test, dmr_seg_reusable(&m.segs[prefree], m.ckpt_seq, 0));
+		m.flush_seq++;
+		KUNIT_ASSERT_TRUE(test, dmr_seg_reusable(&m.segs[prefree], m.ckpt_seq,
+							 m.flush_seq, 0));
 		dmr_seg_make_free(&m, prefree);
 		KUNIT_EXPECT_EQ(test, dmr_seg_alloc(&m, &cursor), prefree);
 		KUNIT_EXPECT_EQ(test, dmr_seg_alloc(&m, &cursor), DMR_NO_SEGMENT);
@@ -736,8 +831,10 @@ static void dmr_gct_alloc_skips_unfree(struct kunit *test)
  * @victim_cursor: victim search cursor
  * @seq: log sequence number, one per block written
  * @rng: xorshift32 state
- * @emptied: the checkpoint at which each prefree segment emptied
+ * @emptied: the flush count at which each prefree segment emptied
+ * @sealed: the checkpoint at which each segment was last sealed
  * @was_prefree: each segment's prefree flag after the previous step
+ * @was_open: each segment's open flag after the previous step
  * @writes: user blocks written
  * @moved: moves committed
  * @lost: moves that lost to a write or discard
@@ -752,7 +849,9 @@ struct dmr_gct_sim {
 	u64 seq;
 	u32 rng;
 	u64 emptied[GCT_SIM_SEGS];
+	u64 sealed[GCT_SIM_SEGS];
 	bool was_prefree[GCT_SIM_SEGS];
+	bool was_open[GCT_SIM_SEGS];
 	u32 writes, moved, lost, collected, freed;
 };
 
@@ -862,17 +961,22 @@ static bool dmr_gct_sim_collect(struct dmr_gct_sim *s)
 	return m->segs[v].flags & DMR_SEG_PREFREE;
 }
 
-/* A checkpoint completes: free what the reuse rule allows. */
-static bool dmr_gct_sim_checkpoint(struct dmr_gct_sim *s)
+/*
+ * A flush (or with @ckpt a checkpoint, which flushes too) completes: free
+ * what the reuse rule allows, checking it against the model's own record.
+ */
+static bool dmr_gct_sim_flush(struct dmr_gct_sim *s, bool ckpt)
 {
 	struct dmr_map *m = &s->m;
 	u32 i;
 
-	m->ckpt_seq++;
+	m->ckpt_seq += ckpt;
+	m->flush_seq++;
 	for (i = 0; i < m->nr_segs; i++) {
-		if (!dmr_seg_reusable(&m->segs[i], m->ckpt_seq, 0))
+		if (!dmr_seg_reusable(&m->segs[i], m->ckpt_seq, m->flush_seq, 0))
 			continue;
-		if (m->ckpt_seq < s->emptied[i] + DMR_REUSE_CHECKPOINTS)
+		if (m->ckpt_seq < s->sealed[i] + DMR_REUSE_CHECKPOINTS ||
+		    m->flush_seq <= s->emptied[i])
 			return false;
 		dmr_seg_make_free(m, i);
 		s->freed++;
@@ -900,8 +1004,11 @@ static bool dmr_gct_sim_ok(struct dmr_gct_sim *s)
 		bool prefree = g->flags & DMR_SEG_PREFREE;
 
 		if (prefree && !s->was_prefree[i])
-			s->emptied[i] = m->ckpt_seq;
+			s->emptied[i] = m->flush_seq;
 		s->was_prefree[i] = prefree;
+		if (s->was_open[i] && !(g->flags & DMR_SEG_OPEN))
+			s->sealed[i] = m->ckpt_seq;
+		s->was_open[i] = g->flags & DMR_SEG_OPEN;
 		if (dmr_seg_is_free(g)) {
 			if (g->valid || prefree)
 				return false;
@@ -959,8 +1066,10 @@ static void dmr_gct_random_accounting(struct kunit *test)
 			ok = dmr_gct_sim_move(s, lba, dmr_gct_rand(s) % 3);
 		else if (op < 86)
 			ok = dmr_gct_sim_collect(s);
+		else if (op < 90)
+			ok = dmr_gct_sim_flush(s, true);
 		else if (op < 96)
-			ok = dmr_gct_sim_checkpoint(s);
+			ok = dmr_gct_sim_flush(s, false);
 		else
 			dmr_gct_sim_reserve(s);
 		if (!ok || !dmr_gct_sim_ok(s))
@@ -1057,16 +1166,16 @@ static void dmr_gct_victim_cost_benefit(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 1000, &cursor, 4), 0U);
 
 	/*
-	 * (1 - u) * age / (1 + u): young and nearly empty (u = 4/64, age 11)
-	 * scores 60 * 11 / 68 ~ 9.7; old and half full (u = 32/64, age 1001)
-	 * 32 * 1001 / 96 ~ 334: cost-benefit takes the old one, greedy the
-	 * young one.
+	 * (1 - u) * age / u, in blocks as free * age / (valid + 1): young
+	 * and nearly empty (4 valid of 64, age 11) scores 60 * 11 / 5 = 132;
+	 * old and half full (32 valid, age 1001) 32 * 1001 / 33 = 970:
+	 * cost-benefit takes the old one, greedy the young one.
 	 */
 	dmr_gct_set_seg(&m, 0, DMR_SEG_USED, 4, 990);
 	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 32, 0);
 	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 1000, &cursor, 4), 1U);
 	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 1000, &cursor, 4), 0U);
-	/* half full and not much older (age 21: 32 * 21 / 96 = 7): the young one */
+	/* half full and not much older (age 21: 32 * 21 / 33 = 20): the young one */
 	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 32, 980);
 	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 1000, &cursor, 4), 0U);
 	/* greedy scores are the blocks freed, whatever the age */
@@ -1235,6 +1344,29 @@ static void dmr_gct_gc_decide(struct kunit *test)
 	st.user_waits = true;
 	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_CHECKPOINT);
 
+	/*
+	 * Segments that only wait for a flush: flushed (cheap) before any
+	 * checkpoint, at once when a user waits, else once a batch waits.
+	 */
+	st = (struct dmr_gc_state){ .nr_free = 1, .nr_prefree_flush = 1,
+				    .nr_prefree_ckpt = 1, .user_waits = true };
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_FLUSH);
+	st = (struct dmr_gc_state){ .nr_free = p.low - 1, .victim = true,
+				    .nr_prefree_flush = p.batch - 1, .active = true };
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_COLLECT);
+	st.victim = false;
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_IDLE);
+	st.nr_prefree_flush = p.batch;
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_FLUSH);
+	/* two batches waiting, for a flush or a checkpoint: no collection */
+	st = (struct dmr_gc_state){ .nr_free = p.low - 1, .victim = true,
+				    .nr_prefree_flush = p.batch,
+				    .nr_prefree_ckpt = p.batch, .active = true };
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_FLUSH);
+	st.nr_prefree_flush = p.batch - 1;
+	st.nr_prefree_ckpt = p.batch + 1;
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_CHECKPOINT);
+
 	/* a user waits and only reads in flight hold space */
 	st = (struct dmr_gc_state){ .nr_free = 0, .nr_prefree_readers = 2,
 				    .user_waits = true };
@@ -1272,6 +1404,7 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE(dmr_gct_replay_missing_unit_stops),
 	KUNIT_CASE(dmr_gct_replay_torn_unit_stops),
 	KUNIT_CASE(dmr_gct_replay_stale_not_applied),
+	KUNIT_CASE(dmr_gct_replay_into_reused_segment),
 	KUNIT_CASE(dmr_gct_reuse_open_then_sealed),
 	KUNIT_CASE(dmr_gct_reuse_counts_checkpoints),
 	KUNIT_CASE(dmr_gct_alloc_skips_unfree),

@@ -3,8 +3,8 @@
  * dm-remap garbage collection: the mechanism.  What to do, which victim
  * and when to throttle are decided by the pure policy (dmr-policy.c);
  * this file carries it out: it reads a victim, moves its valid blocks to
- * the GC head, writes checkpoints when the policy asks, and frees (and
- * discards) segments that the reuse rule allows.
+ * the GC head, flushes the log or writes checkpoints when the policy asks,
+ * and frees (and discards) segments that the reuse rule allows.
  *
  * Locking: see dmr.h.  Everything here runs in the worker, or (freeing
  * after a checkpoint) with the worker stopped.  Map changes are made
@@ -23,27 +23,34 @@
 #define DMR_GC_WINDOW	65536U
 
 /*
- * Count prefree segments waiting for a checkpoint, and (in @readers) those
- * only waiting for reads in flight.
+ * Count prefree segments by what they wait for (dmr_seg_reuse_wait()): a
+ * checkpoint, a flush, or (ready otherwise) reads in flight.
  */
-u32 dmr_gc_prefree_waiting(struct dmr_target *rc, u32 *readers)
+void dmr_gc_prefree_waiting(struct dmr_target *rc, struct dmr_gc_state *st)
 {
-	u32 i, ckpt = 0;
+	u32 i;
 
-	*readers = 0;
+	st->nr_prefree_ckpt = 0;
+	st->nr_prefree_flush = 0;
+	st->nr_prefree_readers = 0;
 	if (!rc->map.nr_prefree)
-		return 0;
+		return;
 	for (i = 0; i < rc->map.nr_segs; i++) {
 		const struct dmr_seg *s = &rc->map.segs[i];
 
 		if (!(s->flags & DMR_SEG_PREFREE))
 			continue;
-		if (rc->map.ckpt_seq < s->free_after)
-			ckpt++;
-		else
-			(*readers)++;
+		switch (dmr_seg_reuse_wait(s, rc->map.ckpt_seq, rc->map.flush_seq)) {
+		case DMR_REUSE_CKPT:
+			st->nr_prefree_ckpt++;
+			break;
+		case DMR_REUSE_FLUSH:
+			st->nr_prefree_flush++;
+			break;
+		default:
+			st->nr_prefree_readers++;
+		}
 	}
-	return ckpt;
 }
 
 /**
@@ -63,7 +70,7 @@ void dmr_gc_free_ready(struct dmr_target *rc)
 		return;
 	for (i = 0; i < rc->map.nr_segs; i++) {
 		if (!dmr_seg_reusable(&rc->map.segs[i], rc->map.ckpt_seq,
-				      atomic_read(&rc->readers[i])))
+				      rc->map.flush_seq, atomic_read(&rc->readers[i])))
 			continue;
 		if (rc->discard_free &&
 		    blkdev_issue_discard(rc->dev->bdev,
@@ -174,10 +181,10 @@ bad:
 
 static bool dmr_gc_readers_gone(struct dmr_target *rc)
 {
-	u32 readers;
+	struct dmr_gc_state st;
 
-	dmr_gc_prefree_waiting(rc, &readers);
-	return !readers;
+	dmr_gc_prefree_waiting(rc, &st);
+	return !st.nr_prefree_readers;
 }
 
 /**
@@ -208,7 +215,7 @@ int dmr_gc_run(struct dmr_target *rc, bool urgent)
 		return 1;
 	dmr_gc_free_ready(rc);
 	st.nr_free = rc->map.nr_free;
-	st.nr_prefree_ckpt = dmr_gc_prefree_waiting(rc, &st.nr_prefree_readers);
+	dmr_gc_prefree_waiting(rc, &st);
 	st.active = rc->gc_active;
 	victim = dmr_gc_victim(&rc->map, urgent, rc->seq, &rc->gc_cursor,
 			       DMR_GC_WINDOW);
@@ -219,6 +226,11 @@ int dmr_gc_run(struct dmr_target *rc, bool urgent)
 		return dmr_gc_collect(rc, victim);
 	case DMR_GC_CHECKPOINT:
 		r = dmr_checkpoint(rc, false);
+		return r;
+	case DMR_GC_FLUSH:
+		r = dmr_flush_all(rc, true);
+		if (!r)
+			dmr_gc_free_ready(rc);
 		return r;
 	case DMR_GC_WAIT_READERS:
 		wait_event_timeout(rc->readers_wq, dmr_gc_readers_gone(rc), HZ / 10);

@@ -36,6 +36,7 @@ void dmr_map_init(struct dmr_map *m, u32 *l2p, u64 nr_logical,
 	m->nr_map_blocks = div64_u64(nr_logical + DMR_MAP_ENTRIES_PER_BLOCK - 1,
 				     DMR_MAP_ENTRIES_PER_BLOCK);
 	m->ckpt_seq = 0;
+	m->flush_seq = 0;
 	m->nr_free = nr_segs;
 	m->nr_prefree = 0;
 	m->track = true;
@@ -57,13 +58,13 @@ u32 dmr_map_get(const struct dmr_map *m, u64 lba)
 
 /*
  * A sealed segment that just lost its last valid block waits for the
- * reuse rule: DMR_REUSE_CHECKPOINTS checkpoints from now (see
- * dmr_seg_reusable()).
+ * reuse rule: the next device flush, which makes what emptied it durable,
+ * on top of the checkpoints counted from its seal (see dmr_seg_reusable()).
  */
 static void dmr_seg_prefree(struct dmr_map *m, struct dmr_seg *s)
 {
 	s->flags |= DMR_SEG_PREFREE;
-	s->free_after = m->ckpt_seq + DMR_REUSE_CHECKPOINTS;
+	s->flush_after = m->flush_seq + 1;
 	m->nr_prefree++;
 }
 
@@ -197,9 +198,11 @@ int dmr_map_recount(struct dmr_map *m)
  *	DMR_SEG_OPEN set on the heads' segments; @m->ckpt_seq the checkpoint
  *	loaded
  *
- * A sealed empty segment found at load may still be reachable from the
- * other checkpoint slot, so it waits for the reuse rule like one emptied
- * at run time.  Tracking is switched on.
+ * Whether a segment's units are still on a slot's replay path, or what
+ * emptied it is durable, is not known at load: every segment written
+ * counts as sealed now, and an empty one as emptied now (it waits for
+ * DMR_REUSE_CHECKPOINTS checkpoints, which flush too).  Tracking is
+ * switched on.
  */
 void dmr_map_load_states(struct dmr_map *m)
 {
@@ -212,6 +215,7 @@ void dmr_map_load_states(struct dmr_map *m)
 		struct dmr_seg *s = &m->segs[i];
 
 		s->flags &= DMR_SEG_DISK_FLAGS | DMR_SEG_OPEN;
+		s->free_after = m->ckpt_seq + DMR_REUSE_CHECKPOINTS;
 		if (dmr_seg_is_free(s))
 			m->nr_free++;
 		else if (dmr_seg_empty_sealed(s))
@@ -309,13 +313,16 @@ void dmr_seg_open(struct dmr_map *m, u32 seg, u64 seq)
  *
  * A segment the head wrote becomes sealed, and GC may collect it (at once
  * prefree if nothing in it is valid any more); one it only reserved is
- * free again.
+ * free again.  Its units are all written before the next checkpoint takes
+ * its log positions, so the reuse rule counts DMR_REUSE_CHECKPOINTS from
+ * the last one completed.
  */
 void dmr_seg_seal(struct dmr_map *m, u32 seg)
 {
 	struct dmr_seg *s = &m->segs[seg];
 
 	s->flags &= ~DMR_SEG_OPEN;
+	s->free_after = m->ckpt_seq + DMR_REUSE_CHECKPOINTS;
 	if (!(s->flags & DMR_SEG_USED))
 		m->nr_free++;
 	else if (m->track && dmr_seg_empty_sealed(s))
@@ -323,23 +330,45 @@ void dmr_seg_seal(struct dmr_map *m, u32 seg)
 }
 
 /**
+ * dmr_seg_reuse_wait() - what a prefree segment waits for
+ * @s: a prefree segment
+ * @ckpt_seq: sequence number of the last checkpoint completed
+ * @flush_seq: device flushes completed (struct dmr_map)
+ *
+ * Return: DMR_REUSE_CKPT while a checkpoint slot's replay may still reach
+ * it, else DMR_REUSE_FLUSH while what emptied it may not be durable, else
+ * DMR_REUSE_READY.
+ */
+enum dmr_reuse_wait dmr_seg_reuse_wait(const struct dmr_seg *s, u64 ckpt_seq,
+				       u64 flush_seq)
+{
+	if (ckpt_seq < s->free_after)
+		return DMR_REUSE_CKPT;
+	if (flush_seq < s->flush_after)
+		return DMR_REUSE_FLUSH;
+	return DMR_REUSE_READY;
+}
+
+/**
  * dmr_seg_reusable() - the reuse rule
  * @s: a segment
  * @ckpt_seq: sequence number of the last checkpoint completed
+ * @flush_seq: device flushes completed (struct dmr_map)
  * @readers: reads sent down to the segment and not yet completed
  *
- * A segment may be written again only when nothing that recovery could
- * read points into it, and no read is still in flight to it:
+ * A segment may be written again only when no load can need what it
+ * holds, and no read is still in flight to it:
  *
  * - it is empty and sealed (prefree): no map entry points into it, no head
  *   appends to it;
- * - DMR_REUSE_CHECKPOINTS checkpoints completed since it emptied, so both
- *   checkpoint slots hold a map in which nothing points into it, and
- *   neither slot's log positions (taken after it was sealed) lead into
- *   it: no load, from either slot, reads it through the map or replays a
- *   unit from it.  Each of those checkpoints first made every unit written
- *   before it durable, so the relocation units that emptied it cannot be
- *   lost either;
+ * - DMR_REUSE_CHECKPOINTS checkpoints completed since it was sealed, so
+ *   both slots' log positions were taken after its last unit: no replay,
+ *   from either slot, reads a unit in it;
+ * - a device flush completed since it emptied, so every unit that moved
+ *   or overwrote its blocks (written before the flush, rule 1) is durable.
+ *   A slot's map may still point into it, but replay from that slot
+ *   applies those units, in sequence order and before any unit of its
+ *   next use, so the map leaves it before anything is read through it;
  * - @readers is zero.
  *
  * Stale units left in it are never taken for new ones: sequence numbers
@@ -347,10 +376,11 @@ void dmr_seg_seal(struct dmr_map *m, u32 seg)
  *
  * Return: true if @s may be freed.
  */
-bool dmr_seg_reusable(const struct dmr_seg *s, u64 ckpt_seq, u32 readers)
+bool dmr_seg_reusable(const struct dmr_seg *s, u64 ckpt_seq, u64 flush_seq,
+		      u32 readers)
 {
-	return (s->flags & DMR_SEG_PREFREE) && !s->valid &&
-	       ckpt_seq >= s->free_after && !readers;
+	return (s->flags & DMR_SEG_PREFREE) && !s->valid && !readers &&
+	       dmr_seg_reuse_wait(s, ckpt_seq, flush_seq) == DMR_REUSE_READY;
 }
 
 /* A prefree segment that passed dmr_seg_reusable() becomes free. */
@@ -361,6 +391,7 @@ void dmr_seg_make_free(struct dmr_map *m, u32 seg)
 	s->flags &= ~(DMR_SEG_USED | DMR_SEG_PREFREE | DMR_SEG_NOGC | DMR_SEG_MEM);
 	s->seq = 0;
 	s->free_after = 0;
+	s->flush_after = 0;
 	m->nr_prefree--;
 	m->nr_free++;
 }

@@ -35,21 +35,34 @@
 #define DMR_SEG_NOGC	0x800U	/* collection found it inconsistent: never again */
 #define DMR_SEG_DISK_FLAGS	DMR_SEG_USED
 
-/* Checkpoints that must complete after a segment empties before its reuse. */
+/*
+ * Checkpoints that must complete after a segment is sealed before its
+ * reuse: then neither slot's log positions lead into it.
+ */
 #define DMR_REUSE_CHECKPOINTS	2U
 
 /**
  * struct dmr_seg - in-memory segment table entry
  * @seq: log sequence number of the first unit of its current use
- * @free_after: prefree: checkpoint sequence number from which it may be reused
+ * @free_after: sealed: checkpoint sequence number from which no slot's
+ *	replay reaches it (dmr_seg_reusable())
+ * @flush_after: prefree: flush count from which what emptied it is durable
  * @valid: mapped logical blocks whose data lives in the segment
  * @flags: DMR_SEG_*
  */
 struct dmr_seg {
 	u64 seq;
 	u64 free_after;
+	u64 flush_after;
 	u32 valid;
 	u32 flags;
+};
+
+/* What a prefree segment waits for before the reuse rule allows it. */
+enum dmr_reuse_wait {
+	DMR_REUSE_READY,	/* nothing (reads in flight are the caller's) */
+	DMR_REUSE_FLUSH,	/* a device flush */
+	DMR_REUSE_CKPT,		/* a checkpoint */
 };
 
 /* Per map block dirty bits: one per checkpoint slot. */
@@ -69,6 +82,8 @@ struct dmr_seg {
  * @nr_map_blocks: entries in @dirty
  * @ckpt_seq: sequence number of the last checkpoint completed (the reuse
  *	rule counts checkpoints from it)
+ * @flush_seq: device flushes completed that made every unit closed before
+ *	them durable (checkpoints included; the reuse rule counts them)
  * @nr_free: free segments
  * @nr_prefree: prefree segments
  * @track: keep segment states as blocks are dropped (off while loading)
@@ -83,6 +98,7 @@ struct dmr_map {
 	u8 *dirty;
 	u64 nr_map_blocks;
 	u64 ckpt_seq;
+	u64 flush_seq;
 	u32 nr_free;
 	u32 nr_prefree;
 	bool track;
@@ -103,7 +119,10 @@ bool dmr_seg_is_free(const struct dmr_seg *s);
 u32 dmr_seg_alloc(struct dmr_map *m, u32 *cursor);
 void dmr_seg_open(struct dmr_map *m, u32 seg, u64 seq);
 void dmr_seg_seal(struct dmr_map *m, u32 seg);
-bool dmr_seg_reusable(const struct dmr_seg *s, u64 ckpt_seq, u32 readers);
+enum dmr_reuse_wait dmr_seg_reuse_wait(const struct dmr_seg *s, u64 ckpt_seq,
+				       u64 flush_seq);
+bool dmr_seg_reusable(const struct dmr_seg *s, u64 ckpt_seq, u64 flush_seq,
+		      u32 readers);
 void dmr_seg_make_free(struct dmr_map *m, u32 seg);
 u32 dmr_seg_free_count(const struct dmr_map *m);
 

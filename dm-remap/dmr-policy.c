@@ -12,27 +12,26 @@
  * @nr_segs: segments of the device
  * @p: filled
  *
- * Two costs pull the other way.  Free and prefree segments are space the
- * log cannot use: the fewer of them, the lower the write amplification of
- * GC.  But a segment GC empties is free only after two checkpoints, and
- * under random writes a checkpoint rewrites nearly the whole map (one
- * block per 1024 logical blocks), so the fewer segments each checkpoint
- * frees, the more the checkpoints write.  Both scale with the device, so
- * the balance is a fraction of it: a batch is 1/128 of the segments (at
- * least 2), which tools/remap-sim measures within a few percent of the
- * fewest device writes in all (data, summaries and checkpoints) at 10% and
- * 28% over-provisioning (Documentation/dm-remap-gc-sim.rst).
+ * Free and prefree segments are space the log cannot use: the fewer of
+ * them, the lower the write amplification of GC.  A segment GC empties is
+ * free after the next log flush (dmr_seg_reusable(): it was sealed long
+ * before, so no checkpoint slot's replay reaches it), and a flush costs a
+ * summary block per head and a device flush, so batches can be small; the
+ * flushes per segment freed are the same at any size, so the batch is a
+ * fraction of the device: 1/512 of the segments (at least 2).
+ * tools/remap-sim measures GC's write amplification within 5% of the
+ * analytic value at 10% and 28% over-provisioning with it
+ * (Documentation/dm-remap-gc-sim.rst).
  *
  * The reserve is GC's floor and one batch, the least dmr_gc_params_check()
- * accepts.  Background GC starts one segment above it and, since its
- * victims free nothing until two checkpoints pass, goes on until GC's
- * floor (or until two batches wait), then checkpoints twice: the free
- * pool stays near one batch, about 0.8% of the device.  The smallest
- * device the format accepts (16 segments) gets reserve 4, low 5, high 5.
+ * accepts.  Background GC starts one segment above it and goes on until
+ * GC's floor (or until two batches wait), then flushes: the free pool
+ * stays near one batch, about 0.2% of the device.  The smallest device the
+ * format accepts (16 segments) gets reserve 4, low 5, high 5.
  */
 void dmr_gc_params_default(u32 nr_segs, struct dmr_gc_params *p)
 {
-	p->batch = max_t(u32, nr_segs / 128, 2);
+	p->batch = max_t(u32, nr_segs / 512, 2);
 	p->reserve = DMR_GC_FLOOR + p->batch;
 	p->low = p->reserve + 1;
 	p->high = p->low;
@@ -104,28 +103,34 @@ bool dmr_gc_active(const struct dmr_gc_params *p, bool active, u32 nr_free,
  *
  * Only when space is wanted (a user head waits, or background GC is
  * active).  Collect while GC has more than its floor of free segments and
- * fewer than two batches wait for a checkpoint; then checkpoint (at once
- * when a user waits, else once a batch waits).  A waiting user with nothing
- * to collect or checkpoint waits for reads to emptied segments; if there
- * are none, space cannot be freed (STUCK: the capacity arithmetic of the
- * format and dmr_gc_params_check() rule it out).
+ * fewer than two batches wait for the reuse rule; then flush the log if
+ * segments only wait for that (it costs a summary block per head and a
+ * device flush), else checkpoint (it rewrites the map's changed blocks):
+ * each at once when a user waits, else once a batch waits for it.  A
+ * waiting user with nothing to collect, flush or checkpoint waits for
+ * reads to emptied segments; if there are none, space cannot be freed
+ * (STUCK: the capacity arithmetic of the format and dmr_gc_params_check()
+ * rule it out).
  *
  * Every action but IDLE makes progress: a collection empties a segment, a
- * checkpoint moves every prefree segment one step nearer reuse, and reads
- * complete on their own; none of them waits for a user write.
+ * flush frees every segment that only waited for one, a checkpoint moves
+ * every prefree segment one step nearer reuse, and reads complete on their
+ * own; none of them waits for a user write.
  *
  * Return: the action.
  */
 enum dmr_gc_action dmr_gc_decide(const struct dmr_gc_params *p,
 				 const struct dmr_gc_state *st)
 {
-	u32 pending = st->nr_prefree_ckpt;
+	u32 flush = st->nr_prefree_flush, ckpt = st->nr_prefree_ckpt;
 
 	if (!st->user_waits && !st->active)
 		return DMR_GC_IDLE;
-	if (st->victim && st->nr_free > DMR_GC_FLOOR && pending < 2 * p->batch)
+	if (st->victim && st->nr_free > DMR_GC_FLOOR && flush + ckpt < 2 * p->batch)
 		return DMR_GC_COLLECT;
-	if (pending && (st->user_waits || pending >= p->batch))
+	if (flush && (st->user_waits || flush >= p->batch))
+		return DMR_GC_FLUSH;
+	if (ckpt && (st->user_waits || ckpt >= p->batch))
 		return DMR_GC_CHECKPOINT;
 	if (!st->user_waits)
 		return DMR_GC_IDLE;
@@ -138,6 +143,7 @@ const char *dmr_gc_action_name(enum dmr_gc_action a)
 		[DMR_GC_IDLE] = "idle",
 		[DMR_GC_COLLECT] = "collect",
 		[DMR_GC_CHECKPOINT] = "checkpoint",
+		[DMR_GC_FLUSH] = "flush",
 		[DMR_GC_WAIT_READERS] = "wait_readers",
 		[DMR_GC_STUCK] = "stuck",
 	};

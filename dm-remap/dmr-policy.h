@@ -25,7 +25,8 @@ enum dmr_head_id {
  *	the rest is GC's, so GC can always make progress
  * @low: background GC starts when fewer segments than this are free
  * @high: and stops once this many are free or waiting for reuse
- * @batch: segments emptied before a checkpoint is forced to free them
+ * @batch: segments emptied before a flush or checkpoint is forced to free
+ *	them
  */
 struct dmr_gc_params {
 	u32 reserve;
@@ -48,6 +49,7 @@ bool dmr_gc_active(const struct dmr_gc_params *p, bool active, u32 nr_free,
  * struct dmr_gc_state - what dmr_gc_decide() looks at
  * @nr_free: free segments
  * @nr_prefree_ckpt: prefree segments still waiting for a checkpoint
+ * @nr_prefree_flush: prefree segments only waiting for a device flush
  * @nr_prefree_readers: prefree segments only waiting for reads in flight
  * @victim: a segment could be collected
  * @user_waits: a user head needs a segment and may not take one
@@ -56,6 +58,7 @@ bool dmr_gc_active(const struct dmr_gc_params *p, bool active, u32 nr_free,
 struct dmr_gc_state {
 	u32 nr_free;
 	u32 nr_prefree_ckpt;
+	u32 nr_prefree_flush;
 	u32 nr_prefree_readers;
 	bool victim;
 	bool user_waits;
@@ -66,6 +69,7 @@ enum dmr_gc_action {
 	DMR_GC_IDLE,		/* nothing to do */
 	DMR_GC_COLLECT,		/* collect one victim */
 	DMR_GC_CHECKPOINT,	/* write a checkpoint: frees prefree segments */
+	DMR_GC_FLUSH,		/* flush the log: frees those only waiting for it */
 	DMR_GC_WAIT_READERS,	/* wait for reads in flight to emptied segments */
 	DMR_GC_STUCK,		/* a user waits and nothing can free space */
 };

@@ -379,7 +379,7 @@ static void dmr_test_default_segment(struct kunit *test)
  * @bytes: expected dmr_map_memory_bytes(), worked out by hand below as
  *	map (4 * logical, logical = (segments - 8) * segment_blocks *
  *	(100 - overprovision) / 100) + segment table and reader counts
- *	((24 + 4) * segments) + map block bookkeeping
+ *	((32 + 4) * segments) + map block bookkeeping
  *	(5 * ceil(logical / 1024)) + five segment buffers (three heads, the
  *	one in flight, GC's: 5 * 4096 * segment_blocks) + bounce buffer
  *	(64 * 4096)
@@ -394,20 +394,20 @@ struct dmr_mem_case {
 };
 
 static const struct dmr_mem_case dmr_mem_cases[] = {
-	/* 50688 + 1764 + 5 * 13 + 5242880 + 262144 */
-	{ "64 MiB", 16384, 256, 10, 63, 12672, 5557541ULL, false },
-	/* 2182859936 + 61533808 + 5 * 532925 + 5242880 + 262144 */
+	/* 50688 + 2268 + 5 * 13 + 5242880 + 262144 */
+	{ "64 MiB", 16384, 256, 10, 63, 12672, 5558045ULL, false },
+	/* 2182859936 + 79114896 + 5 * 532925 + 5242880 + 262144 */
 	{ "2.1 TiB, 3% overprovision", 563714457ULL, 256, 3,
-	  2197636, 545714984ULL, 2252563393ULL, true },
-	/* 2170002124 + 65929108 + 5 * 529786 + 5242880 + 262144 */
+	  2197636, 545714984ULL, 2270144481ULL, true },
+	/* 2170002124 + 84765996 + 5 * 529786 + 5242880 + 262144 */
 	{ "2.25 TiB", 603979776ULL, 256, 10,
-	  2354611, 542500531ULL, 2244085186ULL, true },
-	/* 7715731044 + 29302588 + 5 * 1883724 + 41943040 + 262144 */
+	  2354611, 542500531ULL, 2262922074ULL, true },
+	/* 7715731044 + 37674756 + 5 * 1883724 + 41943040 + 262144 */
 	{ "8 TiB, 8 MiB segments", 1ULL << 31, 2048, 10,
-	  1046521, 1928932761ULL, 7796657436ULL, true },
-	/* 15461873968 + 469762020 + 5 * 3774872 + 5242880 + 262144 */
+	  1046521, 1928932761ULL, 7805029604ULL, true },
+	/* 15461873968 + 603979740 + 5 * 3774872 + 5242880 + 262144 */
 	{ "largest, ~16 TiB", 4303512319ULL, 256, 10,
-	  16777215, 3865468492ULL, 15956015372ULL, true },
+	  16777215, 3865468492ULL, 16090233092ULL, true },
 };
 
 static void dmr_mem_desc(const struct dmr_mem_case *c, char *desc)

@@ -40,12 +40,15 @@
  *     is used.  A slot that cannot be read refuses the load
  *     (dmr_ckpt_order()).
  *  6. The reuse rule (dmr_seg_reusable()): a segment is written again only
- *     when it is empty and sealed, two checkpoints completed since it
- *     emptied (so neither slot's map points into it and neither slot's
- *     replay reaches it, and the relocations that emptied it are durable)
- *     and no read sent down to it is still in flight.  GC moves a block
- *     only if the map still points at the copy it read (dmr_move_commit()),
- *     and replay applies a relocation unit with the same rule.
+ *     when it is empty and sealed, two checkpoints completed since it was
+ *     sealed (neither slot's replay reads a unit in it), a device flush
+ *     completed since it emptied (the units that moved or overwrote its
+ *     blocks are durable, so replay from either slot, whose map may still
+ *     point into it, takes every entry out before the segment's next use
+ *     is applied), and no read sent down to it is still in flight.  GC
+ *     moves a block only if the map still points at the copy it read
+ *     (dmr_move_commit()), and replay applies a relocation unit with the
+ *     same rule.
  *  7. A clean checkpoint is the last write of its instance.  Before an
  *     instance accepts its first write after loading (or writing) a clean
  *     checkpoint, it rewrites that header without the clean flag
@@ -283,9 +286,15 @@ int dmr_flush_all(struct dmr_target *rc, bool flush_device)
 	if (!flush_device)
 		return 0;
 	r = blkdev_issue_flush(rc->dev->bdev);
-	if (r)
+	if (r) {
 		dmr_fail(rc, r, "device flush");
-	return r;
+		return r;
+	}
+	/* every unit closed so far is durable: the reuse rule counts this */
+	spin_lock(&rc->map_lock);
+	rc->map.flush_seq++;
+	spin_unlock(&rc->map_lock);
+	return 0;
 }
 
 /*

@@ -314,6 +314,6 @@ void dmr_worker_start(struct dmr_target *rc);
 int dmr_gc_run(struct dmr_target *rc, bool urgent);
 bool dmr_gc_background(struct dmr_target *rc);
 void dmr_gc_free_ready(struct dmr_target *rc);
-u32 dmr_gc_prefree_waiting(struct dmr_target *rc, u32 *readers);
+void dmr_gc_prefree_waiting(struct dmr_target *rc, struct dmr_gc_state *st);
 
 #endif /* DMR_H */

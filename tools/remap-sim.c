@@ -18,9 +18,10 @@
  * file only stands in for the I/O: it drives the pure functions the way
  * dmr-write.c, dmr-gc.c and dmr-ckpt.c do (heads, units, reservation of the
  * next segment, foreground GC when a user head may not allocate, one
- * background GC step after each request, checkpoints that seal every head,
- * write the map blocks changed since their slot was last written, and free
- * what the reuse rule allows), with no flushes and no periodic checkpoint.
+ * background GC step after each request, the log flushes and checkpoints
+ * GC asks for (a flush seals every head; a checkpoint also writes the map
+ * blocks changed since its slot was last written), freeing what the reuse
+ * rule allows), with no user flushes and no periodic checkpoint.
  *
  * GC finds the logical block of a victim's data block in the unit
  * summaries on the device; the simulator keeps one array, "the logical
@@ -316,6 +317,7 @@ struct sim_counters {
 	u64 gc_runs;		/* victims collected */
 	u64 gc_urgent;		/* of which while a user head waited */
 	u64 ckpts;		/* checkpoints */
+	u64 flushes;		/* log flushes GC asked for */
 	u64 ckpt_blocks;	/* blocks they wrote (map, CRC and segment tables, header) */
 	u64 throttled;		/* user reservations that had to wait */
 	u64 hot;		/* user requests to the hot head */
@@ -346,6 +348,10 @@ struct sim {
 	u32 gc_cursor;
 	unsigned int ckpt_slot;
 	u64 ckpt_fixed;		/* CRC table, segment table and header blocks */
+	/* prefree_waiting()'s cache */
+	bool pw_valid;
+	u32 pw_prefree, pw_ckpt, pw_flush;
+	u64 pw_ckpt_seq, pw_flush_seq;
 	bool gc_active;
 	bool single;
 	struct sim_counters c;
@@ -412,8 +418,19 @@ static void free_ready(struct sim *s)
 	if (!s->m.nr_prefree)
 		return;
 	for (i = 0; i < s->m.nr_segs; i++)
-		if (dmr_seg_reusable(&s->m.segs[i], s->m.ckpt_seq, 0))
+		if (dmr_seg_reusable(&s->m.segs[i], s->m.ckpt_seq,
+				     s->m.flush_seq, 0))
 			dmr_seg_make_free(&s->m, i);
+}
+
+/* seal every head (dmr_flush_all()), then the device flush */
+static void flush_log(struct sim *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < DMR_NR_HEADS; i++)
+		seal(s, &s->heads[i], true);
+	s->m.flush_seq++;
 }
 
 /*
@@ -426,11 +443,9 @@ static void free_ready(struct sim *s)
 static void checkpoint(struct sim *s)
 {
 	u8 bit = DMR_DIRTY_SLOT(s->ckpt_slot);
-	unsigned int i;
 	u64 p;
 
-	for (i = 0; i < DMR_NR_HEADS; i++)
-		seal(s, &s->heads[i], true);
+	flush_log(s);
 	for (p = 0; p < s->m.nr_map_blocks; p++) {
 		if (s->m.dirty[p] & bit) {
 			s->m.dirty[p] &= ~bit;
@@ -547,31 +562,56 @@ static void gc_collect(struct sim *s, u32 seg)
 		sim_fail(s, "GC left valid blocks in its victim");
 }
 
-/* dmr_gc_prefree_waiting(), checked against the counter the sim uses */
-static void check_prefree(struct sim *s)
+/*
+ * dmr_gc_prefree_waiting(): prefree segments waiting for a checkpoint
+ * (@ckpt) and for a flush only (@flush).  With no read in flight, one
+ * that waits for neither was freed by free_ready() after the flush or
+ * checkpoint that made it so.  The counts change only when a segment
+ * empties or is freed, or a flush or checkpoint completes, so the scan is
+ * cached on those.
+ */
+static void prefree_waiting(struct sim *s, u32 *ckpt, u32 *flush)
 {
-	u32 i, ckpt = 0;
+	u32 i;
 
-	for (i = 0; i < s->m.nr_segs; i++) {
+	if (s->pw_valid && s->pw_prefree == s->m.nr_prefree &&
+	    s->pw_ckpt_seq == s->m.ckpt_seq && s->pw_flush_seq == s->m.flush_seq) {
+		*ckpt = s->pw_ckpt;
+		*flush = s->pw_flush;
+		return;
+	}
+	*ckpt = 0;
+	*flush = 0;
+	for (i = 0; s->m.nr_prefree && i < s->m.nr_segs; i++) {
 		const struct dmr_seg *g = &s->m.segs[i];
 
 		if (!(g->flags & DMR_SEG_PREFREE))
 			continue;
-		if (s->m.ckpt_seq < g->free_after)
-			ckpt++;
-		else
+		switch (dmr_seg_reuse_wait(g, s->m.ckpt_seq, s->m.flush_seq)) {
+		case DMR_REUSE_CKPT:
+			(*ckpt)++;
+			break;
+		case DMR_REUSE_FLUSH:
+			(*flush)++;
+			break;
+		default:
 			sim_fail(s, "a reusable segment was not freed");
+		}
 	}
-	if (ckpt != s->m.nr_prefree)
+	if (*ckpt + *flush != s->m.nr_prefree)
 		sim_fail(s, "prefree count mismatch");
+	s->pw_valid = true;
+	s->pw_prefree = s->m.nr_prefree;
+	s->pw_ckpt_seq = s->m.ckpt_seq;
+	s->pw_flush_seq = s->m.flush_seq;
+	s->pw_ckpt = *ckpt;
+	s->pw_flush = *flush;
 }
 
 /*
- * dmr_gc_run(): one GC action as the policy decides.  With no read in
- * flight every prefree segment waits for a checkpoint (free_ready() runs
- * after each one), so the prefree count is nr_prefree_ckpt.  When neither
- * a user waits nor background GC is active, dmr_gc_decide() returns IDLE
- * whatever the victim, so the victim scan is skipped then.
+ * dmr_gc_run(): one GC action as the policy decides.  When neither a user
+ * waits nor background GC is active, dmr_gc_decide() returns IDLE whatever
+ * the victim, so the victim scan is skipped then.
  *
  * Return: 1 idle, 0 an action was taken, -1 stuck.
  */
@@ -581,14 +621,15 @@ static int gc_run(struct sim *s, bool urgent)
 	u32 victim = DMR_NO_SEGMENT;
 
 	st.nr_free = s->m.nr_free;
-	st.nr_prefree_ckpt = s->m.nr_prefree;
 	st.nr_prefree_readers = 0;
 	s->gc_active = dmr_gc_active(&s->p, s->gc_active, s->m.nr_free,
 				     s->m.nr_prefree);
 	st.active = s->gc_active;
-	if (urgent || st.active)
-		victim = dmr_gc_victim(&s->m, urgent || s->single, s->seq,
-				       &s->gc_cursor, SIM_GC_WINDOW);
+	if (!urgent && !st.active)
+		return 1;
+	prefree_waiting(s, &st.nr_prefree_ckpt, &st.nr_prefree_flush);
+	victim = dmr_gc_victim(&s->m, urgent || s->single, s->seq,
+			       &s->gc_cursor, SIM_GC_WINDOW);
 	st.victim = victim != DMR_NO_SEGMENT;
 
 	switch (dmr_gc_decide(&s->p, &st)) {
@@ -598,6 +639,11 @@ static int gc_run(struct sim *s, bool urgent)
 		return 0;
 	case DMR_GC_CHECKPOINT:
 		checkpoint(s);
+		return 0;
+	case DMR_GC_FLUSH:
+		flush_log(s);
+		free_ready(s);
+		s->c.flushes++;
 		return 0;
 	case DMR_GC_WAIT_READERS:
 	case DMR_GC_STUCK:
@@ -653,7 +699,12 @@ static void sim_check(struct sim *s)
 		if (e != DMR_UNMAPPED && s->rev[e - 1] != lba)
 			sim_fail(s, "map entry points at a block holding another lba");
 	}
-	check_prefree(s);
+	{
+		u32 ckpt, flush;
+
+		s->pw_valid = false;
+		prefree_waiting(s, &ckpt, &flush);
+	}
 }
 
 /* ---- workloads ---- */
@@ -860,6 +911,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	d.gc_runs = s->c.gc_runs - c0.gc_runs;
 	d.gc_urgent = s->c.gc_urgent - c0.gc_urgent;
 	d.ckpts = s->c.ckpts - c0.ckpts;
+	d.flushes = s->c.flushes - c0.flushes;
 	d.ckpt_blocks = s->c.ckpt_blocks - c0.ckpt_blocks;
 	d.throttled = s->c.throttled - c0.throttled;
 	d.hot = s->c.hot - c0.hot;
@@ -902,7 +954,8 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		       mreq ? (double)d.hot / mreq : 0,
 		       mreq ? (double)d.free_sum / mreq : 0,
 		       mreq ? (double)d.prefree_sum / mreq : 0, s->p.reserve, s->p.low, s->p.high, s->p.batch);
-		printf(", \"idle_avg\": %.1f", idle);
+		printf(", \"flushes\": %" PRIu64 ", \"idle_avg\": %.1f", d.flushes,
+		       idle);
 		if (refname)
 			printf(", \"%s\": %.4f, \"diff\": %.4f", refname, ref, waf / ref - 1);
 		if (eff)
@@ -921,7 +974,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		       mreq ? (double)d.hot / mreq : 0,
 		       mreq ? (double)d.free_sum / mreq : 0,
 		       mreq ? (double)d.prefree_sum / mreq : 0);
-		printf(" idle_avg=%.1f", idle);
+		printf(" flushes=%" PRIu64 " idle_avg=%.1f", d.flushes, idle);
 		if (refname)
 			printf(" %s=%.3f diff=%+.1f%%", refname, ref, 100 * (waf / ref - 1));
 		if (eff)
