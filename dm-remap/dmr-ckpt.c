@@ -230,11 +230,14 @@ fail:
 /* In the worker: a periodic or requested checkpoint is due. */
 void dmr_checkpoint_due(struct dmr_target *rc)
 {
+	bool changed = READ_ONCE(rc->ckpt_requested) || rc->seq != rc->ckpt_log_seq;
+	unsigned int i;
+
 	WRITE_ONCE(rc->ckpt_due, false);
+	for (i = 0; i < DMR_NR_HEADS; i++)
+		changed |= rc->heads[i].unit_open;
 	/* the periodic checkpoint is skipped when nothing changed since */
-	if (READ_ONCE(rc->ckpt_requested) || rc->seq != rc->ckpt_log_seq ||
-	    rc->heads[DMR_HEAD_HOT].unit_open || rc->heads[DMR_HEAD_COLD].unit_open ||
-	    rc->heads[DMR_HEAD_GC].unit_open)
+	if (changed)
 		dmr_checkpoint(rc, false);
 	WRITE_ONCE(rc->ckpt_requested, false);
 	if (dmr_ckpt_rearm(READ_ONCE(rc->mode), READ_ONCE(rc->suspended),
@@ -447,6 +450,7 @@ static int dmr_heads_restore(struct dmr_target *rc, const struct dmr_log_pos *po
 		h->unit_open = false;
 		if (!(rc->map.segs[h->pos.segment].flags & DMR_SEG_USED))
 			dmr_seg_open(&rc->map, h->pos.segment, rc->seq + 1);
+		dmr_seg_set_head(&rc->map.segs[h->pos.segment], i);
 		if (rc->read_only)
 			continue;	/* nothing is written: read it from the device */
 		rc->map.segs[h->pos.segment].flags |= DMR_SEG_MEM;
@@ -569,13 +573,14 @@ int dmr_load(struct dmr_target *rc, const char **error)
 	rc->seq = recovery ? dmr_seq_after_recovery(c[slot].log_seq, seq) : seq;
 	rc->mode = rc->read_only ? DMR_MODE_READ_ONLY : DMR_MODE_WRITE;
 	if (recovery)
-		DMINFO("%s: recovery%s: checkpoint %llu (slot %d), %llu units, end: %s/%s/%s",
+		DMINFO("%s: recovery%s: checkpoint %llu (slot %d), %llu units, end: %s/%s/%s/%s",
 		       rc->dev->name, rc->read_only ? " in memory (read-only)" : "",
 		       (unsigned long long)c[slot].seq, slot,
 		       (unsigned long long)rp.units,
 		       dmr_log_strerror(rp.head_stop[DMR_HEAD_HOT]),
 		       dmr_log_strerror(rp.head_stop[DMR_HEAD_COLD]),
-		       dmr_log_strerror(rp.head_stop[DMR_HEAD_GC]));
+		       dmr_log_strerror(rp.head_stop[DMR_HEAD_GC]),
+		       dmr_log_strerror(rp.head_stop[DMR_HEAD_GC_HOT]));
 
 	r = dmr_heads_restore(rc, pos);
 	if (r) {

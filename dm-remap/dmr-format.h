@@ -44,16 +44,18 @@
 
 #define DMR_SB_MAGIC		"DM-REMAP"
 #define DMR_MAGIC_LEN		8
-#define DMR_FORMAT_VERSION	2
+#define DMR_FORMAT_VERSION	3
 #define DMR_SB_COPIES		2
 #define DMR_CKPT_SLOTS		2
 
 /*
  * Feature flags.  An unknown bit in incompat refuses the device; an
  * unknown bit in ro_compat allows a read-only load only; compat bits may
- * be ignored.  No feature is defined in format version 2.  Version 2 (GC:
- * relocation units, one log head per temperature, segment reuse) replaced
- * version 1, which nothing but development builds ever wrote.
+ * be ignored.  No feature is defined in format version 3.  Version 3 (a
+ * second GC head: four head positions per checkpoint, ten reserved
+ * segments) replaced version 2 (GC: relocation units, one log head per
+ * temperature, segment reuse) and version 1, which nothing but
+ * development builds ever wrote.
  */
 #define DMR_FEATURE_COMPAT_SUPP		0U
 #define DMR_FEATURE_RO_COMPAT_SUPP	0U
@@ -75,16 +77,17 @@
  * over-provisioning: the log heads' open segments and the segments they
  * reserve to go on in (2 per head), and GC's own minimum.
  */
-#define DMR_RESERVED_SEGMENTS	8U
+#define DMR_RESERVED_SEGMENTS	10U
 /* Below this many user segments a device is too small to be useful. */
 #define DMR_MIN_USER_SEGMENTS	8U
 /*
  * Log heads: fresh user writes are sorted into a hot and a cold head by
- * their expected lifetime, and GC relocations go to a head of their own.
+ * their expected lifetime, and GC relocations go to two heads of their
+ * own, one for blocks moved out of hot segments and one for the others.
  * Each head is a chain of segments of its own; units of all heads share
  * one sequence.
  */
-#define DMR_NR_HEADS		3U
+#define DMR_NR_HEADS		4U
 /* Bytes of checkpointed map per logical block (flat map, 32-bit entries). */
 #define DMR_MAP_ENTRY_SIZE	4U
 /* Bytes of checkpointed segment table per segment. */
@@ -282,7 +285,7 @@ struct dmr_disk_ckpt {
 	__le64 user_blocks;
 	__le64 log_blocks;
 	__le64 gc_moved;
-	__u8 reserved[3964];
+	__u8 reserved[3952];
 } __packed;
 
 static_assert(sizeof(struct dmr_disk_ckpt) == DMR_BLOCK_SIZE,

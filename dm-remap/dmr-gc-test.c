@@ -1196,11 +1196,63 @@ static void dmr_gct_head_may_alloc(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, dmr_head_may_alloc(&p, DMR_HEAD_GC, 0));
 	KUNIT_EXPECT_TRUE(test, dmr_head_may_alloc(&p, DMR_HEAD_GC, 1));
 	KUNIT_EXPECT_TRUE(test, dmr_head_may_alloc(&p, DMR_HEAD_GC, 6));
+	KUNIT_EXPECT_FALSE(test, dmr_head_may_alloc(&p, DMR_HEAD_GC_HOT, 0));
+	KUNIT_EXPECT_TRUE(test, dmr_head_may_alloc(&p, DMR_HEAD_GC_HOT, 1));
 
 	dmr_gc_params_default(1000, &d);
 	KUNIT_EXPECT_FALSE(test, dmr_head_may_alloc(&d, DMR_HEAD_HOT, d.reserve));
 	KUNIT_EXPECT_TRUE(test, dmr_head_may_alloc(&d, DMR_HEAD_HOT, d.reserve + 1));
 	KUNIT_EXPECT_TRUE(test, dmr_head_may_alloc(&d, DMR_HEAD_GC, 1));
+}
+
+/*
+ * GC's two heads: which heads write relocations, which segments are hot,
+ * and where a victim's blocks go.
+ */
+static void dmr_gct_gc_heads(struct kunit *test)
+{
+	struct dmr_map m;
+	u32 cursor = 0, seg[DMR_NR_HEADS], h;
+
+	KUNIT_EXPECT_FALSE(test, dmr_head_is_gc(DMR_HEAD_HOT));
+	KUNIT_EXPECT_FALSE(test, dmr_head_is_gc(DMR_HEAD_COLD));
+	KUNIT_EXPECT_TRUE(test, dmr_head_is_gc(DMR_HEAD_GC));
+	KUNIT_EXPECT_TRUE(test, dmr_head_is_gc(DMR_HEAD_GC_HOT));
+
+	dmr_gct_map_init(test, &m, GCT_LOGICAL, GCT_NR_SEGS, GCT_SEG_BLOCKS);
+	for (h = 0; h < DMR_NR_HEADS; h++) {
+		seg[h] = dmr_seg_alloc(&m, &cursor);
+		KUNIT_ASSERT_NE(test, seg[h], DMR_NO_SEGMENT);
+		dmr_seg_open(&m, seg[h], h + 1);
+		dmr_seg_set_head(&m.segs[seg[h]], h);
+		dmr_map_set(&m, h, seg[h] * GCT_SEG_BLOCKS + 1);
+		dmr_seg_seal(&m, seg[h]);
+	}
+	/* the hot user head's and GC's hot head's segments are hot */
+	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_HOT]]), DMR_HEAD_GC_HOT);
+	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_GC_HOT]]), DMR_HEAD_GC_HOT);
+	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_COLD]]), DMR_HEAD_GC);
+	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_GC]]), DMR_HEAD_GC);
+	/* hot or cold, a segment is collectable all the same */
+	for (h = 0; h < DMR_NR_HEADS; h++)
+		KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&m.segs[seg[h]],
+							    GCT_SEG_BLOCKS));
+
+	/* reused by a cold head, a hot segment turns cold */
+	dmr_map_unmap(&m, DMR_HEAD_HOT);
+	m.ckpt_seq += DMR_REUSE_CHECKPOINTS;
+	m.flush_seq++;
+	KUNIT_ASSERT_TRUE(test, dmr_seg_reusable(&m.segs[seg[DMR_HEAD_HOT]],
+						 m.ckpt_seq, m.flush_seq, 0));
+	dmr_seg_make_free(&m, seg[DMR_HEAD_HOT]);
+	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_HOT]]), DMR_HEAD_GC);
+	dmr_seg_open(&m, seg[DMR_HEAD_HOT], 9);
+	dmr_seg_set_head(&m.segs[seg[DMR_HEAD_HOT]], DMR_HEAD_COLD);
+	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_HOT]]), DMR_HEAD_GC);
+	/* and a load forgets: every sealed segment counts as cold */
+	dmr_map_load_states(&m);
+	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_GC_HOT]]), DMR_HEAD_GC);
+	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
 }
 
 static void dmr_gct_gc_active(struct kunit *test)
@@ -1272,8 +1324,8 @@ struct dmr_gct_dev_case {
 };
 
 static const struct dmr_gct_dev_case dmr_gct_dev_cases[] = {
-	{ "smallest, 256 KiB segments", 1088, 64 },
-	{ "smallest, 1 MiB segments", 4352, 256 },
+	{ "smallest, 256 KiB segments", 1216, 64 },
+	{ "smallest, 1 MiB segments", 4864, 256 },
 	{ "20 segments", 5376, 256 },
 	{ "64 MiB", 16384, 256 },
 	{ "1 GiB, RAID-5 stripes", 262144, 288 },
@@ -1412,6 +1464,7 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE(dmr_gct_victim_greedy),
 	KUNIT_CASE(dmr_gct_victim_cost_benefit),
 	KUNIT_CASE(dmr_gct_head_may_alloc),
+	KUNIT_CASE(dmr_gct_gc_heads),
 	KUNIT_CASE(dmr_gct_gc_active),
 	KUNIT_CASE(dmr_gct_params_check),
 	KUNIT_CASE_PARAM(dmr_gct_params_default, dmr_gct_dev_gen_params),

@@ -86,15 +86,16 @@ void dmr_gc_free_ready(struct dmr_target *rc)
 	}
 }
 
-/* Move one valid block of the victim to the GC head. */
-static int dmr_gc_move(struct dmr_target *rc, u64 lba, u32 src, const u8 *data)
+/* Move one valid block of the victim to GC head @hid. */
+static int dmr_gc_move(struct dmr_target *rc, unsigned int hid, u64 lba,
+		       u32 src, const u8 *data)
 {
-	struct dmr_head *h = &rc->heads[DMR_HEAD_GC];
+	struct dmr_head *h = &rc->heads[hid];
 	u32 n, dst;
 	bool moved;
 	int r;
 
-	r = dmr_head_room(rc, DMR_HEAD_GC, 1, &n);
+	r = dmr_head_room(rc, hid, 1, &n);
 	if (r)
 		return r;
 	memcpy((u8 *)h->buf + (size_t)h->wp * DMR_BLOCK_SIZE, data, DMR_BLOCK_SIZE);
@@ -122,8 +123,9 @@ static int dmr_gc_move(struct dmr_target *rc, u64 lba, u32 src, const u8 *data)
  * read is cheap on the devices this is for), walks its units from the
  * first summary, and moves every block the map still points at.  A unit
  * numbered below the segment's first unit belongs to an earlier use of
- * the segment and ends the walk.  The segment is then empty, hence
- * prefree.  If it is not (a map entry points at a block no summary
+ * the segment and ends the walk.  The blocks go to the GC head
+ * dmr_gc_head() names (hot or cold victim).  The segment is then empty,
+ * hence prefree.  If it is not (a map entry points at a block no summary
  * lists), it is never chosen again.
  *
  * Return: 0 or a negative errno from the log writer.
@@ -132,6 +134,7 @@ static int dmr_gc_collect(struct dmr_target *rc, u32 seg)
 {
 	u32 seg_blocks = dmr_seg_blocks(rc), off = 0, i;
 	u64 first_seq = rc->map.segs[seg].seq;
+	unsigned int hid = dmr_gc_head(&rc->map.segs[seg]);
 	struct dmr_unit *u = rc->gc_unit;
 	u8 *buf = rc->gc_buf;
 	int r;
@@ -160,7 +163,7 @@ static int dmr_gc_collect(struct dmr_target *rc, u32 seg)
 
 			if (rc->map.l2p[u->lba[i]] != src + 1)
 				continue;	/* not valid any more */
-			r = dmr_gc_move(rc, u->lba[i], src,
+			r = dmr_gc_move(rc, hid, u->lba[i], src,
 					buf + (size_t)(off + 1 + i) * DMR_BLOCK_SIZE);
 			if (r)
 				return r;

@@ -388,7 +388,8 @@ void dmr_seg_make_free(struct dmr_map *m, u32 seg)
 {
 	struct dmr_seg *s = &m->segs[seg];
 
-	s->flags &= ~(DMR_SEG_USED | DMR_SEG_PREFREE | DMR_SEG_NOGC | DMR_SEG_MEM);
+	s->flags &= ~(DMR_SEG_USED | DMR_SEG_PREFREE | DMR_SEG_NOGC | DMR_SEG_MEM |
+		      DMR_SEG_HOT);
 	s->seq = 0;
 	s->free_after = 0;
 	s->flush_after = 0;

@@ -33,6 +33,7 @@
 #define DMR_SEG_MEM	0x200U	/* its blocks are read from memory (set by the glue) */
 #define DMR_SEG_PREFREE	0x400U	/* empty, waiting for the reuse rule */
 #define DMR_SEG_NOGC	0x800U	/* collection found it inconsistent: never again */
+#define DMR_SEG_HOT	0x1000U	/* opened by a hot head since load (dmr_seg_set_head()) */
 #define DMR_SEG_DISK_FLAGS	DMR_SEG_USED
 
 /*

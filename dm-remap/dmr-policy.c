@@ -27,7 +27,7 @@
  * accepts.  Background GC starts one segment above it and goes on until
  * GC's floor (or until two batches wait), then flushes: the free pool
  * stays near one batch, about 0.2% of the device.  The smallest device the
- * format accepts (16 segments) gets reserve 4, low 5, high 5.
+ * format accepts (18 segments) gets reserve 4, low 5, high 5.
  */
 void dmr_gc_params_default(u32 nr_segs, struct dmr_gc_params *p)
 {
@@ -60,6 +60,54 @@ const char *dmr_gc_params_check(u32 nr_segs, const struct dmr_gc_params *p)
 }
 
 /**
+ * dmr_head_is_gc() - does a head take GC's relocations?
+ * @head: enum dmr_head_id
+ *
+ * Return: true for GC's two heads: they write relocation units, and may
+ * take the segments user heads leave to GC (dmr_head_may_alloc()).
+ */
+bool dmr_head_is_gc(unsigned int head)
+{
+	return head == DMR_HEAD_GC || head == DMR_HEAD_GC_HOT;
+}
+
+/**
+ * dmr_seg_set_head() - note the temperature of the head opening a segment
+ * @s: the segment a head starts on
+ * @head: enum dmr_head_id
+ *
+ * Segments of the hot user head and of GC's hot head are hot
+ * (DMR_SEG_HOT), the others cold.  The flag lives in memory only: after a
+ * load every sealed segment counts as cold.
+ */
+void dmr_seg_set_head(struct dmr_seg *s, unsigned int head)
+{
+	if (head == DMR_HEAD_HOT || head == DMR_HEAD_GC_HOT)
+		s->flags |= DMR_SEG_HOT;
+	else
+		s->flags &= ~DMR_SEG_HOT;
+}
+
+/**
+ * dmr_gc_head() - the head that takes a victim's valid blocks
+ * @victim: the segment GC collects
+ *
+ * Blocks still valid in a hot segment are young data that has not been
+ * overwritten yet, and many of them soon will be; blocks of a cold
+ * segment have outlived a collection or were written cold.  Each kind
+ * goes to a GC head of its own, so GC's segments do not mix them and each
+ * decays at its own rate: on 80/20 writes this takes GC's write
+ * amplification from 4.75 to 3.93 (tools/remap-sim, 10%
+ * over-provisioning), the separated bound being 3.57.
+ *
+ * Return: DMR_HEAD_GC_HOT for a hot victim, else DMR_HEAD_GC.
+ */
+unsigned int dmr_gc_head(const struct dmr_seg *victim)
+{
+	return victim->flags & DMR_SEG_HOT ? DMR_HEAD_GC_HOT : DMR_HEAD_GC;
+}
+
+/**
  * dmr_head_may_alloc() - the throttle: may a head take a free segment now?
  * @p: watermarks
  * @head: enum dmr_head_id
@@ -71,7 +119,7 @@ const char *dmr_gc_params_check(u32 nr_segs, const struct dmr_gc_params *p)
 bool dmr_head_may_alloc(const struct dmr_gc_params *p, unsigned int head,
 			u32 nr_free)
 {
-	if (head == DMR_HEAD_GC)
+	if (dmr_head_is_gc(head))
 		return nr_free > 0;
 	return nr_free > p->reserve;
 }

@@ -14,10 +14,15 @@
 
 /* Log heads (DMR_NR_HEADS of them). */
 enum dmr_head_id {
-	DMR_HEAD_HOT,	/* user writes expected to be overwritten soon */
-	DMR_HEAD_COLD,	/* other user writes */
-	DMR_HEAD_GC,	/* relocations */
+	DMR_HEAD_HOT,		/* user writes expected to be overwritten soon */
+	DMR_HEAD_COLD,		/* other user writes */
+	DMR_HEAD_GC,		/* relocations out of cold segments */
+	DMR_HEAD_GC_HOT,	/* relocations out of hot segments */
 };
+
+bool dmr_head_is_gc(unsigned int head);
+void dmr_seg_set_head(struct dmr_seg *s, unsigned int head);
+unsigned int dmr_gc_head(const struct dmr_seg *victim);
 
 /**
  * struct dmr_gc_params - GC tunables, in free segments

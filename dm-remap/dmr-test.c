@@ -274,8 +274,8 @@ static const struct dmr_geo_case dmr_geo_cases[] = {
 	{ 4303512319ULL, 256, 10, DMR_GEO_OK },
 	{ 4303512320ULL, 256, 10, DMR_GEO_TOO_LARGE },
 	{ 65536, 64, 3, DMR_GEO_OK },			/* smallest segment */
-	{ 4096, 256, 10, DMR_GEO_TOO_SMALL },		/* 16 MiB: too few segments */
-	{ 4352, 256, 10, DMR_GEO_OK },			/* 17 MiB: just enough */
+	{ 4608, 256, 10, DMR_GEO_TOO_SMALL },		/* 18 MiB: too few segments */
+	{ 4864, 256, 10, DMR_GEO_OK },			/* 19 MiB: just enough */
 	{ 100, 64, 10, DMR_GEO_TOO_SMALL },
 	{ 16384, 63, 10, DMR_GEO_BAD_SEGMENT_SIZE },
 	{ 16384, DMR_MAX_SEGMENT_BLOCKS + 1, 10, DMR_GEO_BAD_SEGMENT_SIZE },
@@ -377,11 +377,11 @@ static void dmr_test_default_segment(struct kunit *test)
  * @nr_segments: expected segments
  * @logical_blocks: expected logical blocks
  * @bytes: expected dmr_map_memory_bytes(), worked out by hand below as
- *	map (4 * logical, logical = (segments - 8) * segment_blocks *
+ *	map (4 * logical, logical = (segments - 10) * segment_blocks *
  *	(100 - overprovision) / 100) + segment table and reader counts
  *	((32 + 4) * segments) + map block bookkeeping
- *	(5 * ceil(logical / 1024)) + five segment buffers (three heads, the
- *	one in flight, GC's: 5 * 4096 * segment_blocks) + bounce buffer
+ *	(5 * ceil(logical / 1024)) + six segment buffers (four heads, the
+ *	one in flight, GC's: 6 * 4096 * segment_blocks) + bounce buffer
  *	(64 * 4096)
  * @over_int_max: the map alone is above INT_MAX bytes
  */
@@ -394,20 +394,20 @@ struct dmr_mem_case {
 };
 
 static const struct dmr_mem_case dmr_mem_cases[] = {
-	/* 50688 + 2268 + 5 * 13 + 5242880 + 262144 */
-	{ "64 MiB", 16384, 256, 10, 63, 12672, 5558045ULL, false },
-	/* 2182859936 + 79114896 + 5 * 532925 + 5242880 + 262144 */
+	/* 48844 + 2268 + 5 * 12 + 6291456 + 262144 */
+	{ "64 MiB", 16384, 256, 10, 63, 12211, 6604772ULL, false },
+	/* 2182857952 + 79114896 + 5 * 532925 + 6291456 + 262144 */
 	{ "2.1 TiB, 3% overprovision", 563714457ULL, 256, 3,
-	  2197636, 545714984ULL, 2270144481ULL, true },
-	/* 2170002124 + 84765996 + 5 * 529786 + 5242880 + 262144 */
+	  2197636, 545714488ULL, 2271191073ULL, true },
+	/* 2170000280 + 84765996 + 5 * 529786 + 6291456 + 262144 */
 	{ "2.25 TiB", 603979776ULL, 256, 10,
-	  2354611, 542500531ULL, 2262922074ULL, true },
-	/* 7715731044 + 37674756 + 5 * 1883724 + 41943040 + 262144 */
+	  2354611, 542500070ULL, 2263968806ULL, true },
+	/* 7715716300 + 37674756 + 5 * 1883720 + 50331648 + 262144 */
 	{ "8 TiB, 8 MiB segments", 1ULL << 31, 2048, 10,
-	  1046521, 1928932761ULL, 7805029604ULL, true },
-	/* 15461873968 + 603979740 + 5 * 3774872 + 5242880 + 262144 */
+	  1046521, 1928929075ULL, 7813403448ULL, true },
+	/* 15461872128 + 603979740 + 5 * 3774872 + 6291456 + 262144 */
 	{ "largest, ~16 TiB", 4303512319ULL, 256, 10,
-	  16777215, 3865468492ULL, 16090233092ULL, true },
+	  16777215, 3865468032ULL, 16091279828ULL, true },
 };
 
 static void dmr_mem_desc(const struct dmr_mem_case *c, char *desc)
@@ -611,7 +611,8 @@ static const struct dmr_corrupt_case dmr_corrupt_cases[] = {
 	{ "checksum field", 9, 0x80, false, false, 0, DMR_SB_BAD_CSUM },
 	{ "payload bit", 100, 0x04, false, false, 0, DMR_SB_BAD_CSUM },
 	{ "reserved tail", 4095, 0x01, false, false, 0, DMR_SB_BAD_CSUM },
-	{ "version 3", 12, 3, true, true, 0, DMR_SB_BAD_VERSION },
+	{ "version 4", 12, 4, true, true, 0, DMR_SB_BAD_VERSION },
+	{ "version 2", 12, 2, true, true, 0, DMR_SB_BAD_VERSION },
 	{ "version 1", 12, 1, true, true, 0, DMR_SB_BAD_VERSION },
 	{ "version 0", 12, 0, true, true, 0, DMR_SB_BAD_VERSION },
 	{ "incompat feature", 24, 0x01, true, true, 0, DMR_SB_BAD_FEATURES },

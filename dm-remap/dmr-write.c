@@ -166,6 +166,7 @@ void dmr_head_enter(struct dmr_target *rc, struct dmr_head *h, u32 seg)
 	h->seg_written = 0;
 	h->unit_open = false;
 	dmr_seg_open(&rc->map, seg, rc->seq + 1);
+	dmr_seg_set_head(&rc->map.segs[seg], h - rc->heads);
 	rc->map.segs[seg].flags |= DMR_SEG_MEM;
 }
 
@@ -310,7 +311,7 @@ static int dmr_reserve_next(struct dmr_target *rc, unsigned int hid)
 	int r;
 
 	while (!dmr_head_may_alloc(&rc->gc, hid, rc->map.nr_free)) {
-		if (hid == DMR_HEAD_GC) {
+		if (dmr_head_is_gc(hid)) {
 			DMERR_LIMIT("%s: GC has no free segment", rc->dev->name);
 			return -ENOSPC;
 		}
@@ -362,7 +363,7 @@ int dmr_head_room(struct dmr_target *rc, unsigned int hid, u32 want, u32 *n)
 					return r;
 				continue;
 			}
-			dmr_unit_reset(h->unit, hid == DMR_HEAD_GC ? DMR_UNIT_RELOC : 0);
+			dmr_unit_reset(h->unit, dmr_head_is_gc(hid) ? DMR_UNIT_RELOC : 0);
 			h->unit_open = true;
 			h->wp = h->pos.offset + 1;
 		}

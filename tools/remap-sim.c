@@ -372,6 +372,7 @@ static void head_enter(struct sim *s, struct sim_head *h, u32 seg)
 	h->seg_written = 0;
 	h->unit_open = false;
 	dmr_seg_open(&s->m, seg, s->seq + 1);
+	dmr_seg_set_head(&s->m.segs[seg], h - s->heads);
 	s->owner[seg] = h - s->heads;
 	if (s->stats)
 		s->hs[h - s->heads].segs++;
@@ -473,7 +474,7 @@ static void reserve_next(struct sim *s, unsigned int hid, unsigned int rule)
 	u32 seg;
 
 	while (!dmr_head_may_alloc(&s->p, rule, s->m.nr_free)) {
-		if (rule == DMR_HEAD_GC)
+		if (dmr_head_is_gc(rule))
 			sim_fail(s, "GC has no free segment");
 		if (!waited)
 			s->c.throttled++;
@@ -501,7 +502,7 @@ static u32 head_room(struct sim *s, unsigned int hid, u32 want, unsigned int rul
 				seal(s, h, false);
 				continue;
 			}
-			dmr_unit_reset(&h->unit, hid == DMR_HEAD_GC || s->single ?
+			dmr_unit_reset(&h->unit, dmr_head_is_gc(hid) || s->single ?
 					 DMR_UNIT_RELOC : 0);
 			h->unit_open = true;
 			h->wp = h->offset + 1;
@@ -518,13 +519,12 @@ static u32 head_room(struct sim *s, unsigned int hid, u32 want, unsigned int rul
  * dmr_gc_move().  In the one-log baseline relocations join the user head's
  * log, whose units all take two summary words per block (see user_write()).
  */
-static void gc_move(struct sim *s, u64 lba, u32 src)
+static void gc_move(struct sim *s, unsigned int hid, u64 lba, u32 src)
 {
-	unsigned int hid = s->single ? DMR_HEAD_HOT : DMR_HEAD_GC;
 	struct sim_head *h = &s->heads[hid];
 	u32 dst;
 
-	head_room(s, hid, 1, DMR_HEAD_GC);
+	head_room(s, hid, 1, s->single ? DMR_HEAD_GC : hid);
 	dst = h->seg * s->m.seg_blocks + h->wp;
 	if (!dmr_move_commit(&s->m, lba, src, dst))
 		return;
@@ -538,6 +538,7 @@ static void gc_move(struct sim *s, u64 lba, u32 src)
 /* dmr_gc_collect(): move every block the map still points at */
 static void gc_collect(struct sim *s, u32 seg)
 {
+	unsigned int hid = s->single ? DMR_HEAD_HOT : dmr_gc_head(&s->m.segs[seg]);
 	u32 base = seg * s->m.seg_blocks, i;
 
 	/* free, prefree, and the heads' open and reserved segments */
@@ -555,7 +556,7 @@ static void gc_collect(struct sim *s, u32 seg)
 		u32 lba = s->rev[base + i];
 
 		if (lba != SIM_NO_LBA && s->m.l2p[lba] == base + i + 1)
-			gc_move(s, lba, base + i);
+			gc_move(s, hid, lba, base + i);
 	}
 	s->c.gc_runs++;
 	if (s->m.segs[seg].valid)
@@ -982,7 +983,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		printf("\n");
 	}
 	if (cfg->verbose) {
-		static const char *const hname[] = { "hot", "cold", "gc" };
+		static const char *const hname[] = { "hot", "cold", "gc", "gc_hot" };
 
 		for (i = 0; i < DMR_NR_HEADS; i++) {
 			const struct sim_head_stats *hs = &s->hs[i];

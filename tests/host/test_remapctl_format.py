@@ -16,6 +16,7 @@ import pytest
 
 REMAPCTL = str(Path(__file__).resolve().parents[2] / "tools" / "remapctl")
 BLOCK = 4096
+NR_HEADS = 4          # DMR_NR_HEADS (dm-remap/dmr-format.h)
 GiB = 1 << 30
 
 # dump's lines before this change, in order; tests elsewhere parse them
@@ -99,11 +100,11 @@ def layout(d):
 def memory_bytes(d):
     """dmr_map_memory_bytes(), from dump's geometry."""
     logical, segs = int(d["logical_blocks"]), int(d["nr_segments"])
-    # map, segment table (24-byte struct dmr_seg) and reader counts (4),
-    # map block bookkeeping, five segment buffers (three log heads, the
+    # map, segment table (32-byte struct dmr_seg) and reader counts (4),
+    # map block bookkeeping, six segment buffers (four log heads, the
     # one in flight, GC's), the bounce buffer
-    return (logical * 4 + segs * (24 + 4) + math.ceil(logical / 1024) * 5 +
-            5 * int(d["segment_blocks"]) * BLOCK + 64 * BLOCK)
+    return (logical * 4 + segs * (32 + 4) + math.ceil(logical / 1024) * 5 +
+            6 * int(d["segment_blocks"]) * BLOCK + 64 * BLOCK)
 
 
 def fmt_bytes(b):
@@ -137,7 +138,7 @@ def test_dump_checkpoint_lines(img):
     assert d["ckpt0"] == "ok"
     assert d["ckpt0_seq"] == "1" and d["ckpt0_clean"] == "1"
     assert d["ckpt0_log_seq"] == "0"
-    for h in range(3):      # head h starts at block 0 of segment h
+    for h in range(NR_HEADS):   # head h starts at block 0 of segment h
         assert d[f"ckpt0_head{h}_segment"] == str(h)
         assert d[f"ckpt0_head{h}_offset"] == "0"
         assert d[f"ckpt0_head{h}_next"] == "-1"
@@ -151,7 +152,7 @@ def test_dump_checkpoint_lines(img):
     assert d["newest_ckpt"] == "0"
     assert keys[len(OLD_KEYS):] == (
         ["ckpt0", "ckpt0_seq", "ckpt0_clean", "ckpt0_log_seq"]
-        + [f"ckpt0_head{h}_{f}" for h in range(3)
+        + [f"ckpt0_head{h}_{f}" for h in range(NR_HEADS)
            for f in ("segment", "offset", "next")]
         + ["ckpt0_user_blocks", "ckpt0_log_blocks", "ckpt0_gc_moved",
            "ckpt0_header_block", "ckpt0_map_block", "ckpt1", "newest_ckpt"])
@@ -159,12 +160,14 @@ def test_dump_checkpoint_lines(img):
 
 def ckpt_header(d, slot, seq, flags, log_seq, log_segment, log_offset):
     """A valid struct dmr_disk_ckpt for @slot (dmr_ckpt_encode()); head 0
-    at (log_segment, log_offset), heads 1 and 2 at segments 1 and 2."""
+    at (log_segment, log_offset), head h > 0 at segment h (head 2 going on
+    in segment 9)."""
     uuid = bytes.fromhex(d["uuid"].replace("-", ""))
     blocknr = int(d["ckpt_offset"]) + slot * int(d["ckpt_slot_blocks"])
-    body = struct.pack("<IQQQ16s" + "III" * 3 + "IIQQQQ", flags, seq, log_seq,
-                       blocknr, uuid, log_segment, log_offset, 0xFFFFFFFF,
-                       1, 0, 0xFFFFFFFF, 2, 0, 9, 0, 0, 0, 0, 0, 0)
+    body = struct.pack("<IQQQ16s" + "III" * NR_HEADS + "IIQQQQ", flags, seq,
+                       log_seq, blocknr, uuid, log_segment, log_offset,
+                       0xFFFFFFFF, 1, 0, 0xFFFFFFFF, 2, 0, 9, 3, 0, 0xFFFFFFFF,
+                       0, 0, 0, 0, 0, 0)
     body += bytes(BLOCK - 12 - len(body))
     csum = crc32c(body) ^ 0xC4EC9017          # DMR_CKPT_CSUM_SALT
     return b"DMR-CKPT" + struct.pack("<I", csum) + body, blocknr
@@ -222,7 +225,7 @@ def test_initial_checkpoint_on_dirty_image(img):
     l = layout(d)
     base = int(d["ckpt_offset"])
     hdr = read_blocks(img, base, 1)
-    crc_csum, segtab_csum = struct.unpack_from("<II", hdr, 92)
+    crc_csum, segtab_csum = struct.unpack_from("<II", hdr, 56 + 12 * NR_HEADS)
     crcs = read_blocks(img, base + l["crc_offset"], l["crc_blocks"])
     mp = read_blocks(img, base + l["map_offset"], l["map_blocks"])
     segtab = read_blocks(img, base + l["segtab_offset"], l["segtab_blocks"])

@@ -242,11 +242,12 @@ CKPT_CLEAN = 0x1
 SUMMARY_MAGIC = b"DMR-LOGU"
 # Log heads (enum dmr_head_id): fresh user writes, and rewrites of blocks
 # whose last copy lived long, go to the cold head.
-HEAD_HOT, HEAD_COLD, HEAD_GC = 0, 1, 2
+HEAD_HOT, HEAD_COLD, HEAD_GC, HEAD_GC_HOT = 0, 1, 2, 3
+NR_HEADS = 4
 # struct dmr_disk_ckpt up to gc_moved (dm-remap/dmr-format.h)
-_CKPT_FMT = "<8sIIQQQ16s" + "III" * 3 + "IIQQQQ"
+_CKPT_FMT = "<8sIIQQQ16s" + "III" * NR_HEADS + "IIQQQQ"
 _CKPT_FIELDS = (("magic", "csum", "flags", "seq", "log_seq", "blocknr", "uuid")
-                + tuple(f"head{h}_{f}" for h in range(3)
+                + tuple(f"head{h}_{f}" for h in range(NR_HEADS)
                         for f in ("segment", "offset", "next"))
                 + ("crc_csum", "segtab_csum", "mapped_blocks", "user_blocks",
                    "log_blocks", "gc_moved"))
@@ -328,7 +329,7 @@ def geometry(device_blocks, segment_blocks, overprovision=10):
     data_offset = _div_up(2 + 2 * slot_blocks, segment_blocks) * segment_blocks
     nr_segments = (device_blocks - data_offset) // segment_blocks
     # DMR_RESERVED_SEGMENTS (8) are kept out of the user capacity
-    logical = (nr_segments - 8) * segment_blocks * (100 - overprovision) // 100
+    logical = (nr_segments - 10) * segment_blocks * (100 - overprovision) // 100
     return {"device_blocks": device_blocks, "segment_blocks": segment_blocks,
             "ckpt_offset": 2, "ckpt_slot_blocks": slot_blocks,
             "data_offset": data_offset, "nr_segments": nr_segments,

@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from conftest import (BLOCK, DM_PREFIX, KERNEL_PROBLEMS, MNT, REPO, Kmsg,
-                      ckpt_layout, dm_create, dm_path, dm_remove, dump,
+from conftest import (BLOCK, DM_PREFIX, KERNEL_PROBLEMS, MNT, NR_HEADS, REPO,
+                      Kmsg, ckpt_layout, dm_create, dm_path, dm_remove, dump,
                       newest_ckpt, read_blocks_direct, remapctl, run,
                       status_fields)
 from test_log import Stack, block, blocks
@@ -485,7 +485,7 @@ def test_gc_read_in_flight_while_segment_reused(ram):
             checkpoint()
             h, l2p = ckpt_map(ram, info)
             seg = (l2p[b] - 1) // seg_blocks
-            heads = {h[f"head{i}_segment"] for i in range(3)}
+            heads = {h[f"head{i}_segment"] for i in range(NR_HEADS)}
             if seg not in heads:
                 break
             write_gen(dev, range(more, more + seg_blocks - 1), 1, model)

@@ -78,20 +78,20 @@ def test_status_fields_and_messages(ram):
     st = dm_status("st")
     assert st[2] == "remap" and len(st) == 3 + len(STATUS_FIELDS), st
     f = status_fields("st")
-    assert f["mode"] == "write" and f["version"] == 2
+    assert f["mode"] == "write" and f["version"] == 3
     assert f["logical_blocks"] == int(info["logical_blocks"])
     assert f["segment_sectors"] == int(info["segment_blocks"]) * 8
     assert f["segments"] == int(info["nr_segments"])
-    assert f["free_segments"] == f["segments"] - 3      # one per log head
+    assert f["free_segments"] == f["segments"] - 4      # one per log head
     assert f["gc_state"] == "idle" and f["prefree_segments"] == 0
     assert f["gc_reserve"] <= f["gc_low"] <= f["gc_high"] <= f["segments"] // 2
     assert (f["waf_load"], f["waf_format"]) == ("-", "-")
     assert f["checkpoint_seq"] == 1 and f["replayed_units"] == 0
-    # the map (4 bytes per logical block), 28 bytes per segment, 5 per
-    # map block, five segment buffers and the 256 KiB checkpoint buffer
+    # the map (4 bytes per logical block), 36 bytes per segment, 5 per
+    # map block, six segment buffers and the 256 KiB checkpoint buffer
     lg, segs = f["logical_blocks"], f["segments"]
-    assert f["map_memory"] == (4 * lg + 28 * segs + 5 * -(-lg // 1024)
-                               + 5 * f["segment_sectors"] * 512 + 64 * BLOCK)
+    assert f["map_memory"] == (4 * lg + 36 * segs + 5 * -(-lg // 1024)
+                               + 6 * f["segment_sectors"] * 512 + 64 * BLOCK)
     assert f["sb_copies_ok"] == 2 and f["first_error"] == 0
     run(["dd", "if=/dev/urandom", f"of={dm_path('st')}", "bs=64k", "count=4",
          "oflag=direct,sync", "status=none"])
