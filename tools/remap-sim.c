@@ -65,39 +65,17 @@
 
 #include "dmr-codec.h"
 #include "dmr-map.h"
+#include "dmr-msg.h"
 #include "dmr-policy.h"
 #include "dmr-writer.h"
 
-static const char *prog = "remap-sim";
+const char *dmr_prog = "remap-sim";
 
 /* dmr-gc.c's DMR_GC_WINDOW: victims looked at per choice. */
 #define SIM_GC_WINDOW	65536U
 /* rev[] entry of a block that holds no data block of the current log */
 #define SIM_NO_LBA	0xffffffffU
 
-static void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry '%s --help'.\n", prog);
-	exit(2);
-}
-
-static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
 
 static void usage(void)
 {
@@ -128,7 +106,7 @@ static void usage(void)
 	       "A trace file holds one write per line, \"offset length\" in bytes, or\n"
 	       "blkparse text output (writes of one action: Q, else D, else C).\n"
 	       "Offsets wrap around the logical capacity.  Exit status: 0 success,\n"
-	       "1 a check failed, 2 bad usage.\n", prog);
+	       "1 a check failed, 2 bad usage.\n", dmr_prog);
 }
 
 /* ---- random numbers: splitmix64 ---- */

@@ -38,35 +38,13 @@
 
 #include "dmr-codec.h"
 #include "dmr-log.h"
+#include "dmr-msg.h"
 #include "dmr-probe.h"
 #include "dmr-table.h"
 #include "dmr-writer.h"
 
-static const char *prog = "remapctl";
+const char *dmr_prog = "remapctl";
 
-static void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry '%s --help'.\n", prog);
-	exit(2);
-}
-
-static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
 
 static void help(void)
 {
@@ -81,7 +59,7 @@ static void help(void)
 	       "format refuses a device that is in use or holds a filesystem, RAID, LVM,\n"
 	       "partition table or dm-remap signature, or whose map needs more kernel\n"
 	       "memory than this machine has, unless --force is given.\n",
-	       prog, prog, prog, prog);
+	       dmr_prog, dmr_prog, dmr_prog, dmr_prog);
 }
 
 /* Parse "123", "64K", "4M", "1G" into bytes; -1 on error. */
@@ -344,7 +322,7 @@ static void check_memory(const struct device *d, const struct dmr_geometry *geo,
 	if (read_meminfo(&path, &mem, &vmalloc)) {
 		fprintf(stderr,
 			"%s: warning: cannot read MemTotal from %s; the map needs %s (not checked)\n",
-			prog, path, hneed);
+			dmr_prog, path, hneed);
 		return;
 	}
 	fit = dmr_map_fits(need, mem, vmalloc);
@@ -359,7 +337,7 @@ static void check_memory(const struct device *d, const struct dmr_geometry *geo,
 		die("%s: %s; the module could not load it here (%s)", d->path, msg,
 		    "use --force to format it for a bigger machine");
 	fprintf(stderr, "%s: warning: %s: %s; formatting anyway (--force)\n",
-		prog, d->path, msg);
+		dmr_prog, d->path, msg);
 }
 
 static int cmd_format(int argc, char **argv)
@@ -429,7 +407,7 @@ static int cmd_format(int argc, char **argv)
 		    d.path, sig);
 	if (sig)
 		fprintf(stderr, "%s: overwriting %s signature on %s (--force)\n",
-			prog, sig, d.path);
+			dmr_prog, sig, d.path);
 	free(sig);
 
 	stripe_blocks = d.io_opt % DMR_BLOCK_SIZE ? 0 : d.io_opt / DMR_BLOCK_SIZE;
@@ -438,7 +416,7 @@ static int cmd_format(int argc, char **argv)
 		if (stripe_blocks && seg_blocks % stripe_blocks)
 			fprintf(stderr, "%s: warning: segment size is not a multiple of the "
 				"%u KiB full stripe; writes will cause RAID read-modify-write\n",
-				prog, d.io_opt / 1024);
+				dmr_prog, d.io_opt / 1024);
 	} else {
 		seg_blocks = dmr_default_segment_blocks(d.io_opt, d.io_min);
 	}
@@ -612,7 +590,7 @@ static int run(char *const argv[])
 		die("fork: %s", strerror(errno));
 	if (!pid) {
 		execvp(argv[0], argv);
-		fprintf(stderr, "%s: cannot run %s: %s\n", prog, argv[0], strerror(errno));
+		fprintf(stderr, "%s: cannot run %s: %s\n", dmr_prog, argv[0], strerror(errno));
 		_exit(127);
 	}
 	if (waitpid(pid, &status, 0) < 0)
@@ -664,7 +642,7 @@ static int cmd_create(int argc, char **argv)
 		usage_error("create needs NAME and DEV");
 	open_device(&d, argv[optind + 1], O_RDONLY, false);
 	if (d.bytes < DMR_SB_COPIES * DMR_BLOCK_SIZE || load_sb(&d, &sb, false) < 0)
-		die("%s: not formatted for dm-remap (run '%s format')", d.path, prog);
+		die("%s: not formatted for dm-remap (run '%s format')", d.path, dmr_prog);
 	close(d.fd);
 	if (nopt)
 		snprintf(table, sizeof(table), "0 %" PRIu64 " remap %s %u%s",
