@@ -435,13 +435,13 @@ def test_review_large_segment_written_whole_and_aligned(ram, loop512):
             continue
         writes.append((rel // seg_sect, (rel % seg_sect) / 8, nsec / 8, flags))
     # fresh blocks go to the cold head: format starts it at segment 1,
-    # and the first segment it reserves is the first free one, 3 (0 and
-    # 2 are the other heads')
-    full = [w for w in writes if w[0] in (1, 3)]
-    print(f"{len(writes)} data-area writes; segments 1 and 3: "
+    # and the first segment it reserves is the first free one, 4 (0, 2
+    # and 3 are the other heads')
+    full = [w for w in writes if w[0] in (1, 4)]
+    print(f"{len(writes)} data-area writes; segments 1 and 4: "
           + ", ".join(f"s{w[0]}+{w[1]:g}x{w[2]:g}{'' if w[3] == '-' else ' ' + w[3]}"
                       for w in full))
-    # segments 1 and 3 filled without a flush: every write there is
+    # segments 1 and 4 filled without a flush: every write there is
     # part of a whole-segment write, at a 1 MiB (256-block) boundary
     bad = [w for w in full if w[1] % 256]
     assert full and not bad, \

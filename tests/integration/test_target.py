@@ -255,7 +255,8 @@ def _rewrite_both(ram, offset, value):
 
 
 def test_unsupported_version_refused(ram):
-    for version in (3, 1):      # a newer format, and version 1 (before GC)
+    # a newer format, version 2 (three log heads) and version 1 (before GC)
+    for version in (4, 2, 1):
         remapctl("format", "--force", ram)
         _rewrite_both(ram, 12, (version).to_bytes(4, "little"))
         _refused(ram, "unsupported format version")
