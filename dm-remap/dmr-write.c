@@ -409,8 +409,9 @@ static int dmr_write_begin(struct dmr_target *rc, bool changes)
  * Rule 10: before head @hid takes blocks [@lba, @lba + @n), close any other
  * user head's open unit that holds one of their current copies, so that
  * the unit holding the older copy is numbered, hence replayed, first.
- * (The GC head needs no such care: a relocation applies only where the
- * map still points at its source, whatever the order.)
+ * (GC's heads need no such care: a relocation applies only where the
+ * map still points at its source, and a block moved twice left a sealed
+ * segment, whose units were all numbered before the second move's.)
  */
 static int dmr_order_before(struct dmr_target *rc, unsigned int hid, u64 lba, u32 n)
 {
