@@ -11,8 +11,10 @@
 
 /* Blocks of the module's checkpoint I/O buffer (counted by dmr_map_memory_bytes()). */
 #define DMR_BOUNCE_BLOCKS	64U
-/* Segment buffers: one per log head, the one in flight, GC's read buffer. */
-#define DMR_SEG_BUFFERS		(DMR_NR_HEADS + 2U)
+/* Segments the log writer's second stage holds at once (dmr-write.c). */
+#define DMR_FLIGHT_SLOTS	3U
+/* Segment buffers: one per log head, those in flight, GC's read buffer. */
+#define DMR_SEG_BUFFERS		(DMR_NR_HEADS + DMR_FLIGHT_SLOTS + 1U)
 
 /**
  * struct dmr_geometry - where everything lives on a formatted device

@@ -154,7 +154,7 @@ u32 dmr_default_segment_blocks(u32 io_opt_bytes, u32 io_min_bytes)
  * logical block), the segment table (a struct dmr_seg and a reader count
  * per segment), a dirty byte and a CRC32C per map block
  * (DMR_MAP_ENTRIES_PER_BLOCK entries), DMR_SEG_BUFFERS segment buffers
- * (one per log head, the one in flight, GC's read buffer) and the
+ * (one per log head, DMR_FLIGHT_SLOTS in flight, GC's read buffer) and the
  * checkpoint bounce buffer.  Small fixed allocations (the
  * target itself, log unit scratch) are left out.
  *

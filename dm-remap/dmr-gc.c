@@ -61,6 +61,11 @@ void dmr_gc_prefree_waiting(struct dmr_target *rc, struct dmr_gc_state *st)
  * no_discard_passdown option is not given and the device supports
  * discard), so an SSD's own FTL knows the space is free.  A failed
  * discard only costs that: the segment is free anyway.
+ *
+ * The counts of reads in flight are read after a full barrier: it pairs
+ * with the one in dmr_map_read(), between taking a count and looking the
+ * entry up again, so a read that looked up an entry of a prefree segment
+ * either sees that the entry left, or is seen here.
  */
 void dmr_gc_free_ready(struct dmr_target *rc)
 {
@@ -68,6 +73,7 @@ void dmr_gc_free_ready(struct dmr_target *rc)
 
 	if (!rc->map.nr_prefree)
 		return;
+	smp_mb();	/* entries moved out, then counts: see dmr_map_read() */
 	for (i = 0; i < rc->map.nr_segs; i++) {
 		if (!dmr_seg_reusable(&rc->map.segs[i], rc->map.ckpt_seq,
 				      rc->map.flush_seq, atomic_read(&rc->readers[i])))

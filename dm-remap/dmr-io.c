@@ -83,11 +83,17 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	spin_lock_init(&rc->bio_lock);
 	init_waitqueue_head(&rc->readers_wq);
 	bio_list_init(&rc->bios);
+	bio_list_init(&rc->commit_bios);
 	INIT_WORK(&rc->work, dmr_worker);
 	INIT_DELAYED_WORK(&rc->ckpt_work, dmr_ckpt_timer);
-	INIT_WORK(&rc->flight_work, dmr_flight_fn);
-	init_completion(&rc->flight_done);
-	rc->flight_segment = DMR_NO_SEGMENT;
+	for (i = 0; i < DMR_FLIGHT_SLOTS; i++) {
+		struct dmr_flight *f = &rc->flight[i];
+
+		f->rc = rc;
+		INIT_WORK(&f->work, dmr_flight_fn);
+		init_completion(&f->done);
+		f->segment = DMR_NO_SEGMENT;
+	}
 
 	rc->mode = DMR_MODE_READ_ONLY;	/* until dmr_load() */
 	l2p = dmr_alloc_array(geo->logical_blocks, sizeof(u32));
@@ -95,12 +101,15 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	dirty = dmr_alloc_array(nr_map_blocks, 1);
 	rc->readers = dmr_alloc_array(geo->nr_segments, sizeof(atomic_t));
 	rc->map_crc = dmr_alloc_array(nr_map_blocks, sizeof(u32));
-	rc->flight_buf = vmalloc(seg_bytes);
 	rc->gc_buf = vmalloc(seg_bytes);
 	rc->bounce = vmalloc((size_t)DMR_BOUNCE_BLOCKS * DMR_BLOCK_SIZE);
 	rc->gc_unit = kzalloc(sizeof(*rc->gc_unit), GFP_KERNEL);
 	ok = l2p && segs && dirty && rc->readers && rc->map_crc &&
-	     rc->flight_buf && rc->gc_buf && rc->bounce && rc->gc_unit;
+	     rc->gc_buf && rc->bounce && rc->gc_unit;
+	for (i = 0; i < DMR_FLIGHT_SLOTS; i++) {
+		rc->flight[i].buf = vmalloc(seg_bytes);
+		ok = ok && rc->flight[i].buf;
+	}
 	for (i = 0; i < DMR_NR_HEADS; i++) {
 		struct dmr_head *h = &rc->heads[i];
 
@@ -135,7 +144,8 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	rc->wq = alloc_workqueue("dmr-%s", WQ_MEM_RECLAIM, 0,
 				 dm_device_name(dm_table_get_md(rc->ti->table)));
 	/* unbound, so the second stage runs beside the worker, not behind it */
-	rc->flight_wq = alloc_workqueue("dmr-%s-log", WQ_MEM_RECLAIM | WQ_UNBOUND, 1,
+	rc->flight_wq = alloc_workqueue("dmr-%s-log", WQ_MEM_RECLAIM | WQ_UNBOUND,
+					DMR_FLIGHT_SLOTS,
 					dm_device_name(dm_table_get_md(rc->ti->table)));
 	if (!rc->wq || !rc->flight_wq) {
 		*error = "Cannot create the workqueue";
@@ -163,7 +173,8 @@ void dmr_io_exit(struct dmr_target *rc)
 	kfree(rc->gc_unit);
 	vfree(rc->bounce);
 	vfree(rc->gc_buf);
-	vfree(rc->flight_buf);
+	for (i = 0; i < DMR_FLIGHT_SLOTS; i++)
+		vfree(rc->flight[i].buf);
 	kvfree(rc->map_crc);
 	kvfree(rc->readers);
 	kvfree(rc->map.dirty);

@@ -98,7 +98,7 @@ void dmr_map_set(struct dmr_map *m, u64 lba, u32 pba)
 
 	if (old != DMR_UNMAPPED)
 		dmr_map_drop(m, old);
-	m->l2p[lba] = pba + 1;
+	WRITE_ONCE(m->l2p[lba], pba + 1);	/* read locklessly: dmr-read.c */
 	m->segs[dmr_pba_segment(m, pba)].valid++;
 	m->mapped++;
 	dmr_map_dirty(m, lba);
@@ -112,7 +112,7 @@ void dmr_map_unmap(struct dmr_map *m, u64 lba)
 	if (old == DMR_UNMAPPED)
 		return;
 	dmr_map_drop(m, old);
-	m->l2p[lba] = DMR_UNMAPPED;
+	WRITE_ONCE(m->l2p[lba], DMR_UNMAPPED);
 	dmr_map_dirty(m, lba);
 }
 
@@ -146,16 +146,19 @@ bool dmr_move_commit(struct dmr_map *m, u64 lba, u32 src, u32 dst)
  * @max: at most this many blocks (> 0, and @lba + @max <= nr_logical)
  * @first: the entry of @lba (DMR_UNMAPPED or pba + 1)
  *
+ * Each entry is read once (READ_ONCE()): the read path looks runs up
+ * without the lock, while the worker changes entries (dmr-read.c).
+ *
  * Return: how many blocks from @lba are either all unmapped or mapped to
  * consecutive physical blocks, so that one I/O can serve them.
  */
 u32 dmr_map_run(const struct dmr_map *m, u64 lba, u32 max, u32 *first)
 {
-	u32 e = m->l2p[lba], n;
+	u32 e = READ_ONCE(m->l2p[lba]), n;
 
 	*first = e;
 	for (n = 1; n < max; n++) {
-		u32 next = m->l2p[lba + n];
+		u32 next = READ_ONCE(m->l2p[lba + n]);
 
 		if (e == DMR_UNMAPPED ? next != DMR_UNMAPPED : next != e + n)
 			break;

@@ -4,10 +4,12 @@
  * the per-segment counts of reads in flight that keep GC from reusing a
  * segment under a read (see dmr.h).
  *
- * Locking: dmr_map_read() runs in the submission path and looks the map
- * up under @map_lock, taking its count on the segment under the same
- * lock; dmr_do_read() runs in the worker, which owns the map.  Counts are
- * dropped at completion, in any context.
+ * Locking: dmr_map_read() runs in the submission path and takes no lock:
+ * it reads map entries once each (READ_ONCE(); the worker stores them
+ * with WRITE_ONCE() under @map_lock) and validates its lookup after
+ * taking its count on the segment (see there).  dmr_do_read() runs in the
+ * worker, which owns the map.  Counts are dropped at completion, in any
+ * context.
  */
 #include <linux/bio.h>
 #include <linux/blkdev.h>
@@ -64,7 +66,7 @@ static void dmr_copy_to_bio(struct bio *bio, const u8 *src, unsigned int bytes)
 	bio_advance(bio, bytes);
 }
 
-/* The buffer holding segment @seg in memory (a head's, or the one in flight). */
+/* The buffer holding segment @seg in memory (a head's, or one in flight). */
 static u8 *dmr_mem_segment(struct dmr_target *rc, u32 seg)
 {
 	unsigned int i;
@@ -72,8 +74,9 @@ static u8 *dmr_mem_segment(struct dmr_target *rc, u32 seg)
 	for (i = 0; i < DMR_NR_HEADS; i++)
 		if (rc->heads[i].pos.segment == seg)
 			return rc->heads[i].buf;
-	if (rc->flight_segment == seg)
-		return rc->flight_buf;
+	for (i = 0; i < DMR_FLIGHT_SLOTS; i++)
+		if (rc->flight[i].segment == seg)
+			return rc->flight[i].buf;
 	return NULL;
 }
 
@@ -140,6 +143,9 @@ void dmr_do_read(struct dmr_target *rc, struct bio *bio)
 	bio_endio(bio);
 }
 
+/* Lookups a read retries when the map changes under it, then the worker. */
+#define DMR_READ_RETRIES	4
+
 /**
  * dmr_map_read() - the read fast path, from dmr_map()
  * @rc: target
@@ -150,28 +156,48 @@ void dmr_do_read(struct dmr_target *rc, struct bio *bio)
  * run; device-mapper resubmits the rest), holding a count on the segment
  * until dmr_end_io().  Anything else goes to the worker.
  *
+ * No lock is taken.  The entry of the first block names the segment; the
+ * read takes its count on that segment, then (after a full barrier) looks
+ * the run up again and goes on only if it starts at the same entry.  The
+ * reuse rule frees a segment only after every entry left it, and
+ * dmr_gc_free_ready() reads the counts after a full barrier, so either
+ * the second lookup sees an entry that left (and the read retries) or GC
+ * sees the count (and does not reuse the segment).  The second lookup's
+ * run, all in that segment, is then stable while the count is held: its
+ * blocks hold the data of those logical blocks, the current copy or one
+ * overwritten by a write racing with this read.  DMR_SEG_MEM is read
+ * after the entry: a head sets it, under @map_lock, before any entry
+ * points into its segment, and the lock's release orders the two.
+ *
  * Return: a DM_MAPIO_* code.
  */
 int dmr_map_read(struct dmr_target *rc, struct bio *bio)
 {
 	struct dmr_per_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
 	u32 seg_blocks = dmr_seg_blocks(rc);
-	u32 n = bio_sectors(bio) >> 3, e, run, seg = 0;
-	bool on_device;
+	u32 n = bio_sectors(bio) >> 3, e, e2, run, seg;
+	u64 lba = dmr_read_lba(rc, bio);
+	unsigned int tries;
 
-	spin_lock(&rc->map_lock);
-	run = dmr_lookup_run(rc, dmr_read_lba(rc, bio), n, &e);
-	if (e != DMR_UNMAPPED)
+	for (tries = 0; tries < DMR_READ_RETRIES; tries++) {
+		e = READ_ONCE(rc->map.l2p[lba]);
+		if (e == DMR_UNMAPPED)
+			break;
 		seg = (e - 1) / seg_blocks;
-	on_device = e != DMR_UNMAPPED && !(rc->map.segs[seg].flags & DMR_SEG_MEM);
-	if (on_device)
 		atomic_inc(&rc->readers[seg]);
-	spin_unlock(&rc->map_lock);
-
-	if (!on_device) {
-		dmr_queue_bio(rc, bio);
-		return DM_MAPIO_SUBMITTED;
+		smp_mb__after_atomic();	/* pairs with dmr_gc_free_ready() */
+		run = dmr_lookup_run(rc, lba, n, &e2);
+		if (e2 == e) {
+			if (!(READ_ONCE(rc->map.segs[seg].flags) & DMR_SEG_MEM))
+				goto remap;
+			tries = DMR_READ_RETRIES;	/* in memory: the worker */
+		}
+		dmr_reader_put(rc, seg);
 	}
+	dmr_queue_bio(rc, bio);
+	return DM_MAPIO_SUBMITTED;
+
+remap:
 	pb->seg = seg;
 	if (run < n)
 		dm_accept_partial_bio(bio, run * DMR_SECTORS_PER_BLOCK);

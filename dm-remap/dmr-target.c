@@ -68,6 +68,7 @@ static void dmr_clear_stats(struct dmr_stats *s)
 	atomic64_set(&s->gc_moved, 0);
 	atomic64_set(&s->segs_freed, 0);
 	atomic64_set(&s->throttled, 0);
+	atomic64_set(&s->device_flushes, 0);
 }
 
 /* GC watermarks: the defaults for the device, or the table's. */
@@ -375,7 +376,7 @@ static const char *dmr_mode_name(int mode)
  *   <map memory bytes> <superblock copies ok> <discards> <first error>
  *   <gc state> <gc low> <gc high> <gc reserve> <prefree segments>
  *   <gc runs> <gc blocks moved> <segments freed> <throttled writes>
- *   <waf since load> <waf since format>
+ *   <waf since load> <waf since format> <device flushes>
  */
 static void dmr_status(struct dm_target *ti, status_type_t type,
 		       unsigned int status_flags, char *result,
@@ -415,14 +416,15 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 		       rc->sb_copies_valid,
 		       (long long)atomic64_read(&rc->stats.discards),
 		       READ_ONCE(rc->first_error));
-		DMEMIT(" %s %u %u %u %u %lld %lld %lld %lld %s %s",
+		DMEMIT(" %s %u %u %u %u %lld %lld %lld %lld %s %s %lld",
 		       dmr_gc_mode_name(READ_ONCE(rc->gc_mode)),
 		       p.low, p.high, p.reserve, READ_ONCE(rc->map.nr_prefree),
 		       (long long)atomic64_read(&rc->stats.gc_runs),
 		       (long long)atomic64_read(&rc->stats.gc_moved),
 		       (long long)atomic64_read(&rc->stats.segs_freed),
 		       (long long)atomic64_read(&rc->stats.throttled),
-		       waf_load, waf_fmt);
+		       waf_load, waf_fmt,
+		       (long long)atomic64_read(&rc->stats.device_flushes));
 		break;
 	case STATUSTYPE_TABLE:
 		DMEMIT("%s", rc->dev->name);

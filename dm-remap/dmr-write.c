@@ -12,9 +12,14 @@
  *
  *  1. A write is complete once copied into its head's open segment in
  *     memory (a volatile write cache, as advertised).  A REQ_PREFLUSH or
- *     REQ_FUA request completes only after every closed unit of every
- *     head was written and the device flushed (dmr_flush_all()):
- *     everything acknowledged before it is then on stable media.
+ *     REQ_FUA request completes only after its data is in a head and a
+ *     group commit (dmr_group_commit()) then wrote every closed unit of
+ *     every head, the last write carrying REQ_PREFLUSH | REQ_FUA, or
+ *     flushed the device (dmr_flush_all()): everything acknowledged
+ *     before it, and its own data, are then on stable media.  Its
+ *     preflush needs no flush before its data is taken: replay applies a
+ *     prefix of the log (rule 2), so that data is never found without
+ *     what was written before it.
  *  2. Units are self-checking (summary checksum, data checksum, sequence
  *     number); all heads share one sequence, and replay applies units in
  *     sequence order and stops at the first one missing or torn, on
@@ -23,9 +28,12 @@
  *     unit before it can be missing.
  *  3. A segment is written whole (all its units) once it is done, by the
  *     second stage (dmr_flight_fn()), while its head goes on in the next
- *     one; only a flush writes part of a segment.  dmr_seal() waits for
- *     the second stage before writing anything else, so at most one
- *     segment is in flight and rule 1's flush covers it.
+ *     one; only a flush writes part of a segment.  At most
+ *     DMR_FLIGHT_SLOTS segments are in flight, written in any order, and
+ *     dmr_seal() waits for all of them before a flush or the synchronous
+ *     write that goes with it, so rule 1's flush covers them.  Their
+ *     blocks are read from their buffers (DMR_SEG_MEM) until the worker
+ *     reaped the write.
  *  4. After a crash the log's sequence resumes above any number a unit on
  *     the device can carry (dmr_seq_after_recovery(), with the window of
  *     dmr_seq_window_full()), and a checkpoint is written before any new
@@ -81,12 +89,15 @@
 
 /*
  * Add the checksums to the units in blocks [@from, @from + @nr) of segment
- * buffer @buf and write them to @blocknr.
+ * buffer @buf and write them to @blocknr.  With @flush the first piece goes
+ * down with REQ_PREFLUSH and every piece with REQ_FUA: everything written
+ * before, and these units, are then durable (dmr_flush_carrier()).
  */
 static int dmr_write_units(struct dmr_target *rc, u8 *buf, u32 from, u32 nr,
-			   u64 blocknr)
+			   u64 blocknr, bool flush)
 {
 	u32 piece = dmr_write_piece(rc->sb.stripe_blocks), end = from + nr;
+	blk_opf_t opf = REQ_OP_WRITE | REQ_SYNC;
 	int r;
 
 	if (WARN_ON_ONCE(!dmr_units_finish(buf, from, end)))
@@ -98,10 +109,12 @@ static int dmr_write_units(struct dmr_target *rc, u8 *buf, u32 from, u32 nr,
 	while (from < end) {
 		u32 n = dmr_piece_len(from, end, piece);
 
-		r = dmr_rw(rc, REQ_OP_WRITE | REQ_SYNC, blocknr, n,
+		r = dmr_rw(rc, opf | (flush ? REQ_PREFLUSH | REQ_FUA : 0), blocknr, n,
 			   buf + (size_t)from * DMR_BLOCK_SIZE);
 		if (r)
 			return r;
+		opf |= flush ? REQ_FUA : 0;	/* preflush once: pieces are waited for */
+		flush = false;
 		from += n;
 		blocknr += n;
 	}
@@ -110,44 +123,75 @@ static int dmr_write_units(struct dmr_target *rc, u8 *buf, u32 from, u32 nr,
 
 /*
  * The writer's second stage: checksums and writes the units of a segment
- * that is done, on another CPU, while the worker goes on.  Owns
- * @flight_buf until it completes @flight_done.
+ * that is done, on another CPU, while the worker goes on.  Owns its
+ * slot's buffer until it completes @done.
  */
 void dmr_flight_fn(struct work_struct *work)
 {
-	struct dmr_target *rc = container_of(work, struct dmr_target, flight_work);
+	struct dmr_flight *f = container_of(work, struct dmr_flight, work);
 
-	rc->flight_error = dmr_write_units(rc, rc->flight_buf, rc->flight_off,
-					   rc->flight_nr, rc->flight_blocknr);
-	complete(&rc->flight_done);
+	f->error = dmr_write_units(f->rc, f->buf, f->off, f->nr, f->blocknr, false);
+	complete(&f->done);
+}
+
+/*
+ * Wait until slot @f's segment is on the device.  Its blocks are then read
+ * from the device again, and its buffer is free for the next segment.  If
+ * the write failed, the target goes to failed mode, which never seals
+ * again, and the segment's blocks go on being read from the buffer: the
+ * device does not hold them.
+ */
+static int dmr_flight_reap(struct dmr_target *rc, struct dmr_flight *f)
+{
+	if (!f->pending)
+		return 0;
+	wait_for_completion_io(&f->done);
+	f->pending = false;
+	if (f->error) {
+		dmr_fail(rc, f->error, "log write");
+		return f->error;
+	}
+	spin_lock(&rc->map_lock);
+	rc->map.segs[f->segment].flags &= ~DMR_SEG_MEM;
+	f->segment = DMR_NO_SEGMENT;
+	spin_unlock(&rc->map_lock);
+	return 0;
+}
+
+/* Reap, without waiting, every slot whose write has completed. */
+static int dmr_flight_reap_done(struct dmr_target *rc)
+{
+	unsigned int i;
+	int r = 0;
+
+	for (i = 0; i < DMR_FLIGHT_SLOTS && !r; i++) {
+		struct dmr_flight *f = &rc->flight[i];
+
+		if (f->pending && completion_done(&f->done))
+			r = dmr_flight_reap(rc, f);
+	}
+	return r;
 }
 
 /**
- * dmr_flight_wait() - wait until the segment in flight is on the device
+ * dmr_flight_wait() - wait until every segment in flight is on the device
  * @rc: target; called by the worker, or with the worker stopped
  *
- * Its blocks are then read from the device again, and its buffer is free
- * for the next segment.  If the write failed, the target goes to failed
- * mode, which never seals again, and the segment's blocks go on being
- * read from its buffer: the device does not hold them.
+ * Reaps the slots oldest first.
  *
- * Return: 0 or the write's error (the target is then in failed mode).
+ * Return: 0 or the first write error (the target is then in failed mode).
  */
 int dmr_flight_wait(struct dmr_target *rc)
 {
-	if (!rc->flight_pending)
-		return 0;
-	wait_for_completion_io(&rc->flight_done);
-	rc->flight_pending = false;
-	if (rc->flight_error) {
-		dmr_fail(rc, rc->flight_error, "log write");
-		return rc->flight_error;
+	unsigned int i;
+	int r = 0, e;
+
+	for (i = 0; i < DMR_FLIGHT_SLOTS; i++) {
+		e = dmr_flight_reap(rc, &rc->flight[(rc->flight_next + i) %
+						     DMR_FLIGHT_SLOTS]);
+		r = r ?: e;
 	}
-	spin_lock(&rc->map_lock);
-	rc->map.segs[rc->flight_segment].flags &= ~DMR_SEG_MEM;
-	rc->flight_segment = DMR_NO_SEGMENT;
-	spin_unlock(&rc->map_lock);
-	return 0;
+	return r;
 }
 
 /**
@@ -190,6 +234,13 @@ static void dmr_close_unit(struct dmr_target *rc, struct dmr_head *h)
 	h->unit_open = false;
 }
 
+/*
+ * dmr_seal(), and with @fua (only with @sync) the write, if any, carries
+ * REQ_PREFLUSH | REQ_FUA (dmr_flush_carrier()).
+ */
+static int __dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync,
+		      bool fua);
+
 /**
  * dmr_seal() - close a head's open unit and write what must be written
  * @rc: target
@@ -200,28 +251,46 @@ static void dmr_close_unit(struct dmr_target *rc, struct dmr_head *h)
  * segment is done (then the whole segment is handed to the second stage
  * and the head goes on in its reserved next segment at once), or until a
  * flush, which writes every closed unit of the segment synchronously.
- * Every seal first waits for the second stage (rule 3).
+ * A seal that writes (or is for a flush) first waits for the second stage
+ * (rule 3); one that only closes the unit does not.
  *
  * Return: 0 or a negative errno (the target is then in failed mode).
  */
 int dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync)
 {
+	return __dmr_seal(rc, h, sync, false);
+}
+
+static int __dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync,
+		      bool fua)
+{
 	u32 seg = h->pos.segment, from = h->seg_written, nr, next;
+	struct dmr_flight *f = NULL;
 	enum dmr_seal_action act;
 	bool done;
 	int r;
 
-	r = dmr_flight_wait(rc);
-	if (r)
-		return r;
 	if (h->unit_open && (h->unit->nr_blocks || h->unit->nr_discards))
 		dmr_close_unit(rc, h);
 	h->unit_open = false;
 	nr = h->pos.offset - from;
 	done = seg != DMR_NO_SEGMENT && dmr_seg_done(h->pos.offset, dmr_seg_blocks(rc));
 	act = dmr_seal_action(sync, nr, done);
-	if (act == DMR_SEAL_NONE || act == DMR_SEAL_FLUSH)
-		return 0;	/* a flush is the caller's (dmr_flush_all()) */
+	if (act == DMR_SEAL_NONE)
+		return 0;	/* nothing written: the second stage may go on */
+	/*
+	 * Rule 3: a flush, and the synchronous write that goes with it, come
+	 * after every segment in flight is written.  A done segment only
+	 * needs a free slot: the oldest, reaped if still busy.
+	 */
+	if (act == DMR_SEAL_FLIGHT) {
+		f = &rc->flight[rc->flight_next];
+		r = dmr_flight_reap_done(rc) ?: dmr_flight_reap(rc, f);
+	} else {
+		r = dmr_flight_wait(rc);
+	}
+	if (r || act == DMR_SEAL_FLUSH)
+		return r;	/* a flush is the caller's (dmr_flush_all()) */
 	next = h->pos.next_segment;
 	if (done && WARN_ON_ONCE(next == DMR_NO_SEGMENT)) {
 		dmr_fail(rc, -EIO, "log head without a next segment");
@@ -230,15 +299,17 @@ int dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync)
 
 	if (act == DMR_SEAL_FLIGHT) {
 		/* the segment is done: the head fills the next in another buffer */
-		swap(h->buf, rc->flight_buf);
-		rc->flight_off = from;
-		rc->flight_nr = nr;
-		rc->flight_blocknr = dmr_seg_block(rc, seg, from);
-		reinit_completion(&rc->flight_done);
-		rc->flight_pending = true;
-		queue_work(rc->flight_wq, &rc->flight_work);
+		swap(h->buf, f->buf);
+		f->off = from;
+		f->nr = nr;
+		f->blocknr = dmr_seg_block(rc, seg, from);
+		reinit_completion(&f->done);
+		f->pending = true;
+		rc->flight_next = (rc->flight_next + 1) % DMR_FLIGHT_SLOTS;
+		queue_work(rc->flight_wq, &f->work);
 	} else {
-		r = dmr_write_units(rc, h->buf, from, nr, dmr_seg_block(rc, seg, from));
+		r = dmr_write_units(rc, h->buf, from, nr, dmr_seg_block(rc, seg, from),
+				    fua);
 		if (r) {
 			dmr_fail(rc, r, "log write");
 			return r;
@@ -253,8 +324,8 @@ int dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync)
 		return 0;
 
 	spin_lock(&rc->map_lock);
-	if (rc->flight_pending)
-		rc->flight_segment = seg;	/* still read from the flight buffer */
+	if (f)
+		f->segment = seg;	/* still read from the slot's buffer */
 	else
 		rc->map.segs[seg].flags &= ~DMR_SEG_MEM;
 	dmr_seg_seal(&rc->map, seg);
@@ -266,31 +337,50 @@ int dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync)
 /**
  * dmr_flush_all() - write every head's closed units, then flush
  * @rc: target
- * @flush_device: issue the flush (false: the caller's next write carries one)
+ * @flush_device: make them durable (false: the caller's next write
+ *	carries a flush)
  *
  * Units of all heads share one sequence and replay stops at the first one
  * missing, so a flush must write every head, not only the one holding the
- * request's data (rule 1).
+ * request's data (rule 1).  The heads are written one after another, each
+ * write waited for, and the last one that writes anything carries the
+ * flush (REQ_PREFLUSH | REQ_FUA, dmr_flush_carrier()); if none writes, a
+ * plain device flush is issued.  Either way, when this returns 0 every
+ * unit closed so far, and the second stage's segment before them, is on
+ * stable media.
  *
  * Return: 0 or a negative errno (the target is then in failed mode).
  */
 int dmr_flush_all(struct dmr_target *rc, bool flush_device)
 {
+	bool unwritten[DMR_NR_HEADS];
 	unsigned int i;
-	int r;
+	int carrier = -1, r;
 
+	if (flush_device) {
+		for (i = 0; i < DMR_NR_HEADS; i++) {
+			struct dmr_head *h = &rc->heads[i];
+
+			unwritten[i] = dmr_head_unwritten(h->unit_open, h->unit,
+							  h->pos.offset, h->seg_written);
+		}
+		carrier = dmr_flush_carrier(unwritten, DMR_NR_HEADS);
+	}
 	for (i = 0; i < DMR_NR_HEADS; i++) {
-		r = dmr_seal(rc, &rc->heads[i], true);
+		r = __dmr_seal(rc, &rc->heads[i], true, carrier == (int)i);
 		if (r)
 			return r;
 	}
 	if (!flush_device)
 		return 0;
-	r = blkdev_issue_flush(rc->dev->bdev);
-	if (r) {
-		dmr_fail(rc, r, "device flush");
-		return r;
+	if (carrier < 0) {
+		r = blkdev_issue_flush(rc->dev->bdev);
+		if (r) {
+			dmr_fail(rc, r, "device flush");
+			return r;
+		}
 	}
+	atomic64_inc(&rc->stats.device_flushes);
 	/* every unit closed so far is durable: the reuse rule counts this */
 	spin_lock(&rc->map_lock);
 	rc->map.flush_seq++;
@@ -439,11 +529,19 @@ static int dmr_order_before(struct dmr_target *rc, unsigned int hid, u64 lba, u3
 	return 0;
 }
 
+/*
+ * A write, or an empty flush.  A REQ_PREFLUSH or REQ_FUA request is not
+ * completed here: once its data is in its head it waits in @commit_bios
+ * for the group commit (dmr_group_commit()), whose flush makes everything
+ * closed before it durable, its own data included (rule 1).  Its preflush
+ * needs no flush of its own first: replay applies a prefix of the log
+ * (rule 2), so its data is never found on the device without what was
+ * written before it, and the request completes only after the flush.
+ */
 static void dmr_do_write(struct dmr_target *rc, struct bio *bio)
 {
 	u32 seg_blocks = dmr_seg_blocks(rc);
 	u64 lba = dmr_bio_lba(rc, bio);
-	bool fua = bio->bi_opf & REQ_FUA;
 	unsigned int hid;
 	struct dmr_head *h;
 	int r;
@@ -453,13 +551,8 @@ static void dmr_do_write(struct dmr_target *rc, struct bio *bio)
 		goto out;
 	if (bio->bi_opf & (REQ_PREFLUSH | REQ_FUA))
 		atomic64_inc(&rc->stats.flushes);
-	if (bio->bi_opf & REQ_PREFLUSH) {
-		r = dmr_flush_all(rc, true);
-		if (r)
-			goto out;
-	}
 	if (!bio->bi_iter.bi_size)
-		goto out;
+		goto done;
 	/* the whole request goes to one head, chosen by its first block */
 	hid = dmr_temp_classify(&rc->temp, rc->map.l2p[lba], &rc->map, rc->seq);
 	h = &rc->heads[hid];
@@ -486,13 +579,35 @@ static void dmr_do_write(struct dmr_target *rc, struct bio *bio)
 		atomic64_add(n, &rc->stats.user_blocks);
 		rc->total_user += n;
 	}
-	if (fua)
-		r = dmr_flush_all(rc, true);
-	else if (dmr_seal_after_write(false, h->unit_open, h->wp, seg_blocks))
+	if (dmr_seal_after_write(h->unit_open, h->wp, seg_blocks))
 		r = dmr_seal(rc, h, false);
+	if (r)
+		goto out;
+done:
+	if (bio->bi_opf & (REQ_PREFLUSH | REQ_FUA)) {
+		bio_list_add(&rc->commit_bios, bio);
+		rc->nr_commit++;
+		return;
+	}
 out:
 	bio->bi_status = errno_to_blk_status(r);
 	bio_endio(bio);
+}
+
+/*
+ * The group commit: one flush (dmr_flush_all()) for every flush and FUA
+ * request waiting in @commit_bios, which then complete with its result.
+ */
+static void dmr_group_commit(struct dmr_target *rc)
+{
+	blk_status_t st = errno_to_blk_status(dmr_flush_all(rc, true));
+	struct bio *bio;
+
+	while ((bio = bio_list_pop(&rc->commit_bios))) {
+		bio->bi_status = st;
+		bio_endio(bio);
+	}
+	rc->nr_commit = 0;
 }
 
 static void dmr_do_discard(struct dmr_target *rc, struct bio *bio)
@@ -564,13 +679,18 @@ void dmr_queue_bio(struct dmr_target *rc, struct bio *bio)
  * The worker: every bio that changes state or needs a head's segment,
  * checkpoints, and GC.  One work item, so it never runs concurrently with
  * itself; it is queued on the submitting CPU (a plain, not ordered,
- * workqueue) which saves a cross-CPU wake-up per request.  Background GC
- * takes one step after each request and goes on while it has work and no
- * request waits.
+ * workqueue) which saves a cross-CPU wake-up per request.  Flush and FUA
+ * requests wait for the group commit (dmr_group_commit_now()), which is
+ * always made before the worker stops, so none is left behind.
+ * Background GC takes one step after each request while no flush waits,
+ * and goes on while it has work and no request waits.  Queued requests
+ * are taken all at once (one round of @bio_lock per batch, not per
+ * request) and handled in their order.
  */
 void dmr_worker(struct work_struct *work)
 {
 	struct dmr_target *rc = container_of(work, struct dmr_target, work);
+	struct bio_list batch = BIO_EMPTY_LIST;
 	unsigned long flags;
 	struct bio *bio;
 
@@ -580,10 +700,18 @@ void dmr_worker(struct work_struct *work)
 		if (READ_ONCE(rc->mode) == DMR_MODE_WRITE &&
 		    dmr_seq_window_full(rc->seq, rc->ckpt_log_seq))
 			dmr_checkpoint(rc, false);
-		spin_lock_irqsave(&rc->bio_lock, flags);
-		bio = bio_list_pop(&rc->bios);
-		spin_unlock_irqrestore(&rc->bio_lock, flags);
+		if (bio_list_empty(&batch)) {
+			spin_lock_irqsave(&rc->bio_lock, flags);
+			batch = rc->bios;
+			bio_list_init(&rc->bios);
+			spin_unlock_irqrestore(&rc->bio_lock, flags);
+		}
+		bio = bio_list_pop(&batch);
 		if (!bio) {
+			if (dmr_group_commit_now(rc->nr_commit, true)) {
+				dmr_group_commit(rc);
+				continue;
+			}
 			if (dmr_gc_background(rc))
 				continue;
 			break;
@@ -602,6 +730,9 @@ void dmr_worker(struct work_struct *work)
 		default:
 			bio_io_error(bio);
 		}
-		dmr_gc_background(rc);
+		if (dmr_group_commit_now(rc->nr_commit, false))
+			dmr_group_commit(rc);
+		if (!rc->nr_commit)
+			dmr_gc_background(rc);
 	}
 }

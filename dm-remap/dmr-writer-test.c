@@ -102,13 +102,60 @@ static void dmr_test_unit_room_and_chunks(struct kunit *test)
 
 static void dmr_test_seal_after_write(struct kunit *test)
 {
-	KUNIT_EXPECT_TRUE(test, dmr_seal_after_write(true, true, 5, TW_SEG_BLOCKS));
-	KUNIT_EXPECT_TRUE(test, dmr_seal_after_write(false, true, TW_SEG_BLOCKS,
-						     TW_SEG_BLOCKS));
+	KUNIT_EXPECT_TRUE(test, dmr_seal_after_write(true, TW_SEG_BLOCKS, TW_SEG_BLOCKS));
 	/* one block short of the end: the unit can still take a block */
-	KUNIT_EXPECT_FALSE(test, dmr_seal_after_write(false, true, TW_SEG_BLOCKS - 1,
+	KUNIT_EXPECT_FALSE(test, dmr_seal_after_write(true, TW_SEG_BLOCKS - 1,
 						      TW_SEG_BLOCKS));
-	KUNIT_EXPECT_FALSE(test, dmr_seal_after_write(false, false, 0, TW_SEG_BLOCKS));
+	KUNIT_EXPECT_FALSE(test, dmr_seal_after_write(false, 0, TW_SEG_BLOCKS));
+	/* a FUA write does not seal by itself: the group commit does */
+	KUNIT_EXPECT_FALSE(test, dmr_seal_after_write(true, 5, TW_SEG_BLOCKS));
+}
+
+/*
+ * The group commit waits while requests are queued (they join it), and
+ * not past DMR_GROUP_COMMIT_MAX waiting requests; nothing waiting, no
+ * commit.
+ */
+static void dmr_test_group_commit_now(struct kunit *test)
+{
+	KUNIT_EXPECT_FALSE(test, dmr_group_commit_now(0, true));
+	KUNIT_EXPECT_FALSE(test, dmr_group_commit_now(0, false));
+	KUNIT_EXPECT_TRUE(test, dmr_group_commit_now(1, true));
+	KUNIT_EXPECT_FALSE(test, dmr_group_commit_now(1, false));
+	KUNIT_EXPECT_FALSE(test, dmr_group_commit_now(DMR_GROUP_COMMIT_MAX - 1, false));
+	KUNIT_EXPECT_TRUE(test, dmr_group_commit_now(DMR_GROUP_COMMIT_MAX, false));
+	KUNIT_EXPECT_TRUE(test, dmr_group_commit_now(DMR_GROUP_COMMIT_MAX + 1, false));
+}
+
+/*
+ * What a flush writes: a head with closed units not yet written, or an
+ * open unit holding blocks or discards; the last such head carries the
+ * flush (PREFLUSH | FUA), and with none a plain flush is made.
+ */
+static void dmr_test_flush_carrier(struct kunit *test)
+{
+	struct dmr_unit *u = dmr_tw_unit(test);
+	bool w[4] = { false, false, false, false };
+
+	dmr_unit_reset(u, 0);
+	KUNIT_EXPECT_FALSE(test, dmr_head_unwritten(true, u, 10, 10));
+	KUNIT_EXPECT_TRUE(test, dmr_head_unwritten(true, u, 11, 10));
+	KUNIT_EXPECT_TRUE(test, dmr_head_unwritten(false, u, 11, 10));
+	u->nr_discards = 1;
+	KUNIT_EXPECT_TRUE(test, dmr_head_unwritten(true, u, 10, 10));
+	KUNIT_EXPECT_FALSE(test, dmr_head_unwritten(false, u, 10, 10));
+	u->nr_discards = 0;
+	u->nr_blocks = 1;
+	KUNIT_EXPECT_TRUE(test, dmr_head_unwritten(true, u, 10, 10));
+
+	KUNIT_EXPECT_EQ(test, dmr_flush_carrier(w, 4), -1);
+	w[0] = true;
+	KUNIT_EXPECT_EQ(test, dmr_flush_carrier(w, 4), 0);
+	w[2] = true;
+	KUNIT_EXPECT_EQ(test, dmr_flush_carrier(w, 4), 2);
+	w[3] = true;
+	KUNIT_EXPECT_EQ(test, dmr_flush_carrier(w, 4), 3);
+	KUNIT_EXPECT_EQ(test, dmr_flush_carrier(w, 3), 2);
 }
 
 /*
@@ -371,6 +418,8 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_seg_done_matches_log_advance),
 	KUNIT_CASE(dmr_test_unit_room_and_chunks),
 	KUNIT_CASE(dmr_test_seal_after_write),
+	KUNIT_CASE(dmr_test_group_commit_now),
+	KUNIT_CASE(dmr_test_flush_carrier),
 	KUNIT_CASE(dmr_test_discard_at_segment_end),
 	KUNIT_CASE(dmr_test_write_pieces),
 	KUNIT_CASE(dmr_test_units_finish),

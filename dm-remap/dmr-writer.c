@@ -78,18 +78,74 @@ u32 dmr_write_chunk(const struct dmr_unit *u, u32 wp, u32 seg_blocks, u32 want)
 
 /**
  * dmr_seal_after_write() - seal right after a write was copied in?
- * @fua: the write carries REQ_FUA
  * @unit_open: a unit is open
  * @wp: next free block of the open segment
  * @seg_blocks: blocks per segment
  *
- * A FUA write seals (with a flush); a write that filled the segment seals
- * too, so the segment goes to the device now rather than at the next
- * write.
+ * A write that filled the segment seals, so the segment goes to the
+ * device now rather than at the next write.  (A FUA write waits for the
+ * group commit, dmr_group_commit_now(), which seals every head.)
  */
-bool dmr_seal_after_write(bool fua, bool unit_open, u32 wp, u32 seg_blocks)
+bool dmr_seal_after_write(bool unit_open, u32 wp, u32 seg_blocks)
 {
-	return fua || (unit_open && wp == seg_blocks);
+	return unit_open && wp == seg_blocks;
+}
+
+/**
+ * dmr_group_commit_now() - is the group commit due?
+ * @waiting: flush and FUA requests whose data is in the log and that wait
+ *	for a device flush
+ * @queue_empty: no other request waits for the worker
+ *
+ * Requests that arrive while the worker copies, writes or flushes queue
+ * up behind it, and every flush or FUA among them joins the next commit:
+ * one write of each head's closed units and one device flush for all of
+ * them.  The commit is made once the queue is empty, so every request
+ * that came meanwhile has joined it, or once DMR_GROUP_COMMIT_MAX wait,
+ * so a steady stream of other requests cannot hold them back.
+ */
+bool dmr_group_commit_now(u32 waiting, bool queue_empty)
+{
+	return waiting && (queue_empty || waiting >= DMR_GROUP_COMMIT_MAX);
+}
+
+/**
+ * dmr_head_unwritten() - does a flush have to write something of a head?
+ * @unit_open: the head has an open unit
+ * @u: that unit
+ * @offset: the head's next unit position in its segment
+ * @written: blocks of the segment written (or in flight)
+ *
+ * True if a closed unit waits in the buffer, or the open unit holds
+ * blocks or discards (sealing closes it).
+ */
+bool dmr_head_unwritten(bool unit_open, const struct dmr_unit *u, u32 offset,
+			u32 written)
+{
+	return offset > written || (unit_open && (u->nr_blocks || u->nr_discards));
+}
+
+/**
+ * dmr_flush_carrier() - which head's write carries a flush's PREFLUSH|FUA
+ * @unwritten: per head, dmr_head_unwritten()
+ * @nr: heads
+ *
+ * A flush writes the heads in order, each write waited for.  The last one
+ * that writes anything goes down with REQ_PREFLUSH | REQ_FUA: its
+ * preflush makes the writes before it (every other head, the second
+ * stage's) durable and FUA makes it durable itself, so no separate device
+ * flush is needed.
+ *
+ * Return: that head, or -1 if no head writes (a plain device flush).
+ */
+int dmr_flush_carrier(const bool *unwritten, unsigned int nr)
+{
+	int i;
+
+	for (i = (int)nr - 1; i >= 0; i--)
+		if (unwritten[i])
+			return i;
+	return -1;
 }
 
 /**

@@ -42,7 +42,15 @@ enum dmr_seal_action dmr_seal_action(bool flush, u32 unwritten, bool seg_done);
 bool dmr_unit_takes_block(bool unit_open, const struct dmr_unit *u, u32 wp,
 			  u32 seg_blocks);
 u32 dmr_write_chunk(const struct dmr_unit *u, u32 wp, u32 seg_blocks, u32 want);
-bool dmr_seal_after_write(bool fua, bool unit_open, u32 wp, u32 seg_blocks);
+bool dmr_seal_after_write(bool unit_open, u32 wp, u32 seg_blocks);
+
+/* Flush and FUA requests one group commit waits for at most. */
+#define DMR_GROUP_COMMIT_MAX	64U
+
+bool dmr_group_commit_now(u32 waiting, bool queue_empty);
+bool dmr_head_unwritten(bool unit_open, const struct dmr_unit *u, u32 offset,
+			u32 written);
+int dmr_flush_carrier(const bool *unwritten, unsigned int nr);
 bool dmr_discard_needs_seal(bool unit_open, const struct dmr_unit *u);
 u32 dmr_write_piece(u32 stripe_blocks);
 u32 dmr_piece_len(u32 from, u32 end, u32 piece);

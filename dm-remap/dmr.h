@@ -21,13 +21,14 @@
  * worker, a single work item that never runs concurrently with itself
  * (dmr-write.c), so the log heads, the sequence number and GC state have a
  * single owner and need no lock.  A segment that is done is checksummed
- * and written by a second stage (@flight_work) while the worker fills the
- * next one; the worker hands it @flight_buf before queueing it and takes
- * it back only after @flight_done, so it too has one owner at a time.  The
- * map and segment table are read from the bio submission path too
- * (dmr_map_read() sends reads of data on the device straight down), so
- * every change to them is made under @map_lock, and the worker's own
- * reads of them need no lock.
+ * and written by a second stage (a slot of @flight) while the worker
+ * fills the next one; the worker hands the slot its buffer before
+ * queueing it and takes the slot back only after its @done, so each
+ * buffer has one owner at a time.  The map and segment table are read
+ * from the bio submission path too (dmr_map_read() sends reads of data on
+ * the device straight down, without a lock), so every change to them is
+ * made under @map_lock with entries stored by WRITE_ONCE(), and the
+ * worker's own reads of them need no lock.
  *
  * Blocks move: GC copies valid blocks out of a victim segment and the
  * segment is written again later.  A read sent down with a location
@@ -77,6 +78,7 @@ struct dmr_stats {
 	atomic64_t gc_moved;		/* blocks relocated by GC */
 	atomic64_t segs_freed;		/* segments made free again */
 	atomic64_t throttled;		/* user writes that waited for GC */
+	atomic64_t device_flushes;	/* flushes made durable on the device */
 };
 
 /**
@@ -97,6 +99,33 @@ struct dmr_head {
 	u32 wp;
 	u32 seg_written;
 	struct dmr_log_pos pos;
+};
+
+/**
+ * struct dmr_flight - a done segment the second stage checksums and writes
+ * @rc: its target
+ * @work: dmr_flight_fn()
+ * @done: the write finished (its error is in @error)
+ * @pending: queued and not yet reaped by the worker (worker)
+ * @error: 0 or the write's error
+ * @buf: the segment's buffer; a free buffer when not @pending
+ * @segment: the segment (DMR_NO_SEGMENT if none; changed under map_lock):
+ *	its blocks are served from @buf until the worker reaped the write
+ * @off: first block of the write in its segment (a summary)
+ * @nr: blocks of the write: one or more whole units
+ * @blocknr: device block of @off
+ */
+struct dmr_flight {
+	struct dmr_target *rc;
+	struct work_struct work;
+	struct completion done;
+	bool pending;
+	int error;
+	void *buf;
+	u32 segment;
+	u32 off;
+	u32 nr;
+	u64 blocknr;
 };
 
 /* What dmr_map() keeps per bio: the segment a remapped read holds. */
@@ -129,26 +158,20 @@ enum dmr_gc_mode {
  * @io_client: dm-io client for log and metadata I/O
  * @bs: bio set for clones of reads the worker sends down
  * @map_lock: protects @map (entries, segment table and states, dirty
- *	bits, counters), @flight_segment and @gc; taken in the submission
- *	path, so never held across I/O
+ *	bits, counters), the @flight segments and @gc; taken by status and
+ *	messages too, never held across I/O
  * @map: the map and segment table
  * @readers: per segment, reads sent down and not completed (atomics)
  * @readers_wq: GC waits here for @readers of emptied segments to drain
- * @flight_segment: segment whose last units the second stage is writing
- *	from @flight_buf (DMR_NO_SEGMENT if none); its blocks are served
- *	from there until the worker has seen the write complete
  * @bio_lock: protects @bios
  * @bios: bios waiting for the worker
  * @wq: workqueue of @work (one item: never runs concurrently with itself)
- * @flight_wq: unbound workqueue of @flight_work, so it runs on another CPU
- * @flight_work: the writer's second stage: checksum and write a full segment
- * @flight_done: @flight_work finished (its error is in @flight_error)
- * @flight_pending: @flight_work queued and not yet waited for (worker)
- * @flight_error: 0 or the second stage's write error
- * @flight_buf: buffer of @flight_segment; free otherwise
- * @flight_off: first block of that write in its segment (a summary)
- * @flight_nr: blocks of that write: one or more whole units
- * @flight_blocknr: device block of @flight_off
+ * @flight_wq: unbound workqueue of the second stage, so it runs on other
+ *	CPUs, up to DMR_FLIGHT_SLOTS writes at once
+ * @flight: the second stage's slots, used in turn (worker)
+ * @flight_next: the slot the next done segment takes (worker)
+ * @commit_bios: flush and FUA requests waiting for the group commit (worker)
+ * @nr_commit: how many (worker)
  * @work: the worker
  * @ckpt_work: periodic checkpoint timer: sets @ckpt_due, queues @work
  * @ckpt_due: a checkpoint is due, the worker does it
@@ -204,7 +227,6 @@ struct dmr_target {
 	struct dmr_map map;
 	atomic_t *readers;
 	wait_queue_head_t readers_wq;
-	u32 flight_segment;
 
 	spinlock_t bio_lock;		/* bios */
 	struct bio_list bios;
@@ -213,14 +235,11 @@ struct dmr_target {
 	struct delayed_work ckpt_work;
 
 	struct workqueue_struct *flight_wq;
-	struct work_struct flight_work;
-	struct completion flight_done;
-	bool flight_pending;
-	int flight_error;
-	void *flight_buf;
-	u32 flight_off;
-	u32 flight_nr;
-	u64 flight_blocknr;
+	struct dmr_flight flight[DMR_FLIGHT_SLOTS];
+	unsigned int flight_next;
+
+	struct bio_list commit_bios;
+	u32 nr_commit;
 
 	int mode;
 	int first_error;

@@ -657,7 +657,7 @@ static void user_write(struct sim *s, u64 lba, u32 nr)
 		nr -= n;
 		s->c.user += n;
 	}
-	if (dmr_seal_after_write(false, h->unit_open, h->wp, seg_blocks))
+	if (dmr_seal_after_write(h->unit_open, h->wp, seg_blocks))
 		seal(s, h, false);
 	if (gc_run(s, false) < 0)
 		sim_fail(s, "background GC stuck");

@@ -101,10 +101,10 @@ def memory_bytes(d):
     """dmr_map_memory_bytes(), from dump's geometry."""
     logical, segs = int(d["logical_blocks"]), int(d["nr_segments"])
     # map, segment table (32-byte struct dmr_seg) and reader counts (4),
-    # map block bookkeeping, six segment buffers (four log heads, the
-    # one in flight, GC's), the bounce buffer
+    # map block bookkeeping, eight segment buffers (four log heads,
+    # three in flight, GC's), the bounce buffer
     return (logical * 4 + segs * (32 + 4) + math.ceil(logical / 1024) * 5 +
-            6 * int(d["segment_blocks"]) * BLOCK + 64 * BLOCK)
+            8 * int(d["segment_blocks"]) * BLOCK + 64 * BLOCK)
 
 
 def fmt_bytes(b):

@@ -88,10 +88,10 @@ def test_status_fields_and_messages(ram):
     assert (f["waf_load"], f["waf_format"]) == ("-", "-")
     assert f["checkpoint_seq"] == 1 and f["replayed_units"] == 0
     # the map (4 bytes per logical block), 36 bytes per segment, 5 per
-    # map block, six segment buffers and the 256 KiB checkpoint buffer
+    # map block, eight segment buffers and the 256 KiB checkpoint buffer
     lg, segs = f["logical_blocks"], f["segments"]
     assert f["map_memory"] == (4 * lg + 36 * segs + 5 * -(-lg // 1024)
-                               + 6 * f["segment_sectors"] * 512 + 64 * BLOCK)
+                               + 8 * f["segment_sectors"] * 512 + 64 * BLOCK)
     assert f["sb_copies_ok"] == 2 and f["first_error"] == 0
     run(["dd", "if=/dev/urandom", f"of={dm_path('st')}", "bs=64k", "count=4",
          "oflag=direct,sync", "status=none"])
@@ -99,6 +99,8 @@ def test_status_fields_and_messages(ram):
     f = status_fields("st")
     assert f["user_blocks"] == 64 and f["flushes"] >= 4 and f["discards"] >= 1
     assert f["device_blocks"] >= 64
+    # each synchronous write waited for its own flush: nothing to share
+    assert f["device_flushes"] >= 4, f
     # three decimals, rounded half up (integer arithmetic in the module)
     milli = (f["device_blocks"] * 1000 + f["user_blocks"] // 2) // f["user_blocks"]
     assert f["waf_load"] == f"{milli // 1000}.{milli % 1000:03d}", f
@@ -108,7 +110,7 @@ def test_status_fields_and_messages(ram):
     run(["dmsetup", "message", DM_PREFIX + "st", "0", "clear_stats"])
     f = status_fields("st")
     assert (f["user_blocks"], f["device_blocks"], f["flushes"], f["short_units"],
-            f["discards"]) == (0, 0, 0, 0, 0)
+            f["discards"], f["device_flushes"]) == (0, 0, 0, 0, 0, 0)
     bad = run(["dmsetup", "message", DM_PREFIX + "st", "0", "frobnicate"],
               check=False)
     assert bad.returncode != 0

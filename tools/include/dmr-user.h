@@ -53,6 +53,10 @@ typedef int64_t s64;
 #define max_t(t, a, b) ((t)(a) > (t)(b) ? (t)(a) : (t)(b))
 #define clamp_t(t, v, lo, hi) min_t(t, max_t(t, v, lo), hi)
 
+/* single-copy-atomic accesses, as the kernel's (map entries, dmr-map.c) */
+#define READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
+#define WRITE_ONCE(x, v) (*(volatile __typeof__(x) *)&(x) = (v))
+
 static inline u64 div64_u64(u64 a, u64 b)
 {
 	return a / b;
