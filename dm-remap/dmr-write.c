@@ -158,6 +158,17 @@ static int dmr_flight_reap(struct dmr_target *rc, struct dmr_flight *f)
 	return 0;
 }
 
+/* Rule 3's invariant: is any segment still in the second stage? */
+static bool dmr_flight_busy(const struct dmr_target *rc)
+{
+	unsigned int i;
+
+	for (i = 0; i < DMR_FLIGHT_SLOTS; i++)
+		if (rc->flight[i].pending)
+			return true;
+	return false;
+}
+
 /* Reap, without waiting, every slot whose write has completed. */
 static int dmr_flight_reap_done(struct dmr_target *rc)
 {
@@ -288,6 +299,10 @@ static int __dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync,
 		r = dmr_flight_reap_done(rc) ?: dmr_flight_reap(rc, f);
 	} else {
 		r = dmr_flight_wait(rc);
+		if (!r && WARN_ON_ONCE(dmr_flight_busy(rc))) {
+			dmr_fail(rc, -EIO, "flush with a segment in flight");
+			r = -EIO;
+		}
 	}
 	if (r || act == DMR_SEAL_FLUSH)
 		return r;	/* a flush is the caller's (dmr_flush_all()) */
