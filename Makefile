@@ -7,6 +7,8 @@
 #   make tools           tools/remapctl and friends
 #   make check           the whole test suite (README's test command)
 #   make demo            the main job in a VM
+#   make bench           bare / dm-linear / remapped, medians of 3 rounds (VM)
+#   make profile         perf profile, CPU ns per 4 KiB block (VM)
 #   make deps            install build/test dependencies (idempotent)
 #
 # KDIR defaults to the running kernel's build directory.
@@ -15,7 +17,7 @@ KDIR ?= /lib/modules/$(shell uname -r)/build
 DMR_CACHE ?= $(HOME)/.cache/dm-remap
 export DMR_CACHE
 
-.PHONY: all module tools check demo bench deps kunit vm-test clean install
+.PHONY: all module tools check demo bench profile deps kunit vm-test clean install
 
 all: module tools
 
@@ -42,6 +44,9 @@ demo: deps
 
 bench: deps
 	bash scripts/bench.sh
+
+profile: deps
+	bash scripts/profile.sh
 
 # modules_install skips depmod where KDIR has no System.map (Debian's
 # headers packages ship none), and modprobe then cannot find dm-remap, so

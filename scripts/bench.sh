@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# `make bench`: tools/compare (bm-flash grid + fio jobs, bare vs dm-remap, in
-# steady state: both devices preconditioned with twice their capacity of
-# random 4 KiB writes, fresh-device figures beside) on md RAID-5 over 4 and
-# over 8 ramdisks and on a single ramdisk, in the VM; then, if it exists,
+# `make bench`: tests/vm/guest-bench.py in the VM, then, if it exists,
 # scripts/sim-bench.sh (the GC policy in simulation) on the host.
+# In the VM: bare vs dm-linear vs dm-remap on two identical md RAID-5
+# arrays per configuration (raid5-4: over brd ramdisks, the CPU cost;
+# media: over null_blk devices with a per-command media model), dm-remap
+# in steady state; every cell run on the three devices in turn, in
+# DMR_BENCH_RUNS rounds (3), figures the median [min-max]; raw-device
+# cells, mixed read/write, ext4 and XFS jobs, the goals table.
 # Results: $DMR_CACHE/results/bench-<date>/ (report.txt: the summary and the
-# simulation's table; summary.txt and bench.json; one directory with
-# results.json and chart.png per configuration; sim-bench.txt).
+# simulation's table; summary.txt and bench.json; guest.log, dmesg.txt;
+# sim-bench.txt).
 # Shorter runs: DMR_BENCH_* variables (see tests/vm/guest-bench.py), in the
 # environment or as arguments, e.g.
-#   DMR_BENCH_CONFIGS=raid5-4 DMR_BENCH_BS=4K DMR_BENCH_FIO=none make bench
+#   DMR_BENCH_CONFIGS=raid5-4 DMR_BENCH_CELLS='randwrite-4k-*' DMR_BENCH_FS=0 make bench
+# The default run takes about 40 minutes in the TCG VM.
 set -uo pipefail
 # DMR_BENCH_* settings, from the environment and the arguments, go to the guest
 vars=()
@@ -30,7 +34,9 @@ out=$cache/results/bench-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out" || exit 1
 
 rc=0
-bash tests/vm/run-vm.sh --mem 4096 --timeout 10800 "$out" -- \
+# guest RAM: 8 ramdisks of DMR_BENCH_RAM_MIB (2 GiB by default), or 8
+# memory-backed null_blk members, besides fio and the page cache
+bash tests/vm/run-vm.sh --mem 6144 --timeout 10800 "$out" -- \
 	env "${vars[@]}" /usr/bin/python3 tests/vm/guest-bench.py || rc=$?
 
 report=$out/report.txt

@@ -18,6 +18,17 @@ from test_log import Stack, block, blocks
 WRITERS = 8
 
 
+def fill(path, nr_blocks):
+    """Write generation 0 of blocks 0..nr_blocks-1, and fsync."""
+    dev = Dev(path)
+    try:
+        for lba0 in range(0, nr_blocks, 256):
+            dev.pwrite(lba0, blocks(range(lba0, min(nr_blocks, lba0 + 256)), 0))
+        dev.fsync()
+    finally:
+        dev.close()
+
+
 def test_group_commit_concurrent_fsync_power_cut(ram):
     """Eight threads each write and fsync their own blocks of a 32 MiB
     device; power is cut while they run.  The device must have flushed
@@ -28,13 +39,7 @@ def test_group_commit_concurrent_fsync_power_cut(ram):
     base = small_base(ram, 32)
     s = Stack(base, ["--segment-size", SEG_SIZE])
     nr_blocks = WRITERS * 64
-    dev = Dev(s.top)
-    try:
-        for lba0 in range(0, nr_blocks, 256):
-            dev.pwrite(lba0, blocks(range(lba0, min(nr_blocks, lba0 + 256)), 0))
-        dev.fsync()
-    finally:
-        dev.close()
+    fill(s.top, nr_blocks)
     acked = {lba: 0 for lba in range(nr_blocks)}
     written = {}        # lba -> generations written after its acked one
     cutting = threading.Event()
@@ -119,13 +124,7 @@ def test_reads_race_writes_and_gc(ram):
     base = small_base(ram, 16)
     s = Stack(base, ["--segment-size", SEG_SIZE])
     nr_blocks = s.n // 8
-    dev = Dev(s.top)
-    try:
-        for lba0 in range(0, nr_blocks, 256):
-            dev.pwrite(lba0, blocks(range(lba0, min(nr_blocks, lba0 + 256)), 0))
-        dev.fsync()
-    finally:
-        dev.close()
+    fill(s.top, nr_blocks)
     stop = threading.Event()
     bad, reads, errors = [], [0, 0, 0], []
 

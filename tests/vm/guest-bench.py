@@ -1,242 +1,1083 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""`make bench`, guest side: tools/compare on three ramdisk configurations.
+"""`make bench`, guest side: bare vs dm-linear vs dm-remap, alternating.
 
-  raid5-4   md RAID-5 over 4 ramdisks (64 KiB chunk)
-  raid5-8   md RAID-5 over 8 ramdisks (64 KiB chunk)
-  ram       a single ramdisk: the cost of the remapping itself
+Two identical arrays per configuration, so that all three devices exist at
+once and every cell can be run on each of them one after another:
 
-For each: the bare device's sequential write bandwidth (full stripes on md:
-6 stripes per write), then tools/compare with the bm-flash grid (4K to 1M,
-1/10/40 threads) and every fio job of tests/fio, bare, through dm-linear
-(what device-mapper itself costs) and remapped, in steady state: compare
-preconditions both devices (a sequential fill of the remapped capacity,
-then twice that in random 4 KiB writes) before measuring, so dm-remap's
-garbage collector is at work, and measures the write cells on the fresh
-devices too (--fresh).  Each configuration's results.json and chart.png go
-to $DMR_OUT/<config>/; the summary (the figures the project's goals are
-stated against: steady-state 4 KiB random-write IOPS remapped vs bare and
-dm-remap's write amplification, fresh figures beside them) is printed and
-saved as $DMR_OUT/summary.txt and $DMR_OUT/bench.json.
+  array A   measured bare, and through dm-linear over it (what
+            device-mapper itself costs)
+  array B   formatted with remapctl and measured through dm-remap
 
-Environment (defaults in brackets), for shorter runs:
-  DMR_BENCH_SECONDS [2]        seconds per bm-flash cell
-  DMR_BENCH_FIO_RUNTIME [4]    seconds per fio job
-  DMR_BENCH_FIO [all]          fio jobs (compare --fio)
-  DMR_BENCH_BS [compare's]     block sizes (4K is always measured)
-  DMR_BENCH_THREADS [1,10,40]  thread counts
-  DMR_BENCH_REGION [capacity]  tested region (compare --size)
-  DMR_BENCH_PRECONDITION [2]   compare --precondition
-  DMR_BENCH_CONFIGS [all]      comma list of configurations to run
-  DMR_BENCH_LINEAR [1]         0: no dm-linear grid
+Configurations (DMR_BENCH_CONFIGS):
+
+  raid5-4   each array md RAID-5 over 4 brd ramdisks, 64 KiB chunk,
+            --assume-clean.  Ramdisks have no media cost: this measures CPU
+            cost (md's parity read-modify-write against dm-remap's mapping,
+            log and garbage collection).
+  media     each array md RAID-5 over 4 null_blk devices (configfs,
+            memory backed, timer completion) that charge per command: a
+            fixed service time per command, a bounded number of commands in
+            service per member and a bandwidth cap.  A model of media, not
+            a measurement of any device (DMR_BENCH_MEDIA).
+
+Method.  B is preconditioned to steady state the way tools/compare does
+it: a sequential fill of its logical capacity, then DMR_BENCH_PRECONDITION
+times that capacity of random 4 KiB writes (fio, libaio, QD32), then a wait
+for dm-remap's GC to go idle (a warning if it is not idle in 120 s).  A is
+only filled sequentially (a RAID-5 of ramdisks or null_blk devices has no
+FTL whose state random writes would change).  On A only, the sequential
+full-stripe write bandwidth is measured as a cell (bs = 6 x optimal I/O
+size, libaio QD4).  Then DMR_BENCH_RUNS rounds: in each, every cell runs on
+bare, dm-linear and remapped one after another, the first device rotating
+from round to round.  After each remapped cell that writes, the bench waits
+(at most DMR_BENCH_GC_WAIT s) for dm-remap's GC to go idle, so that its
+background GC does not run during the other devices' cells; the wait is
+recorded, and each such cell's write amplification (status delta from
+before the cell to GC idle after it) includes the GC its writes caused.
+B's status is checked after every cell (mode write, first_error 0).  Every
+figure is the median of the rounds, with min and max; ratios are
+median(remap) / median(bare) and median(remap) / median(dm-linear).
+
+Cells (fio --output-format=json, O_DIRECT, over the same region from offset
+0 on every device: B's logical capacity):
+  randread-4k-t{1,10,40}        4K random read, psync, numjobs=T
+  randwrite-4k-t{1,10,40}       4K random write, psync, numjobs=T
+  randwrite-{256k,1m}-t{1,10}   large random writes
+  randwrite-4k-fsync-t{1,10}    4K random write + fsync after each
+  randrw{90,70}-4k-qd{1,10,100} mixed random read/write (rwmixread 90/70),
+                                libaio, one job at iodepth 1, 10, 100
+  seqwrite-stripe               bare only: sequential full-stripe writes
+Filesystem jobs (bare and remapped; ext4 and XFS made with mkfs -F -q / -f
+-q, without discard so B keeps its steady state; mounted under /tmp):
+  fs-randwrite-4k               4K random writes into one file (direct=1,
+                                libaio QD16)
+  fs-randrw-70-30               70/30 random read/write into that file
+  fs-smallfile-fsync            small files: create, 4 x 4K writes each
+                                fsynced, unlink each loop (4 threads).  A
+                                stand-in for fs_mark, which is not packaged
+                                for Debian 12.
+
+Results: $DMR_OUT/summary.txt (goals table, per-cell tables, write
+amplification; also printed) and $DMR_OUT/bench.json (every run, the
+aggregates, parameters, dm-remap statuses).
+
+Environment (defaults in brackets):
+  DMR_BENCH_RUNS [3]            rounds (>= 1; medians want >= 3)
+  DMR_BENCH_SECONDS [3]         seconds per cell
+  DMR_BENCH_CONFIGS [raid5-4,media]   configurations to run
+  DMR_BENCH_CELLS [all]         comma list of shell patterns over cell ids,
+                                e.g. 'randwrite-4k-*,seqwrite-stripe'
+  DMR_BENCH_FS [1]              filesystem jobs: 1 (raid5-4 only), 0 (none),
+                                all, or a comma list of configurations
+  DMR_BENCH_FS_TYPES [ext4,xfs] filesystems
+  DMR_BENCH_FS_JOBS [all]       comma list of patterns over fs job ids
+  DMR_BENCH_MEDIA [completion_us=2000,queue_depth=1,mbps=150,max_kb=512]
+                                the media model of each null_blk member:
+                                service time per command, commands in
+                                service at once, MB/s cap (0: none), largest
+                                command in KiB
+  DMR_BENCH_PRECONDITION [2]    B: random 4 KiB writes, x its capacity
+  DMR_BENCH_GC_WAIT [60]        seconds to wait for GC idle after a
+                                remapped write cell (0: do not wait)
+  DMR_BENCH_RAM_MIB [256]       size of each ramdisk (raid5-4)
+  DMR_BENCH_MEDIA_MIB [96]      size of each null_blk member (media)
 """
+import fnmatch
+import importlib.machinery
+import importlib.util
 import json
 import os
 import platform
+import signal
+import statistics
 import subprocess
 import sys
 import time
+import types
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COMPARE = os.path.join(REPO, "tools", "compare")
-ENV = os.environ.get
-SECONDS = ENV("DMR_BENCH_SECONDS", "2")
-FIO_RUNTIME = ENV("DMR_BENCH_FIO_RUNTIME", "4")
-FIO = ENV("DMR_BENCH_FIO", "all")
-BS = ENV("DMR_BENCH_BS", "4K,8K,16K,32K,64K,128K,256K,512K,1M")
-THREADS = ENV("DMR_BENCH_THREADS", "1,10,40")
-REGION = ENV("DMR_BENCH_REGION", "")
-PRECONDITION = ENV("DMR_BENCH_PRECONDITION", "2")
-LINEAR = ENV("DMR_BENCH_LINEAR", "1") != "0"
-OUT = ENV("DMR_OUT", "/tmp")
-MD = "/dev/md/dmrbench"
-CONFIGS = [  # name, ramdisks, MiB each, label
-    ("raid5-4", 4, 384, "md RAID-5, 4 x 384 MiB ramdisks, 64K chunk"),
-    ("raid5-8", 8, 192, "md RAID-5, 8 x 192 MiB ramdisks, 64K chunk"),
-    ("ram", 1, 1024, "one 1 GiB ramdisk (brd)"),
-]
-if ENV("DMR_BENCH_CONFIGS"):
-    CONFIGS = [c for c in CONFIGS if c[0] in ENV("DMR_BENCH_CONFIGS").split(",")]
-if "4K" not in BS.upper().split(","):
-    BS = "4K," + BS
+MiB = 1 << 20
+DEVICES = ("bare", "linear", "remap")
+DEV_LABEL = {"bare": "bare", "linear": "dm-linear", "remap": "remapped"}
+NAME = "dmrbench"                       # dm-remap device; NAME-linear for dm-linear
+MD = {"A": "/dev/md/dmrbench-a", "B": "/dev/md/dmrbench-b"}
+NULLB_DIR = "/sys/kernel/config/nullb"
+MNT = "/tmp/dmrbench-mnt"
+WAF_MIN_SEGMENTS = 4                    # per-cell WAF only past this many segments written
+XFS_MIN = 320 * MiB                     # mkfs.xfs: "Filesystem must be larger than 300MB"
+MEDIA_DEFAULT = "completion_us=2000,queue_depth=1,mbps=150,max_kb=512"
+MEDIA_KEYS = {"completion_us": (1, 10**7), "queue_depth": (1, 4096),
+              "mbps": (0, 100000), "max_kb": (4, 65536)}
+MEDIA_APPROX = (
+    "a model, not a measurement of any device: each member charges a fixed "
+    "service time per command with a bounded number of commands in service "
+    "and a bandwidth cap; the defaults (2 ms, one command at a time, 150 MB/s) "
+    "are of the order of a 7200 rpm HDD's random access over a short range "
+    "(its full-stroke random access costs 8-12 ms) or of a slow SATA/eMMC "
+    "flash device at queue depth 1")
 
 
-def sh(*cmd, check=True, input=None):
-    p = subprocess.run(cmd, capture_output=True, text=True, input=input)
-    if check and p.returncode:
-        sys.exit(f"bench: {' '.join(cmd)} failed:\n{p.stdout}{p.stderr}")
-    return p.stdout
+def _load_compare():
+    """tools/compare as a module: its status parser, status deltas, the
+    Remap device and Runner's preconditioning (no side effects on import)."""
+    path = os.path.join(REPO, "tools", "compare")
+    loader = importlib.machinery.SourceFileLoader("dmr_compare", path)
+    spec = importlib.util.spec_from_loader("dmr_compare", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
 
 
-def seq_write_bw(dev, bs):
-    """Sequential write bandwidth of the bare device, measured after one
-    whole pass: a ramdisk's first write to a page allocates it, which
-    would otherwise count against the device."""
-    sh("fio", "--name=fill", f"--filename={dev}", "--rw=write", f"--bs={bs}",
-       "--direct=1", "--ioengine=libaio", "--iodepth=4", "--size=100%")
-    out = sh("fio", "--name=seq", f"--filename={dev}", "--rw=write", f"--bs={bs}",
-             "--direct=1", "--ioengine=libaio", "--iodepth=4", "--time_based",
-             f"--runtime={FIO_RUNTIME}", "--size=100%", "--output-format=json")
-    return json.loads(out[out.index("{"):])["jobs"][0]["write"]["bw_bytes"]
+compare = _load_compare()
 
 
-def setup(disks, mib):
-    sh("modprobe", "brd", f"rd_nr={disks}", f"rd_size={mib * 1024}")
-    rams = [f"/dev/ram{i}" for i in range(disks)]
-    if disks == 1:
-        return rams[0], 1 << 20
-    sh("mdadm", "--create", MD, "--run", "--quiet", "--level=5",
-       f"--raid-devices={disks}", "--chunk=64", "--assume-clean",
-       "--metadata=1.2", *rams, input="y\n")
-    return MD, int(sh("blockdev", "--getioopt", MD)) * 6
+# ---------------------------------------------------------------- cells
+
+def _cell(cid, title, group, kind, unit, fio, devices=DEVICES):
+    """kind: read, write or mixed (write and mixed cells are followed by a
+    GC-idle wait on the remapped device); unit: iops or mibs (MiB/s)."""
+    return {"id": cid, "title": title, "group": group, "kind": kind, "unit": unit,
+            "fio": fio, "devices": devices}
 
 
-def teardown(dev):
-    if dev == MD:
-        sh("mdadm", "--stop", MD)
-    sh("udevadm", "settle", check=False)
-    for _ in range(50):
-        if subprocess.run(["rmmod", "brd"], capture_output=True).returncode == 0:
-            return
-        time.sleep(0.2)
-    sys.exit("bench: cannot unload brd")
+def raw_cells(ioopt=0):
+    """The raw-device cells, in the order they run within a round."""
+    cells = []
+    for t in (1, 10, 40):
+        cells.append(_cell(f"randread-4k-t{t}", f"4K random read, {t} thr", "rand",
+                           "read", "iops", ["--rw=randread", "--bs=4k", "--ioengine=psync",
+                                            f"--numjobs={t}"]))
+    for t in (1, 10, 40):
+        cells.append(_cell(f"randwrite-4k-t{t}", f"4K random write, {t} thr", "rand",
+                           "write", "iops", ["--rw=randwrite", "--bs=4k", "--ioengine=psync",
+                                             f"--numjobs={t}"]))
+    for bs in ("256k", "1m"):
+        for t in (1, 10):
+            cells.append(_cell(f"randwrite-{bs}-t{t}", f"{bs.upper()} random write, {t} thr",
+                               "rand", "write", "mibs",
+                               ["--rw=randwrite", f"--bs={bs}", "--ioengine=psync",
+                                f"--numjobs={t}"]))
+    for t in (1, 10):
+        cells.append(_cell(f"randwrite-4k-fsync-t{t}", f"4K random write + fsync, {t} thr",
+                           "rand", "write", "iops",
+                           ["--rw=randwrite", "--bs=4k", "--ioengine=psync", "--fsync=1",
+                            f"--numjobs={t}"]))
+    for mix in (90, 70):
+        for qd in (1, 10, 100):
+            cells.append(_cell(f"randrw{mix}-4k-qd{qd}",
+                               f"4K random {mix}/{100 - mix} r/w, QD{qd}", "mixed", "mixed",
+                               "iops", ["--rw=randrw", f"--rwmixread={mix}", "--bs=4k",
+                                        "--ioengine=libaio", f"--iodepth={qd}"]))
+    bs = 6 * ioopt if ioopt else 0
+    cells.append(_cell("seqwrite-stripe", "sequential full-stripe write"
+                       + (f" ({bs // 1024}K, QD4)" if bs else ""), "seq", "write", "mibs",
+                       ["--rw=write", f"--bs={bs or 1048576}", "--ioengine=libaio",
+                        "--iodepth=4"], devices=("bare",)))
+    return cells
 
 
-def cell(cells, op, bs, threads):
-    for c in cells or []:
-        if (c["op"], c["bs"], c["threads"]) == (op, bs, threads):
-            return c
-    return None
+def fs_jobs():
+    return [
+        _cell("fs-randwrite-4k", "4K random write into a file, QD16", "fs", "write", "iops",
+              ["--rw=randwrite", "--bs=4k", "--direct=1", "--ioengine=libaio",
+               "--iodepth=16", "--filename=bench.dat"], devices=("bare", "remap")),
+        _cell("fs-randrw-70-30", "4K 70/30 random r/w in a file, QD16", "fs", "mixed", "iops",
+              ["--rw=randrw", "--rwmixread=70", "--bs=4k", "--direct=1",
+               "--ioengine=libaio", "--iodepth=16", "--filename=bench.dat"],
+              devices=("bare", "remap")),
+        _cell("fs-smallfile-fsync", "small files: 16K each, fsync per 4K write, 4 thr",
+              "fs", "write", "iops",
+              ["--rw=write", "--bs=4k", "--filesize=16k", "--nrfiles=256",
+               "--file_service_type=sequential", "--create_on_open=1",
+               "--unlink_each_loop=1", "--fsync=1", "--numjobs=4", "--ioengine=psync"],
+              devices=("bare", "remap")),
+    ]
 
 
-def pair(bare, remap):
-    """bare and remapped IOPS of one cell, and their ratio."""
-    if not (bare and remap):
+def select(cells, patterns):
+    """The cells whose id matches one of the comma-separated shell patterns
+    ('' or 'all': every cell), in their own order."""
+    if not patterns or patterns.strip() == "all":
+        return list(cells)
+    pats = [p.strip() for p in patterns.split(",") if p.strip()]
+    return [c for c in cells if any(fnmatch.fnmatchcase(c["id"], p) for p in pats)]
+
+
+def rotation(devices, round_no):
+    """The order of the devices in a round: rotated by one each round, so
+    over len(devices) rounds each device runs first once."""
+    k = round_no % len(devices)
+    return list(devices[k:]) + list(devices[:k])
+
+
+def parse_media(text):
+    """'completion_us=2000,queue_depth=1,mbps=150,max_kb=512' (any subset;
+    the rest from the default) -> dict of ints; ValueError on anything else."""
+    out = {}
+    for item in (MEDIA_DEFAULT + "," + (text or "")).split(","):
+        item = item.strip()
+        if not item:
+            continue
+        k, sep, v = item.partition("=")
+        k = k.strip()
+        if not sep or k not in MEDIA_KEYS:
+            raise ValueError(f"DMR_BENCH_MEDIA: bad item '{item}' (keys: "
+                             f"{', '.join(MEDIA_KEYS)})")
+        lo, hi = MEDIA_KEYS[k]
+        try:
+            n = int(v)
+        except ValueError:
+            raise ValueError(f"DMR_BENCH_MEDIA: {k}={v!r} is not an integer")
+        if not lo <= n <= hi:
+            raise ValueError(f"DMR_BENCH_MEDIA: {k}={n} out of range ({lo} to {hi})")
+        out[k] = n
+    return out
+
+
+KNOBS = {"RUNS", "SECONDS", "CONFIGS", "CELLS", "FS", "FS_TYPES", "FS_JOBS", "MEDIA",
+         "PRECONDITION", "GC_WAIT", "RAM_MIB", "MEDIA_MIB"}
+
+
+def unknown_knobs(env):
+    """DMR_BENCH_* variables this script does not know (older ones, typos)."""
+    return sorted(k for k in env if k.startswith("DMR_BENCH_")
+                  and k[len("DMR_BENCH_"):] not in KNOBS)
+
+
+def media_text(m):
+    return (f"{m['completion_us'] / 1000:g} ms per command, {m['queue_depth']} in service "
+            f"per member, {'no bandwidth cap' if not m['mbps'] else str(m['mbps']) + ' MB/s'}"
+            f" per member, commands of at most {m['max_kb']} KiB")
+
+
+# ---------------------------------------------------------------- statistics
+
+def aggregate(values):
+    """Median, min and max of the runs (None values left out), or None."""
+    v = [x for x in values if x is not None]
+    if not v:
         return None
-    return {"bare": bare["iops"], "remap": remap["iops"],
-            "ratio": remap["iops"] / bare["iops"] if bare["iops"] else None}
+    return {"median": statistics.median(v), "min": min(v), "max": max(v), "n": len(v),
+            "runs": list(values)}
 
 
-def summarise(name, res, seq_bw):
-    bm, fresh = res["bm_flash"], res.get("bm_flash_fresh", {})
-    s = {"config": name, "label": res["device"]["label"], "seq_write_bw": seq_bw,
-         "logical_bytes": res["dm_remap"]["logical_bytes"],
-         "region_bytes": res["params"]["region_bytes"],
-         "precondition": res["params"]["precondition"],
-         "randwrite_4k": {}, "randwrite_4k_fresh": {}, "randread_4k": {},
-         "waf": res.get("waf", {}), "gc": res.get("gc", {}),
-         "warnings": res.get("warnings", [])}
-    for t in res["params"]["threads"]:
-        r = cell(bm["remap"], "write", 4096, t)
-        s["randwrite_4k"][t] = dict(pair(cell(bm["bare"], "write", 4096, t), r) or {},
-                                    waf=r.get("waf") if r else None)
-        s["randwrite_4k_fresh"][t] = pair(cell(fresh.get("bare"), "write", 4096, t),
-                                          cell(fresh.get("remap"), "write", 4096, t))
-        s["randread_4k"][t] = pair(cell(bm["bare"], "read", 4096, t),
-                                   cell(bm["remap"], "read", 4096, t))
-        li = cell(bm.get("linear"), "write", 4096, t)
-        if li:
-            s["randwrite_4k"][t]["linear"] = li["iops"]
-    best = max([c["bw_bytes"] for c in bm["remap"]
-                if c["op"] == "write" and c["bs"] == 4096] or [0])
-    s["remap_4k_randwrite_best_bw"] = best
-    s["remap_4k_randwrite_over_seq"] = best / seq_bw
-    fb = res["fio"]["bare"].get("randwrite-4k-fsync", {}).get("write")
-    fr = res["fio"]["remap"].get("randwrite-4k-fsync", {}).get("write")
-    s["fsync"] = pair(fb, fr)
-    return s
+def primary(cell):
+    """The metric a cell is judged by."""
+    return "bw_mibs" if cell["unit"] == "mibs" else "iops"
 
 
-def fmt(v, spec):
-    return "-" if v is None else format(v, spec)
+def aggregate_cell(cell, runs):
+    """runs: {device: [metrics dict of each round, or None]} -> the cell's
+    result: per device, every metric aggregated over the rounds; the
+    ratios of the medians of its primary metric; the remapped device's
+    write amplification and GC wait, aggregated too."""
+    devs = {}
+    for dev, rs in runs.items():
+        metrics = sorted({k for r in rs if r for k, v in r.items()
+                          if isinstance(v, (int, float)) and not isinstance(v, bool)})
+        devs[dev] = {k: aggregate([r.get(k) if r else None for r in rs]) for k in metrics}
+    key = primary(cell)
+
+    def med(dev):
+        a = devs.get(dev, {}).get(key)
+        return a["median"] if a else None
+
+    res = {"title": cell["title"], "group": cell["group"], "kind": cell["kind"],
+           "unit": cell["unit"], "metric": key, "devices": devs,
+           "ratios": {"remap_bare": ratio(med("remap"), med("bare")),
+                      "remap_linear": ratio(med("remap"), med("linear")),
+                      "linear_bare": ratio(med("linear"), med("bare"))}}
+    return res
 
 
-def summary_text(sums):
-    lines = ["==== summary: steady state (after preconditioning), remapped / bare "
-             "(goals: 4K random write >= 5x on ramdisk RAID-5, >= 80% of sequential "
-             "write bandwidth, reads >= 95%)"]
-    for s in sums:
-        w = s["waf"]
-        lines += ["", f"{s['config']}: {s['label']}",
-                  f"  remapped capacity {s['logical_bytes'] / 2**20:.0f} MiB, tested "
-                  f"region {s['region_bytes'] / 2**20:.0f} MiB, preconditioned with "
-                  f"{s['precondition']:g} x the capacity of random 4 KiB writes"]
-        for key, what in (("randwrite_4k", "4K random write       "),
-                          ("randwrite_4k_fresh", "4K random write, fresh"),
-                          ("randread_4k", "4K random read        ")):
-            cells = "  ".join(
-                f"{t:>2} thr {v['bare']:>7.0f} -> {v['remap']:>7.0f} ({fmt(v['ratio'], '.2f')}x)"
-                for t, v in s[key].items() if v and "bare" in v)
-            if cells:
-                lines.append(f"  {what} IOPS: {cells}")
-        lines.append("  4K random write WAF by thread count: " + "  ".join(
-            f"{t} thr {fmt(v.get('waf'), '.2f')}" for t, v in s["randwrite_4k"].items()))
-        g = s["gc"]
-        lines.append("  write amplification, log (device, checkpoints included): steady, "
-                     f"all measured cells {fmt(w.get('steady'), '.2f')} "
-                     f"({fmt(w.get('steady_device'), '.2f')}); preconditioning "
-                     f"{fmt(w.get('precondition'), '.2f')} "
-                     f"({fmt(w.get('precondition_device'), '.2f')}); fresh cells "
-                     f"{fmt(w.get('fresh'), '.2f')} ({fmt(w.get('fresh_device'), '.2f')})")
-        lines.append(f"  GC in the measured cells: {g.get('gc_runs', '-')} segments "
-                     f"collected, {g.get('gc_moved', '-')} blocks moved, "
-                     f"{g.get('throttled', '-')} writes waited for it")
-        lin = "  ".join(f"{t:>2} thr {v['linear'] / v['bare']:.2f}x"
-                        for t, v in s["randwrite_4k"].items() if v.get("linear") and v.get("bare"))
-        if lin:
-            lines.append(f"  dm-linear / bare, 4K random write (device-mapper floor): {lin}")
-        f = s["fsync"]
-        if f:
-            lines.append(f"  4K random write + fsync IOPS: {f['bare']:.0f} -> {f['remap']:.0f} "
-                         f"({fmt(f['ratio'], '.2f')}x)")
-        lines.append(f"  sequential write, bare: {s['seq_write_bw'] / 2**20:.1f} MiB/s; best "
-                     f"remapped 4K random write: {s['remap_4k_randwrite_best_bw'] / 2**20:.1f}"
-                     f" MiB/s = {100 * s['remap_4k_randwrite_over_seq']:.0f}%")
-        for warn in s["warnings"]:
-            lines.append(f"  warning: {warn}")
+def ratio(num, den):
+    if num is None or not den:
+        return None
+    return num / den
+
+
+def ratio_range(cell_res, num_dev, den_dev):
+    """The widest ratio the runs allow: min(num)/max(den) to max(num)/min(den)."""
+    k = cell_res["metric"]
+    n = cell_res["devices"].get(num_dev, {}).get(k)
+    d = cell_res["devices"].get(den_dev, {}).get(k)
+    if not n or not d or not d["min"] or not d["max"]:
+        return None
+    return (n["min"] / d["max"], n["max"] / d["min"])
+
+
+# ---------------------------------------------------------------- goals
+
+# (measure, goal text, configuration, threshold, the checks: (cell, versus))
+GOALS = [
+    ("4K random write 1 thread vs bare (raid5-4)", ">= 3x", "raid5-4", 3.0,
+     [("randwrite-4k-t1", "bare")]),
+    ("4K random write 10 and 40 threads vs bare (raid5-4)", ">= 2x", "raid5-4", 2.0,
+     [("randwrite-4k-t10", "bare"), ("randwrite-4k-t40", "bare")]),
+    ("remapped 4K random-write BW / bare sequential full-stripe BW (raid5-4)", ">= 60%",
+     "raid5-4", 0.6, "seq"),
+    ("256K-1M random write vs bare (raid5-4)", ">= 0.9x", "raid5-4", 0.9,
+     [("randwrite-256k-t1", "bare"), ("randwrite-256k-t10", "bare"),
+      ("randwrite-1m-t1", "bare"), ("randwrite-1m-t10", "bare")]),
+    ("4K random read vs dm-linear 1/10/40 threads (raid5-4)", ">= 0.95x", "raid5-4", 0.95,
+     [("randread-4k-t1", "linear"), ("randread-4k-t10", "linear"),
+      ("randread-4k-t40", "linear")]),
+    ("4K write + fsync vs bare 1 and 10 threads (raid5-4)", ">= 1.0x", "raid5-4", 1.0,
+     [("randwrite-4k-fsync-t1", "bare"), ("randwrite-4k-fsync-t10", "bare")]),
+    ("media model 4K random write 10 threads vs bare, steady state", ">= 5x", "media", 5.0,
+     [("randwrite-4k-t10", "bare")]),
+]
+
+
+def seq_fraction(cfg):
+    """Best median remapped 4K random-write bandwidth (over thread counts) /
+    median bare sequential full-stripe bandwidth; (value, detail) or None."""
+    cells = cfg.get("cells", {})
+    seq = cells.get("seqwrite-stripe", {}).get("devices", {}).get("bare", {}).get("bw_mibs")
+    best = None
+    for cid, c in cells.items():
+        if cid.startswith("randwrite-4k-t"):
+            a = c["devices"].get("remap", {}).get("bw_mibs")
+            if a and (best is None or a["median"] > best[1]):
+                best = (cid, a["median"])
+    if not seq or not best or not seq["median"]:
+        return None
+    return best[1] / seq["median"], (f"{best[1]:.1f} MiB/s ({best[0]}) / "
+                                     f"{seq['median']:.1f} MiB/s")
+
+
+def evaluate_goals(configs):
+    """The goals table from the configurations' results: for each goal the
+    measured value(s), and met (every check at or above the goal), missed,
+    or not measured (a cell or the configuration missing)."""
+    by_name = {c["name"]: c for c in configs}
+    rows = []
+    for measure, goal, cfg_name, thr, checks in GOALS:
+        row = {"measure": measure, "goal": goal, "config": cfg_name, "threshold": thr,
+               "values": [], "measured": "-", "status": "not measured"}
+        cfg = by_name.get(cfg_name)
+        if cfg is None:
+            rows.append(row)
+            continue
+        if checks == "seq":
+            got = seq_fraction(cfg)
+            if got:
+                row["values"] = [got[0]]
+                row["measured"] = f"{100 * got[0]:.0f}% ({got[1]})"
+        else:
+            vals, texts, missing = [], [], False
+            for cid, versus in checks:
+                c = cfg.get("cells", {}).get(cid)
+                r = c["ratios"].get(f"remap_{versus}") if c else None
+                if r is None:
+                    missing = True
+                    continue
+                vals.append(r)
+                rng = ratio_range(c, "remap", versus)
+                texts.append(f"{r:.2f}x" + (f" [{rng[0]:.2f}-{rng[1]:.2f}]" if rng else ""))
+            if vals and not missing:
+                row["values"] = vals
+                row["measured"] = ", ".join(texts)
+        if row["values"]:
+            row["status"] = "met" if min(row["values"]) >= thr else "missed"
+        rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------- summary
+
+def fmt_agg(a, unit):
+    if not a:
+        return "-"
+    f = "{:.0f}" if unit == "iops" else "{:.1f}"
+    return f"{f.format(a['median'])} [{f.format(a['min'])}-{f.format(a['max'])}]"
+
+
+def fmt_x(v):
+    return "-" if v is None else f"{v:.2f}x"
+
+
+def fmt_waf(v):
+    return "-" if v is None else f"{v:.2f}"
+
+
+def _table(rows, head):
+    """Plain text table, columns left-aligned then padded."""
+    widths = [max(len(str(r[i])) for r in [head] + rows) for i in range(len(head))]
+    out = ["  " + "  ".join(str(h).ljust(w) for h, w in zip(head, widths)).rstrip(),
+           "  " + "  ".join("-" * w for w in widths)]
+    for r in rows:
+        out.append("  " + "  ".join(str(x).ljust(w) for x, w in zip(r, widths)).rstrip())
+    return out
+
+
+def goals_lines(goals):
+    lines = ["| measure | goal | measured (median ratio [run range]) | status |",
+             "|---|---|---|---|"]
+    for g in goals:
+        lines.append(f"| {g['measure']} | {g['goal']} | {g['measured']} | {g['status']} |")
+    return lines
+
+
+def cell_rows(cells, group, devices=DEVICES):
+    rows = []
+    for cid, c in cells.items():
+        if c["group"] not in group:
+            continue
+        k, u = c["metric"], c["unit"]
+        row = [c["title"], "IOPS" if u == "iops" else "MiB/s"]
+        for d in devices:
+            row.append(fmt_agg(c["devices"].get(d, {}).get(k), u))
+        row += [fmt_x(c["ratios"]["remap_bare"])]
+        if "linear" in devices:
+            row.append(fmt_x(c["ratios"]["remap_linear"]))
+        w = c["devices"].get("remap", {}).get("waf")
+        row.append("" if c["kind"] == "read" or "remap" not in c["devices"]
+                   else fmt_waf(w["median"] if w else None))
+        rows.append(row)
+    return rows
+
+
+def config_lines(cfg):
+    g = cfg.get("geometry", {})
+    lines = ["", f"==== {cfg['name']}: {cfg['label']}"]
+    if cfg.get("media"):
+        m = cfg["media"]
+        lines.append(f"  media model: {media_text(m)}")
+        lines.append(f"  approximates: {MEDIA_APPROX}")
+        cal = cfg.get("calibration")
+        if cal:
+            lines.append("  one member alone, measured here: 4K random read QD1 "
+                         f"{cal.get('randread_qd1_iops', 0):.0f} IOPS, 1M sequential write "
+                         f"QD4 {cal.get('seqwrite_mibs', 0):.1f} MiB/s (TCG timers add to "
+                         "the nominal service time)")
+    if g:
+        lines.append(f"  arrays A and B: {g.get('array_bytes', 0) / MiB:.0f} MiB each, optimal "
+                     f"I/O {g.get('ioopt', 0) // 1024} KiB; remapped capacity "
+                     f"{g.get('remap_logical_bytes', 0) / MiB:.0f} MiB, segment "
+                     f"{g.get('segment_bytes', 0) // 1024} KiB, gc_low/gc_high "
+                     f"{g.get('gc_low')}/{g.get('gc_high')} segments; every cell over "
+                     f"{g.get('region_bytes', 0) / MiB:.0f} MiB from offset 0")
+    pre = cfg.get("precondition", {})
+    if pre:
+        b, r = pre.get("bare", {}), pre.get("remap", {})
+        lines.append(f"  preconditioning: A (bare, dm-linear) sequential fill only, "
+                     f"{b.get('bytes', 0) / MiB:.0f} MiB in {b.get('seconds', 0):.0f} s; B "
+                     f"(remapped) sequential fill of {r.get('bytes', 0) / MiB:.0f} MiB + "
+                     f"{r.get('factor', 0):g} x that of random 4 KiB writes "
+                     f"({r.get('seconds', 0):.0f} s), then GC idle after "
+                     f"{r.get('gc_idle_seconds', 0):.0f} s")
+    lines.append(f"  rounds: {cfg.get('rounds_done', 0)}, device order per round: "
+                 + "; ".join("/".join(DEV_LABEL[d] for d in o)
+                             for o in cfg.get("orders", [])))
+    cells = cfg.get("cells", {})
+    head = ["cell", "unit", "bare", "dm-linear", "remapped", "remap/bare", "remap/lin", "WAF"]
+    rows = cell_rows(cells, ("rand", "seq"))
+    if rows:
+        lines += ["", "  raw device: median [min-max]; WAF: remapped, cell + its GC"]
+        lines += _table(rows, head)
+    rows = cell_rows(cells, ("mixed",))
+    if rows:
+        lines += ["", "  mixed random read/write (total IOPS; read/write split in bench.json)"]
+        lines += _table(rows, head)
+    for fs, jobs in cfg.get("fs", {}).items():
+        rows = cell_rows(jobs, ("fs",), devices=("bare", "remap"))
+        if rows:
+            lines += ["", f"  {fs} (mkfs without discard, on A and on B): median [min-max]"]
+            lines += _table(rows, ["job", "unit", "bare", "remapped", "remap/bare", "WAF"])
+    w = cfg.get("waf", {})
+    m = w.get("measured")
+    if m:
+        lines += ["", f"  write amplification of B over the measured raw cells: log "
+                  f"{fmt_waf(m.get('waf'))}, device {fmt_waf(m.get('dev_waf'))} "
+                  f"({m['user_blocks'] * 4096 / MiB:.0f} MiB written by the cells, "
+                  f"{m['device_blocks'] * 4096 / MiB:.0f} MiB to the log); GC collected "
+                  f"{m['gc_runs']} segments, moved {m['gc_moved']} blocks, freed "
+                  f"{m['segments_freed']}; {m['throttled']} writes waited for GC"]
+    for fs, d in w.get("fs", {}).items():
+        lines.append(f"  write amplification of B in the {fs} jobs (mkfs and file layout "
+                     f"included): log {fmt_waf(d.get('waf'))}, device "
+                     f"{fmt_waf(d.get('dev_waf'))}")
+    gw = cfg.get("gc_wait")
+    if gw:
+        lines.append(f"  GC-idle waits after remapped write cells: {gw['count']}, "
+                     f"{gw['total']:.0f} s in all, longest {gw['max']:.1f} s"
+                     + (f", {gw['not_idle']} not idle within the limit" if gw.get("not_idle")
+                        else "")
+                     + (f"; idle headroom gc_high - gc_low = "
+                        f"{gw['headroom_bytes'] / MiB:.0f} MiB" if gw.get("headroom_bytes")
+                        is not None else ""))
+    for warn in cfg.get("warnings", []):
+        lines.append(f"  warning: {warn}")
+    if cfg.get("failure"):
+        lines.append(f"  FAILED: {cfg['failure']}")
+    return lines
+
+
+def summary_text(res):
+    p = res.get("params", {})
+    lines = [f"==== dm-remap bench: kernel {res.get('kernel', '?')}, {res.get('date', '?')}; "
+             f"{p.get('runs', '?')} rounds, {p.get('seconds', '?')} s per cell",
+             "Every figure: median of the rounds [min-max]. Within a round each cell runs on "
+             "bare (array A), dm-linear over A and remapped (dm-remap over B, an identical "
+             "array), one after another, the first device rotating each round. B is in "
+             "steady state (sequential fill + "
+             f"{p.get('precondition', '?')} x capacity of random 4 KiB writes, GC idle); A is "
+             "only filled sequentially. After each remapped cell that writes, the bench waits "
+             f"(at most {p.get('gc_wait', '?')} s) for dm-remap's GC to go idle, so that it "
+             "does not run during the other devices' cells; a cell's WAF covers the cell and "
+             f"that GC ('-': fewer than {WAF_MIN_SEGMENTS} segments written).",
+             "", "== goals (measured in this run)"]
+    lines += goals_lines(res.get("goals", []))
+    for cfg in res.get("configs", []):
+        lines += config_lines(cfg)
+    for warn in res.get("warnings", []):
+        lines.append(f"warning: {warn}")
+    if res.get("failure"):
+        lines += ["", f"bench FAILED: {res['failure']}"]
+    if res.get("total_seconds") is not None:
+        lines += ["", f"total time in the guest: {res['total_seconds'] / 60:.1f} min"]
     return "\n".join(lines)
 
 
-def main():
-    sh("modprobe", "-a", "dm-mod", "libcrc32c", "raid456")
-    sh("insmod", os.path.join(REPO, "dm-remap", "dm-remap.ko"))
+# ---------------------------------------------------------------- guest side
+
+class Fail(Exception):
+    """A failure that stops the bench."""
+
+
+def sh(*cmd, check=True, input=None, timeout=600):
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, input=input,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Fail(f"{' '.join(cmd)}: no end after {timeout} s")
+    if check and p.returncode:
+        msg = (p.stderr or p.stdout).strip().splitlines()
+        raise Fail(f"{' '.join(cmd)} failed (exit {p.returncode}): "
+                   + " / ".join(msg[:4])[:600])
+    return p.stdout
+
+
+def say(text):
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def fio_metrics(job):
+    """What a cell keeps of fio's (group-reported) job."""
+    m = {}
+    for side in ("read", "write"):
+        s = job[side]
+        m[f"{side}_iops"] = s["iops"]
+        m[f"{side}_bw_mibs"] = s["bw_bytes"] / MiB
+        if s["total_ios"]:
+            pct = s.get("clat_ns", {}).get("percentile", {})
+            if "99.000000" in pct:
+                m[f"{side}_p99_us"] = pct["99.000000"] / 1000
+    m["iops"] = m["read_iops"] + m["write_iops"]
+    m["bw_mibs"] = m["read_bw_mibs"] + m["write_bw_mibs"]
+    return m
+
+
+def run_fio(args, what, limit):
+    """fio with JSON output, killed after limit seconds; its first job."""
+    cmd = ["fio", "--output-format=json", *args]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        try:
+            p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        raise Fail(f"{what}: fio still running after {limit:.0f} s (stalled I/O?)")
+    try:
+        job = json.loads(out[out.index("{"):])["jobs"][0]
+    except (ValueError, KeyError, IndexError):
+        job = None
+    if p.returncode or job is None or job.get("error"):
+        raise Fail(f"{what}: fio failed (exit {p.returncode}): "
+                   f"{(err or out).strip()[-600:]}\n# {' '.join(cmd)}")
+    return job
+
+
+class Rig:
+    """What the bench set up, undone in reverse order (cleanup)."""
+
+    def __init__(self):
+        self.undo = []
+
+    def push(self, what, fn):
+        self.undo.append((what, fn))
+
+    def cleanup(self):
+        while self.undo:
+            what, fn = self.undo.pop()
+            try:
+                fn()
+            except Exception as e:      # keep cleaning
+                print(f"bench: cleanup: {what}: {e}", file=sys.stderr, flush=True)
+
+
+def settle():
+    subprocess.run(["udevadm", "settle"], capture_output=True)
+
+
+def rmmod(mod):
+    settle()
+    for _ in range(50):
+        if subprocess.run(["rmmod", mod], capture_output=True).returncode == 0:
+            return
+        if not os.path.exists(f"/sys/module/{mod}"):
+            return
+        time.sleep(0.2)
+    raise Fail(f"cannot unload {mod}")
+
+
+def wait_path(path, secs=10):
+    end = time.monotonic() + secs
+    while not os.path.exists(path):
+        if time.monotonic() > end:
+            raise Fail(f"{path} did not appear")
+        time.sleep(0.1)
+
+
+def make_ramdisks(rig, n, mib):
     subprocess.run(["rmmod", "brd"], capture_output=True)
-    sums = []
-    for name, disks, mib, label in CONFIGS:
-        print(f"\n==== {name}: {label}", flush=True)
-        dev, seq_bs = setup(disks, mib)
-        seq_bw = seq_write_bw(dev, seq_bs)
-        print(f"sequential write, {seq_bs // 1024} KiB per I/O: "
-              f"{seq_bw / 2**20:.1f} MiB/s", flush=True)
-        out = os.path.join(OUT, name)
-        cmd = [COMPARE, "--label", label, "--bs", BS, "--threads", THREADS,
-               "--seconds", SECONDS, "--fio", FIO, "--fio-runtime", FIO_RUNTIME,
-               "--precondition", PRECONDITION, "--fresh", "--name", "dmrbench",
-               "--out", out, dev]
-        if REGION:
-            cmd[1:1] = ["--size", REGION]
-        if LINEAR:
-            cmd.insert(1, "--linear")
-        print("# " + " ".join(cmd), flush=True)
-        p = subprocess.run(cmd)
-        if p.returncode:
-            sys.exit(f"bench: compare on {name} failed ({p.returncode})")
-        with open(os.path.join(out, "results.json")) as f:
-            res = json.load(f)
-        sums.append(summarise(name, res, seq_bw))
-        teardown(dev)
-    text = summary_text(sums)
-    print("\n" + text)
-    with open(os.path.join(OUT, "summary.txt"), "w") as f:
-        f.write(text + "\n")
-    with open(os.path.join(OUT, "bench.json"), "w") as f:
-        json.dump({"kernel": platform.release(), "date": time.strftime("%Y-%m-%d %H:%M"),
-                   "seconds_per_cell": float(SECONDS), "fio_runtime": int(FIO_RUNTIME),
-                   "region": REGION or "capacity", "precondition": float(PRECONDITION),
-                   "configs": sums}, f, indent=1)
-    print(f"\nbench: results in {OUT}")
-    sh("rmmod", "dm-remap", check=False)
+    sh("modprobe", "brd", f"rd_nr={n}", f"rd_size={mib * 1024}", "max_part=0")
+    rig.push("rmmod brd", lambda: rmmod("brd"))
+    settle()
+    devs = [f"/dev/ram{i}" for i in range(n)]
+    for d in devs:
+        wait_path(d)
+    return devs
+
+
+def make_nullb(rig, n, mib, media):
+    """n null_blk devices over configfs with the media model; their paths."""
+    if not os.path.isdir("/sys/kernel/config"):
+        sh("modprobe", "configfs")
+    if not os.path.ismount("/sys/kernel/config"):
+        sh("mount", "-t", "configfs", "none", "/sys/kernel/config")
+    subprocess.run(["rmmod", "null_blk"], capture_output=True)
+    sh("modprobe", "null_blk", "nr_devices=0")
+    rig.push("rmmod null_blk", lambda: rmmod("null_blk"))
+    devs = []
+    for i in range(n):
+        name = f"dmrbnb{i}"
+        d = os.path.join(NULLB_DIR, name)
+        os.mkdir(d)
+
+        def gone(d=d):
+            try:
+                with open(os.path.join(d, "power"), "w") as f:
+                    f.write("0")
+            except OSError:
+                pass
+            os.rmdir(d)
+        rig.push(f"rmdir {d}", gone)
+        attrs = [("size", mib), ("blocksize", 4096), ("memory_backed", 1),
+                 ("irqmode", 2), ("completion_nsec", media["completion_us"] * 1000),
+                 ("hw_queue_depth", media["queue_depth"]), ("submit_queues", 1),
+                 ("max_sectors", media["max_kb"] * 2)]
+        if media["mbps"]:
+            attrs.append(("mbps", media["mbps"]))
+        attrs.append(("power", 1))
+        for k, v in attrs:
+            try:
+                with open(os.path.join(d, k), "w") as f:
+                    f.write(str(v))
+            except OSError as e:
+                raise Fail(f"null_blk {name}: cannot set {k}={v}: {e}")
+        settle()
+        # the disk is named after the configfs directory (6.x), or nullb<index>
+        path = f"/dev/{name}"
+        if not os.path.exists(path):
+            with open(os.path.join(d, "index")) as f:
+                path = f"/dev/nullb{f.read().strip()}"
+        wait_path(path)
+        devs.append(path)
+    return devs
+
+
+def make_md(rig, path, members):
+    sh("mdadm", "--create", path, "--run", "--quiet", "--level=5",
+       f"--raid-devices={len(members)}", "--chunk=64", "--assume-clean",
+       "--metadata=1.2", *members, input="y\n")
+
+    def stop():
+        settle()
+        sh("mdadm", "--stop", path)
+        for m in members:
+            subprocess.run(["mdadm", "--zero-superblock", m], capture_output=True)
+    rig.push(f"mdadm --stop {path}", stop)
+    settle()
+    wait_path(path)
+    return path
+
+
+def dm_remove(name):
+    if os.path.exists(f"/dev/mapper/{name}"):
+        settle()
+        sh("dmsetup", "remove", "--retry", name)
+
+
+def fill(dev, nbytes, bs):
+    """Sequential fill of [0, nbytes) of dev; (bytes, seconds)."""
+    t = time.monotonic()
+    run_fio(["--name=fill", f"--filename={dev}", "--rw=write", f"--bs={bs}",
+             "--direct=1", "--ioengine=libaio", "--iodepth=4", f"--size={nbytes}"],
+            f"fill {dev}", 3600)
+    return {"bytes": nbytes, "bs": bs, "seconds": round(time.monotonic() - t, 1)}
+
+
+class Bench:
+    def __init__(self, env):
+        self.env = env
+        self.runs = int(env.get("DMR_BENCH_RUNS", "3"))
+        self.seconds = int(env.get("DMR_BENCH_SECONDS", "3"))
+        self.precondition = float(env.get("DMR_BENCH_PRECONDITION", "2"))
+        self.gc_wait = float(env.get("DMR_BENCH_GC_WAIT", "60"))
+        self.cell_pat = env.get("DMR_BENCH_CELLS", "all")
+        self.fs_pat = env.get("DMR_BENCH_FS_JOBS", "all")
+        self.fs_types = [t for t in env.get("DMR_BENCH_FS_TYPES", "ext4,xfs").split(",") if t]
+        self.configs = [c for c in env.get("DMR_BENCH_CONFIGS", "raid5-4,media").split(",") if c]
+        fs = env.get("DMR_BENCH_FS", "1")
+        self.fs_configs = ({"raid5-4"} if fs == "1" else set() if fs == "0" else
+                           set(self.configs) if fs == "all" else set(fs.split(",")))
+        self.media = parse_media(env.get("DMR_BENCH_MEDIA", ""))
+        self.ram_mib = int(env.get("DMR_BENCH_RAM_MIB", "256"))
+        self.media_mib = int(env.get("DMR_BENCH_MEDIA_MIB", "96"))
+        self.out = env.get("DMR_OUT", "/tmp")
+        if self.runs < 1 or self.seconds < 1:
+            raise Fail("DMR_BENCH_RUNS and DMR_BENCH_SECONDS must be >= 1")
+        for c in self.configs:
+            if c not in ("raid5-4", "media"):
+                raise Fail(f"DMR_BENCH_CONFIGS: unknown configuration '{c}'")
+        for t in self.fs_types:
+            if t not in ("ext4", "xfs"):
+                raise Fail(f"DMR_BENCH_FS_TYPES: unknown filesystem '{t}'")
+        self.remapctl = os.path.join(REPO, "tools", "remapctl")
+        unknown = unknown_knobs(env)
+        if unknown:
+            print(f"bench: warning: ignoring unknown settings {', '.join(unknown)} "
+                  "(see tests/vm/guest-bench.py)", file=sys.stderr, flush=True)
+        self.res = {"schema": "dm-remap-bench/2", "kernel": platform.release(),
+                    "date": time.strftime("%Y-%m-%d %H:%M"),
+                    "module_version": "",
+                    "params": {"runs": self.runs, "seconds": self.seconds,
+                               "precondition": self.precondition, "gc_wait": self.gc_wait,
+                               "configs": self.configs, "cells": self.cell_pat,
+                               "fs": sorted(self.fs_configs), "fs_types": self.fs_types,
+                               "fs_jobs": self.fs_pat, "media": self.media,
+                               "ram_mib": self.ram_mib, "media_mib": self.media_mib},
+                    "configs": [], "goals": [],
+                    "warnings": [f"unknown setting {k} ignored" for k in unknown]}
+
+    # ------------------------------------------------------------ one cell
+
+    def fio_args(self, cell, dev, region):
+        return [f"--name={cell['id']}", f"--filename={dev}", "--direct=1",
+                f"--size={region}", "--time_based", f"--runtime={self.seconds}",
+                "--randrepeat=0", "--norandommap", "--thread", "--group_reporting",
+                *cell["fio"]]
+
+    def after_remap(self, cfg, remap, before, writes, what):
+        """B's status must be sound after each of its cells; after a cell
+        that wrote, wait for GC idle; the cell's status delta."""
+        try:
+            st = remap.check()
+        except compare.Failure as e:
+            raise Fail(f"after {what}: {e}")
+        waited, idle = 0.0, True
+        if writes and self.gc_wait > 0 and st["gc_state"] != "idle":
+            t = time.monotonic()
+            try:
+                st, idle = remap.wait_gc_idle(self.gc_wait)
+            except compare.Failure as e:
+                raise Fail(f"after {what}: {e}")
+            waited = time.monotonic() - t
+        gw = cfg["gc_wait"]
+        if writes:
+            gw["count"] += 1
+            gw["total"] += waited
+            gw["max"] = max(gw["max"], waited)
+            if not idle:
+                gw["not_idle"] += 1
+        d = compare.status_delta(before, st)
+        out = {"gc_wait_s": round(waited, 1)}
+        if writes:
+            # a cell that wrote less than a few segments may still hold
+            # them in its open segments: no meaningful WAF then
+            enough = d["user_blocks"] >= WAF_MIN_SEGMENTS * st["segment_bytes"] // 4096
+            out["user_mib"] = d["user_blocks"] * 4096 / MiB
+            out["waf"] = d["waf"] if enough else None
+            out["dev_waf"] = d.get("dev_waf") if enough else None
+            out["gc_moved"] = d["gc_moved"]
+            out["throttled"] = d["throttled"]
+        return out
+
+    def run_cell(self, cfg, cell, dev_name, path, region, remap, cwd=None):
+        """One cell on one device (a filesystem job: in directory cwd, with
+        region as the size of its file); its metrics."""
+        what = f"{cell['id']} on {DEV_LABEL[dev_name]}"
+        if cwd:
+            args = [f"--name={cell['id']}", f"--directory={cwd}", "--time_based",
+                    f"--runtime={self.seconds}", "--randrepeat=0", "--thread",
+                    "--group_reporting", *cell["fio"]]
+            if cell["id"] != "fs-smallfile-fsync":
+                args.append(f"--size={region}")
+        else:
+            args = self.fio_args(cell, path, region)
+        before = remap.status() if dev_name == "remap" else None
+        job = run_fio(args, what, self.seconds + 180)
+        m = fio_metrics(job)
+        if dev_name == "remap":
+            m.update(self.after_remap(cfg, remap, before, cell["kind"] != "read", what))
+        return m
+
+    # ------------------------------------------------------------ a configuration
+
+    def setup_arrays(self, rig, name, cfg):
+        if name == "raid5-4":
+            devs = make_ramdisks(rig, 8, self.ram_mib)
+            cfg["label"] = (f"md RAID-5 over 4 x {self.ram_mib} MiB brd ramdisks, 64K chunk "
+                            "(x2: A and B); CPU cost only, ramdisks have no media cost")
+        else:
+            devs = make_nullb(rig, 8, self.media_mib, self.media)
+            cfg["label"] = (f"md RAID-5 over 4 x {self.media_mib} MiB null_blk members with "
+                            "the media model, 64K chunk (x2: A and B)")
+            cfg["media"] = dict(self.media, member_mib=self.media_mib,
+                                approximates=MEDIA_APPROX)
+            cal = {}
+            j = run_fio(["--name=cal-read", f"--filename={devs[0]}", "--direct=1",
+                         "--rw=randread", "--bs=4k", "--ioengine=libaio", "--iodepth=1",
+                         "--time_based", "--runtime=2", "--size=100%"],
+                        "member calibration", 120)
+            cal["randread_qd1_iops"] = j["read"]["iops"]
+            j = run_fio(["--name=cal-write", f"--filename={devs[0]}", "--direct=1",
+                         "--rw=write", "--bs=1m", "--ioengine=libaio", "--iodepth=4",
+                         "--time_based", "--runtime=2", "--size=100%"],
+                        "member calibration", 120)
+            cal["seqwrite_mibs"] = j["write"]["bw_bytes"] / MiB
+            cfg["calibration"] = cal
+            say(f"media member alone: 4K random read QD1 {cal['randread_qd1_iops']:.0f} IOPS, "
+                f"1M sequential write {cal['seqwrite_mibs']:.1f} MiB/s")
+        a = make_md(rig, MD["A"], devs[:4])
+        b = make_md(rig, MD["B"], devs[4:])
+        return a, b
+
+    def run_config(self, name):
+        cfg = {"name": name, "label": name, "orders": [], "rounds_done": 0, "cells": {},
+               "fs": {}, "waf": {}, "warnings": [], "statuses": {},
+               "gc_wait": {"count": 0, "total": 0.0, "max": 0.0, "not_idle": 0}}
+        self.res["configs"].append(cfg)
+        rig = Rig()
+        try:
+            self._run_config(rig, name, cfg)
+        except (Fail, compare.Failure) as e:
+            cfg["failure"] = str(e)
+            raise
+        finally:
+            rig.cleanup()
+
+    def _run_config(self, rig, name, cfg):
+        say(f"==== {name}: setting up")
+        a, b = self.setup_arrays(rig, name, cfg)
+        array_bytes = int(sh("blockdev", "--getsize64", a))
+        ioopt = int(sh("blockdev", "--getioopt", a))
+        # B: dm-remap
+        remap = compare.Remap(types.SimpleNamespace(name=NAME, format_opt=[], create_opt=[]),
+                              b, self.remapctl)
+        rig.push(f"dmsetup remove {NAME}", lambda: dm_remove(NAME))
+        st = remap.create()
+        cfg["statuses"]["format"] = st
+        logical = st["logical_bytes"]
+        region = logical // MiB * MiB
+        cfg["geometry"] = {"array_bytes": array_bytes, "ioopt": ioopt,
+                           "remap_logical_bytes": logical, "region_bytes": region,
+                           "segment_bytes": st["segment_bytes"], "segments": st["segments"],
+                           "gc_low": st["gc_low"], "gc_high": st["gc_high"],
+                           "gc_reserve": st["gc_reserve"],
+                           "table": sh("dmsetup", "table", NAME).strip()}
+        cfg["gc_wait"]["headroom_bytes"] = (st["gc_high"] - st["gc_low"]) * st["segment_bytes"]
+        # A: dm-linear over it
+        lname = f"{NAME}-linear"
+        sectors = sh("blockdev", "--getsz", a).strip()
+        rig.push(f"dmsetup remove {lname}", lambda: dm_remove(lname))
+        sh("dmsetup", "create", lname, "--table", f"0 {sectors} linear {a} 0")
+        settle()
+        wait_path(f"/dev/mapper/{lname}")
+        paths = {"bare": a, "linear": f"/dev/mapper/{lname}", "remap": remap.path}
+        cfg["devices"] = dict(paths, array_b=b)
+
+        # preconditioning
+        say(f"{name}: A: sequential fill of {array_bytes // MiB} MiB (full stripes)")
+        pre_a = fill(a, array_bytes // (6 * ioopt) * (6 * ioopt), 6 * ioopt)
+        say(f"{name}: B: sequential fill + {self.precondition:g} x {logical // MiB} MiB of "
+            "random 4 KiB writes")
+        runner = compare.Runner(types.SimpleNamespace(precondition=self.precondition,
+                                                      stall=120), None)
+        t = time.monotonic()
+        pre_b = runner.precondition(remap.path, logical, remap)
+        t1 = time.monotonic()
+        st = runner.gc_idle(remap, "the preconditioning")
+        pre_b["gc_idle_seconds"] = round(time.monotonic() - t1, 1)
+        pre_b["seconds"] = round(time.monotonic() - t, 1)
+        cfg["precondition"] = {"bare": pre_a, "remap": pre_b}
+        cfg["statuses"]["measure_start"] = st
+        cfg["warnings"] += runner.warnings
+
+        # the rounds
+        cells = select(raw_cells(ioopt), self.cell_pat)
+        runs = {c["id"]: {d: [None] * self.runs for d in c["devices"]} for c in cells}
+        for rnd in range(self.runs):
+            order = rotation(DEVICES, rnd)
+            cfg["orders"].append(order)
+            say(f"{name}: round {rnd + 1}/{self.runs}: {', '.join(order)}")
+            for c in cells:
+                for d in order:
+                    if d not in c["devices"]:
+                        continue
+                    m = self.run_cell(cfg, c, d, paths[d], region, remap)
+                    runs[c["id"]][d][rnd] = m
+                    say(f"  {c['id']:<22} {DEV_LABEL[d]:<9} {m['iops']:>9.0f} IOPS "
+                        f"{m['bw_mibs']:>8.1f} MiB/s"
+                        + (f"  waf {fmt_waf(m.get('waf'))} gc wait {m['gc_wait_s']:.1f} s"
+                           if d == "remap" and "waf" in m else ""))
+            cfg["rounds_done"] = rnd + 1
+            self.aggregate_into(cfg["cells"], cells, runs)
+            self.save()
+        st_end = remap.check()
+        if self.gc_wait > 0:
+            st_end, _ = remap.wait_gc_idle(max(self.gc_wait, 60))
+        cfg["statuses"]["measure_end"] = st_end
+        cfg["waf"]["measured"] = compare.status_delta(cfg["statuses"]["measure_start"], st_end)
+        cfg["raw_runs"] = runs
+
+        # filesystems
+        if name in self.fs_configs and self.fs_types:
+            dm_remove(lname)        # mkfs wants A to itself
+            for fs in self.fs_types:
+                self.run_fs(rig, cfg, fs, {"bare": a, "remap": remap.path}, region, remap)
+        self.save()
+
+    def aggregate_into(self, dest, cells, runs):
+        for c in cells:
+            dest[c["id"]] = aggregate_cell(c, runs[c["id"]])
+
+    def run_fs(self, rig, cfg, fs, paths, region, remap):
+        jobs = select(fs_jobs(), self.fs_pat)
+        if not jobs:
+            return
+        small = min(int(sh("blockdev", "--getsize64", d)) for d in paths.values())
+        if fs == "xfs" and small < XFS_MIN:
+            cfg["warnings"].append(f"xfs skipped: mkfs.xfs wants more than 300 MB "
+                                   f"(the devices have {small // MiB} MiB)")
+            return
+        say(f"{cfg['name']}: {fs} on A and B")
+        before = remap.check()
+        mounts = {}
+        for d, dev in paths.items():
+            mnt = os.path.join(MNT, d)
+            os.makedirs(mnt, exist_ok=True)
+            if fs == "ext4":
+                sh("mkfs.ext4", "-F", "-q", "-E",
+                   "nodiscard,lazy_itable_init=0,lazy_journal_init=0", dev)
+            else:
+                sh("mkfs.xfs", "-f", "-q", "-K", dev)
+            sh("mount", "-t", fs, dev, mnt)
+            rig.push(f"umount {mnt}", lambda mnt=mnt: sh("umount", mnt))
+            mounts[d] = mnt
+        file_bytes = min(region // 4 // MiB * MiB, 1024 * MiB)
+        # the file jobs' file, laid out (written) before the first timed
+        # run and synced, so that no round pays for its layout or writeback
+        if any(j["id"] != "fs-smallfile-fsync" for j in jobs):
+            for d, mnt in mounts.items():
+                run_fio(["--name=layout", f"--directory={mnt}", "--filename=bench.dat",
+                         f"--size={file_bytes}", "--rw=write", "--bs=1m", "--direct=1",
+                         "--ioengine=libaio", "--iodepth=4"], f"{fs} layout on {d}", 3600)
+            sh("sync")
+            if "remap" in mounts:
+                self.after_remap(cfg, remap, remap.status(), True, f"{fs} layout")
+        runs = {j["id"]: {d: [None] * self.runs for d in j["devices"]} for j in jobs}
+        for rnd in range(self.runs):
+            order = rotation(("bare", "remap"), rnd)
+            for j in jobs:
+                for d in order:
+                    wd = os.path.join(mounts[d], j["id"] if j["id"] == "fs-smallfile-fsync"
+                                      else "")
+                    os.makedirs(wd, exist_ok=True)
+                    m = self.run_cell(cfg, j, d, None, file_bytes, remap, cwd=wd)
+                    if j["id"] == "fs-smallfile-fsync":       # what a loop left behind
+                        for f in os.listdir(wd):
+                            os.unlink(os.path.join(wd, f))
+                    runs[j["id"]][d][rnd] = m
+                    say(f"  {fs} {j['id']:<20} {DEV_LABEL[d]:<9} {m['iops']:>9.0f} IOPS")
+            cfg["fs"][fs] = {}
+            self.aggregate_into(cfg["fs"][fs], jobs, runs)
+            self.save()
+        for d in ("remap", "bare"):
+            sh("umount", mounts[d])
+            rig.undo = [u for u in rig.undo if u[0] != f"umount {mounts[d]}"]
+        st = remap.check()
+        cfg["waf"].setdefault("fs", {})[fs] = compare.status_delta(before, st)
+        cfg.setdefault("fs_runs", {})[fs] = runs
+        cfg.setdefault("fs_params", {"file_bytes": file_bytes, "mkfs_discard": False})
+
+    # ------------------------------------------------------------ all of it
+
+    def save(self):
+        self.res["goals"] = evaluate_goals(self.res["configs"])
+        with open(os.path.join(self.out, "bench.json"), "w") as f:
+            json.dump(self.res, f, indent=1)
+
+    def main(self):
+        t0 = time.monotonic()
+        rig = Rig()
+        failed = None
+        try:
+            sh("modprobe", "-a", "dm-mod", "raid456")
+            if not os.path.exists("/sys/module/dm_remap"):
+                sh("insmod", os.path.join(REPO, "dm-remap", "dm-remap.ko"))
+                rig.push("rmmod dm-remap", lambda: rmmod("dm_remap"))
+            self.res["module_version"] = compare.read_sys("/sys/module/dm_remap/version")
+            for name in self.configs:
+                self.run_config(name)
+        except (Fail, compare.Failure) as e:
+            failed = str(e)
+        except KeyboardInterrupt:
+            failed = "interrupted"
+        finally:
+            rig.cleanup()
+        self.res["total_seconds"] = round(time.monotonic() - t0)
+        if failed:
+            self.res["failure"] = failed
+        self.save()
+        text = summary_text(self.res)
+        with open(os.path.join(self.out, "summary.txt"), "w") as f:
+            f.write(text + "\n")
+        print("\n" + text, flush=True)
+        print(f"\nbench: results in {self.out}", flush=True)
+        if failed:
+            print(f"bench: FAILED: {failed}", file=sys.stderr, flush=True)
+            return 1
+        return 0
+
+
+def main():
+    def term(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, term)
+    try:
+        bench = Bench(os.environ)
+    except (Fail, ValueError) as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return 2
+    return bench.main()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

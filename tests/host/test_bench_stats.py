@@ -1,0 +1,273 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""tests/vm/guest-bench.py on the host: the pure parts of `make bench`'s
+guest side (aggregation over rounds, ratios, goal evaluation, the device
+rotation, cell selection, the media-model setting and the summary text),
+on synthetic results.  Importing the script runs nothing: its main is
+guarded."""
+import importlib.machinery
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "tests" / "vm" / "guest-bench.py"
+
+
+@pytest.fixture(scope="module")
+def gb():
+    loader = importlib.machinery.SourceFileLoader("guest_bench", str(SCRIPT))
+    spec = importlib.util.spec_from_loader("guest_bench", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def cell_def(gb, cid):
+    return next(c for c in gb.raw_cells(196608) if c["id"] == cid)
+
+
+def iops_runs(**devs):
+    """{device: [iops of each round]} -> the runs aggregate_cell takes."""
+    return {d: [None if v is None else {"iops": v, "bw_mibs": v * 4096 / 2**20}
+                for v in vals] for d, vals in devs.items()}
+
+
+def test_aggregate_median_of_three(gb):
+    a = gb.aggregate([30.0, 10.0, 20.0])
+    assert (a["median"], a["min"], a["max"], a["n"]) == (20.0, 10.0, 30.0, 3)
+    assert a["runs"] == [30.0, 10.0, 20.0]      # in round order
+
+
+def test_aggregate_median_of_even_count(gb):
+    a = gb.aggregate([4.0, 1.0, 3.0, 2.0])
+    assert a["median"] == 2.5
+    assert (a["min"], a["max"]) == (1.0, 4.0)
+
+
+def test_aggregate_skips_missing_runs(gb):
+    a = gb.aggregate([5.0, None, 7.0])
+    assert (a["median"], a["n"]) == (6.0, 2)
+    assert gb.aggregate([None, None]) is None
+    assert gb.aggregate([]) is None
+
+
+def test_aggregate_cell_ratios_of_medians(gb):
+    c = cell_def(gb, "randwrite-4k-t1")
+    res = gb.aggregate_cell(c, iops_runs(bare=[100, 90, 110], linear=[95, 80, 100],
+                                         remap=[300, 310, 200]))
+    assert res["metric"] == "iops"
+    assert res["devices"]["bare"]["iops"]["median"] == 100
+    assert res["devices"]["remap"]["iops"]["min"] == 200
+    assert res["devices"]["remap"]["iops"]["max"] == 310
+    assert res["ratios"]["remap_bare"] == pytest.approx(3.0)
+    assert res["ratios"]["remap_linear"] == pytest.approx(300 / 95)
+    assert res["ratios"]["linear_bare"] == pytest.approx(0.95)
+    lo, hi = gb.ratio_range(res, "remap", "bare")
+    assert lo == pytest.approx(200 / 110)
+    assert hi == pytest.approx(310 / 90)
+
+
+def test_aggregate_cell_large_blocks_judged_by_bandwidth(gb):
+    c = cell_def(gb, "randwrite-1m-t10")
+    runs = {d: [{"iops": 1.0, "bw_mibs": v} for v in vals]
+            for d, vals in {"bare": [200, 210, 190], "remap": [180, 185, 100]}.items()}
+    res = gb.aggregate_cell(c, runs)
+    assert res["metric"] == "bw_mibs"
+    assert res["ratios"]["remap_bare"] == pytest.approx(0.9)
+    assert res["ratios"]["remap_linear"] is None        # no dm-linear runs
+
+
+def test_aggregate_cell_waf_of_remapped_runs(gb):
+    c = cell_def(gb, "randwrite-4k-t10")
+    runs = iops_runs(bare=[1, 1, 1], remap=[2, 2, 2])
+    for r, w in zip(runs["remap"], (5.5, 4.0, None)):
+        r["waf"] = w
+    res = gb.aggregate_cell(c, runs)
+    assert res["devices"]["remap"]["waf"]["median"] == pytest.approx(4.75)
+    assert "waf" not in res["devices"]["bare"]
+
+
+def test_ratio_guards(gb):
+    assert gb.ratio(None, 5) is None
+    assert gb.ratio(5, 0) is None
+    assert gb.ratio(5, None) is None
+    assert gb.ratio(6, 3) == 2
+
+
+def test_rotation_puts_each_device_first_once(gb):
+    orders = [gb.rotation(gb.DEVICES, r) for r in range(3)]
+    assert [o[0] for o in orders] == ["bare", "linear", "remap"]
+    for o in orders:
+        assert sorted(o) == sorted(gb.DEVICES)
+    assert gb.rotation(("bare", "remap"), 3) == ["remap", "bare"]
+
+
+def test_select_cells_by_pattern(gb):
+    cells = gb.raw_cells(196608)
+    assert gb.select(cells, "all") == cells
+    assert gb.select(cells, "") == cells
+    ids = [c["id"] for c in gb.select(cells, "randwrite-4k-t*, seqwrite-stripe")]
+    assert ids == ["randwrite-4k-t1", "randwrite-4k-t10", "randwrite-4k-t40",
+                   "seqwrite-stripe"]
+    assert gb.select(cells, "nothing-*") == []
+
+
+def test_cell_grid(gb):
+    cells = {c["id"]: c for c in gb.raw_cells(196608)}
+    for t in (1, 10, 40):
+        assert f"randwrite-4k-t{t}" in cells and f"randread-4k-t{t}" in cells
+    for bs in ("256k", "1m"):
+        for t in (1, 10):
+            assert f"randwrite-{bs}-t{t}" in cells
+    for mix in (90, 70):
+        for qd in (1, 10, 100):
+            assert f"--iodepth={qd}" in cells[f"randrw{mix}-4k-qd{qd}"]["fio"]
+    assert "--fsync=1" in cells["randwrite-4k-fsync-t10"]["fio"]
+    seq = cells["seqwrite-stripe"]
+    assert seq["devices"] == ("bare",)
+    assert f"--bs={6 * 196608}" in seq["fio"]
+
+
+def test_parse_media(gb):
+    m = gb.parse_media("")
+    assert set(m) == {"completion_us", "queue_depth", "mbps", "max_kb"}
+    m = gb.parse_media("completion_us=1000, queue_depth=2,mbps=0")
+    assert (m["completion_us"], m["queue_depth"], m["mbps"]) == (1000, 2, 0)
+    for bad in ("speed=3", "mbps", "queue_depth=x", "queue_depth=0", "completion_us=-1"):
+        with pytest.raises(ValueError):
+            gb.parse_media(bad)
+
+
+# ---------------------------------------------------------------- goals
+
+def config(gb, name, cells):
+    """A configuration's results from {cell id: runs}."""
+    return {"name": name, "label": name,
+            "cells": {cid: gb.aggregate_cell(cell_def(gb, cid), runs)
+                      for cid, runs in cells.items()}}
+
+
+def bw_runs(**devs):
+    return {d: [{"iops": v * 256, "bw_mibs": v} for v in vals] for d, vals in devs.items()}
+
+
+def full_raid5(gb, rw1=(100, 400), rw10=(100, 250), rw40=(100, 150)):
+    cells = {
+        "randwrite-4k-t1": iops_runs(bare=[rw1[0]] * 3, linear=[rw1[0]] * 3,
+                                     remap=[rw1[1]] * 3),
+        "randwrite-4k-t10": iops_runs(bare=[rw10[0]] * 3, linear=[rw10[0]] * 3,
+                                      remap=[rw10[1]] * 3),
+        "randwrite-4k-t40": iops_runs(bare=[rw40[0]] * 3, linear=[rw40[0]] * 3,
+                                      remap=[rw40[1]] * 3),
+        "randread-4k-t1": iops_runs(bare=[100] * 3, linear=[90] * 3, remap=[90] * 3),
+        "randread-4k-t10": iops_runs(bare=[100] * 3, linear=[90] * 3, remap=[88] * 3),
+        "randread-4k-t40": iops_runs(bare=[100] * 3, linear=[90] * 3, remap=[85] * 3),
+        "randwrite-4k-fsync-t1": iops_runs(bare=[50] * 3, linear=[50] * 3, remap=[60] * 3),
+        "randwrite-4k-fsync-t10": iops_runs(bare=[50] * 3, linear=[50] * 3, remap=[50] * 3),
+        "seqwrite-stripe": bw_runs(bare=[1.0, 1.2, 1.1]),
+    }
+    for bs in ("256k", "1m"):
+        for t in (1, 10):
+            cells[f"randwrite-{bs}-t{t}"] = bw_runs(bare=[100] * 3, linear=[100] * 3,
+                                                   remap=[95] * 3)
+    return config(gb, "raid5-4", cells)
+
+
+def goal(rows, prefix):
+    return next(r for r in rows if r["measure"].startswith(prefix))
+
+
+def test_goals_met_missed_and_not_measured(gb):
+    rows = gb.evaluate_goals([full_raid5(gb)])
+    assert len(rows) == len(gb.GOALS)
+    assert goal(rows, "4K random write 1 thread")["status"] == "met"          # 4.0x
+    g = goal(rows, "4K random write 10 and 40")
+    assert g["status"] == "missed"                                           # 1.5x at 40
+    assert g["values"] == [pytest.approx(2.5), pytest.approx(1.5)]
+    assert goal(rows, "256K-1M")["status"] == "met"                          # 0.95x
+    r = goal(rows, "4K random read vs dm-linear")
+    assert r["status"] == "missed"                                           # 0.94x at 40
+    assert r["values"][0] == pytest.approx(1.0)
+    assert goal(rows, "4K write + fsync")["status"] == "met"                 # 1.2x, 1.0x
+    s = goal(rows, "remapped 4K random-write BW")
+    # best remapped 4K write: 400 IOPS = 1.5625 MiB/s over a 1.1 MiB/s median
+    assert s["values"] == [pytest.approx(400 * 4096 / 2**20 / 1.1)]
+    assert s["status"] == "met"
+    m = goal(rows, "media model")
+    assert m["status"] == "not measured" and m["values"] == []
+
+
+def test_goal_with_a_missing_cell_is_not_measured(gb):
+    cfg = full_raid5(gb)
+    del cfg["cells"]["randwrite-4k-t40"]
+    g = goal(gb.evaluate_goals([cfg]), "4K random write 10 and 40")
+    assert g["status"] == "not measured"
+
+
+def test_media_goal(gb):
+    media = config(gb, "media", {"randwrite-4k-t10": iops_runs(
+        bare=[100, 120, 80], linear=[100] * 3, remap=[490, 700, 400])})
+    g = goal(gb.evaluate_goals([media]), "media model")
+    assert g["status"] == "missed"                                           # 4.9x
+    assert g["values"] == [pytest.approx(4.9)]
+    assert "[3.33-8.75]" in g["measured"]
+    media["cells"]["randwrite-4k-t10"]["ratios"]["remap_bare"] = 5.0
+    assert goal(gb.evaluate_goals([media]), "media model")["status"] == "met"
+
+
+def test_summary_text(gb):
+    raid = full_raid5(gb)
+    raid.update(orders=[["bare", "linear", "remap"], ["linear", "remap", "bare"],
+                        ["remap", "bare", "linear"]], rounds_done=3,
+                geometry={"array_bytes": 768 << 20, "ioopt": 196608,
+                          "remap_logical_bytes": 690 << 20, "region_bytes": 690 << 20,
+                          "segment_bytes": 1152 << 10, "gc_low": 8, "gc_high": 16},
+                waf={"measured": {"waf": 5.4, "dev_waf": 5.5, "user_blocks": 1000,
+                                  "device_blocks": 5400, "gc_runs": 3, "gc_moved": 44,
+                                  "segments_freed": 3, "throttled": 0}},
+                fs={"ext4": {"fs-randwrite-4k": gb.aggregate_cell(
+                    gb.fs_jobs()[0], iops_runs(bare=[10, 20, 30], remap=[40, 50, 60]))}},
+                warnings=["something odd"])
+    media = config(gb, "media", {"randwrite-4k-t10": iops_runs(
+        bare=[100] * 3, linear=[100] * 3, remap=[600] * 3)})
+    media["media"] = gb.parse_media("")
+    res = {"kernel": "6.12-test", "date": "2026-01-01 00:00",
+           "params": {"runs": 3, "seconds": 3, "precondition": 2},
+           "configs": [raid, media], "total_seconds": 600}
+    res["goals"] = gb.evaluate_goals(res["configs"])
+    text = gb.summary_text(res)
+    assert "| measure | goal |" in text
+    assert "| 4K random write 1 thread vs bare (raid5-4) | >= 3x | 4.00x [4.00-4.00] | met |" \
+        in text
+    assert "| >= 2x | 2.50x [2.50-2.50], 1.50x [1.50-1.50] | missed |" in text
+    assert "| media model 4K random write 10 threads vs bare, steady state | >= 5x | " \
+        "6.00x [6.00-6.00] | met |" in text
+    assert "==== raid5-4" in text and "==== media" in text
+    assert "100 [100-100]" in text                    # median [min-max]
+    assert "1.1 [1.0-1.2]" in text                    # sequential MiB/s
+    assert "ext4" in text and "20 [10-30]" in text and "2.50x" in text
+    assert "log 5.40, device 5.50" in text
+    assert "a model, not a measurement" in text
+    assert "warning: something odd" in text
+    assert "bare/dm-linear/remapped; dm-linear/remapped/bare; remapped/bare/dm-linear" in text
+    assert "total time in the guest: 10.0 min" in text
+
+
+def test_unknown_knobs(gb):
+    env = {"DMR_BENCH_RUNS": "3", "DMR_BENCH_FIO": "none", "DMR_BENCH_BS": "4K",
+           "DMR_OUT": "/x", "PATH": "/bin"}
+    assert gb.unknown_knobs(env) == ["DMR_BENCH_BS", "DMR_BENCH_FIO"]
+    assert gb.unknown_knobs({"DMR_BENCH_MEDIA": "mbps=0", "DMR_BENCH_GC_WAIT": "0"}) == []
+
+
+def test_bench_settings_parse_without_touching_devices(gb):
+    b = gb.Bench({"DMR_BENCH_RUNS": "5", "DMR_BENCH_FS": "0", "DMR_OUT": "/nonexistent",
+                  "DMR_BENCH_MEDIA": "queue_depth=2"})
+    assert (b.runs, b.seconds, b.fs_configs, b.configs) == (5, 3, set(), ["raid5-4", "media"])
+    assert b.media["queue_depth"] == 2
+    assert gb.Bench({"DMR_BENCH_FS": "1"}).fs_configs == {"raid5-4"}
+    with pytest.raises(gb.Fail):
+        gb.Bench({"DMR_BENCH_CONFIGS": "raid6"})
+    with pytest.raises(gb.Fail):
+        gb.Bench({"DMR_BENCH_RUNS": "0"})
