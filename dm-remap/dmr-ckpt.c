@@ -290,6 +290,9 @@ void dmr_worker_stop(struct dmr_target *rc)
 	WRITE_ONCE(rc->stopping, true);
 	cancel_delayed_work_sync(&rc->ckpt_work);
 	flush_work(&rc->work);
+	/* no new victim read while stopping; its end queued the worker */
+	dmr_gc_read_drop(rc);
+	flush_work(&rc->work);
 	cancel_delayed_work_sync(&rc->ckpt_work);
 	dmr_flight_wait(rc);
 }

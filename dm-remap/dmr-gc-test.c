@@ -1446,6 +1446,32 @@ static void dmr_gct_gc_decide(struct kunit *test)
 	KUNIT_EXPECT_STREQ(test, dmr_gc_action_name(DMR_GC_STUCK + 1), "unknown");
 }
 
+/*
+ * GC reads its victim asynchronously: a decision is made only with no
+ * read pending, a completed read is collected, and an in-flight one is
+ * waited for only when a user write waits for space.
+ */
+static void dmr_gct_gc_read_step(struct kunit *test)
+{
+	static const struct {
+		bool pending, done, urgent;
+		enum dmr_gc_read_step want;
+	} t[] = {
+		{ false, false, false, DMR_GC_READ_NONE },
+		{ false, false, true, DMR_GC_READ_NONE },
+		{ false, true, false, DMR_GC_READ_NONE },	/* stale flag */
+		{ true, false, false, DMR_GC_READ_LATER },
+		{ true, false, true, DMR_GC_READ_WAIT },
+		{ true, true, false, DMR_GC_READ_COLLECT },
+		{ true, true, true, DMR_GC_READ_COLLECT },
+	};
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(t); i++)
+		KUNIT_EXPECT_EQ(test, (int)dmr_gc_read_step(t[i].pending, t[i].done,
+							    t[i].urgent), (int)t[i].want);
+}
+
 static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE(dmr_gct_move_commit_rule),
 	KUNIT_CASE(dmr_gct_replay_overwrite_beats_reloc),
@@ -1469,6 +1495,7 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE(dmr_gct_params_check),
 	KUNIT_CASE_PARAM(dmr_gct_params_default, dmr_gct_dev_gen_params),
 	KUNIT_CASE(dmr_gct_gc_decide),
+	KUNIT_CASE(dmr_gct_gc_read_step),
 	{}
 };
 

@@ -8,10 +8,12 @@
  *
  * Locking: see dmr.h.  Everything here runs in the worker, or (freeing
  * after a checkpoint) with the worker stopped.  Map changes are made
- * under @map_lock.  Moves run synchronously in the worker, so no user
- * write can land between a victim's read and the moves' commit; the move
- * rule (dmr_move_commit()) is still checked at commit, and replay applies
- * it again.
+ * under @map_lock.  A victim is read asynchronously and user writes are
+ * served while the read is in flight, so a block may be overwritten or
+ * discarded between the read and its move: the move rule
+ * (dmr_move_commit(): the map still points at the copy read) decides at
+ * commit, and replay applies it again.  The moves themselves run in the
+ * worker, one victim at a time.
  */
 #include <linux/bio.h>
 #include <linux/blkdev.h>
@@ -119,42 +121,112 @@ static int dmr_gc_move(struct dmr_target *rc, unsigned int hid, u64 lba,
 	return 0;
 }
 
+/* The victim's read ended (dm-io's completion, any context). */
+static void dmr_gc_read_end(unsigned long error, void *context)
+{
+	struct dmr_target *rc = context;
+
+	rc->gc_rd_error = error;
+	/* error, then ended; the worker reads them in the other order */
+	smp_store_release(&rc->gc_rd_ended, true);
+	queue_work(rc->wq, &rc->work);
+	/* last: dmr_gc_read_drop() may free @rc once this has run */
+	complete(&rc->gc_rd_done);
+}
+
 /**
- * dmr_gc_collect() - collect one victim
- * @rc: target
+ * dmr_gc_read_submit() - start reading a victim into GC's buffer
+ * @rc: target, in the worker, no victim read pending
  * @seg: the victim (dmr_gc_victim())
  *
  * Reads the whole segment at once (a victim is mostly valid in steady
  * state, so reading around the dead blocks costs little and one large
- * read is cheap on the devices this is for), walks its units from the
- * first summary, and moves every block the map still points at.  A unit
- * numbered below the segment's first unit belongs to an earlier use of
- * the segment and ends the walk.  The blocks go to the GC head
- * dmr_gc_head() names (hot or cold victim).  The segment is then empty,
- * hence prefree.  If it is not (a map entry points at a block no summary
- * lists), it is never chosen again.
+ * read is cheap on the devices this is for), asynchronously: the worker
+ * serves requests while it is in flight (dmr_gc_read_step()).  The read
+ * takes a reference in @readers, as a user's read does, so the segment is
+ * not reused (dmr_seg_reusable()) until it is collected or dropped: what
+ * the buffer holds of every block the map still points at then is what
+ * the device holds, since a sealed segment is written again only after it
+ * was freed.
+ */
+static void dmr_gc_read_submit(struct dmr_target *rc, u32 seg)
+{
+	struct dm_io_region region = {
+		.bdev = rc->dev->bdev,
+		.sector = dmr_seg_block(rc, seg, 0) * DMR_SECTORS_PER_BLOCK,
+		.count = (sector_t)dmr_seg_blocks(rc) * DMR_SECTORS_PER_BLOCK,
+	};
+	struct dm_io_request req = {
+		.bi_opf = REQ_OP_READ,
+		.mem.type = DM_IO_VMA,
+		.mem.ptr.vma = rc->gc_buf,
+		.notify.fn = dmr_gc_read_end,
+		.notify.context = rc,
+		.client = rc->io_client,
+	};
+	struct blk_plug plug;
+	int r;
+
+	atomic_inc(&rc->readers[seg]);
+	rc->gc_rd_seg = seg;
+	rc->gc_rd_error = 0;
+	rc->gc_rd_ended = false;
+	reinit_completion(&rc->gc_rd_done);
+	blk_start_plug(&plug);
+	r = dmr_dm_io(&req, &region, NULL);
+	blk_finish_plug(&plug);
+	if (r)	/* not submitted: end it here, collecting reports it */
+		dmr_gc_read_end(~0UL, rc);
+}
+
+/**
+ * dmr_gc_read_drop() - wait for a pending victim read and forget it
+ * @rc: target; the worker is stopped, or stopping (GC starts no read then)
+ *
+ * The victim is not collected; GC chooses again after resume.
+ */
+void dmr_gc_read_drop(struct dmr_target *rc)
+{
+	if (rc->gc_rd_seg == DMR_NO_SEGMENT)
+		return;
+	wait_for_completion(&rc->gc_rd_done);
+	dmr_reader_put(rc, rc->gc_rd_seg);
+	rc->gc_rd_seg = DMR_NO_SEGMENT;
+}
+
+/**
+ * dmr_gc_collect() - collect the victim whose read completed
+ * @rc: target, in the worker
+ *
+ * Walks the victim's units from the first summary, and moves every block
+ * the map still points at.  A unit numbered below the segment's first
+ * unit belongs to an earlier use of the segment and ends the walk.  The
+ * blocks go to the GC head dmr_gc_head() names (hot or cold victim).  The
+ * segment is then empty, hence prefree.  If it is not (a map entry points
+ * at a block no summary lists), it is never chosen again.  The read's
+ * reference is dropped last, so the segment is not reused before the map
+ * has left it.
  *
  * Return: 0 or a negative errno from the log writer.
  */
-static int dmr_gc_collect(struct dmr_target *rc, u32 seg)
+static int dmr_gc_collect(struct dmr_target *rc)
 {
-	u32 seg_blocks = dmr_seg_blocks(rc), off = 0, i;
+	u32 seg = rc->gc_rd_seg, seg_blocks = dmr_seg_blocks(rc), off = 0, i;
 	u64 first_seq = rc->map.segs[seg].seq;
 	unsigned int hid = dmr_gc_head(&rc->map.segs[seg]);
 	struct dmr_unit *u = rc->gc_unit;
 	u8 *buf = rc->gc_buf;
-	int r;
+	int r = 0;
 
+	if (rc->gc_rd_error) {
+		DMERR_LIMIT("%s: GC cannot read segment %u; it is left alone",
+			    rc->dev->name, seg);
+		goto bad;
+	}
 	if (rc->ckpt_clean_on_disk) {
 		r = dmr_mark_dirty(rc);		/* rule 7: GC writes the log too */
 		if (r)
-			return r;
-	}
-	r = dmr_rw(rc, REQ_OP_READ, dmr_seg_block(rc, seg, 0), seg_blocks, buf);
-	if (r) {
-		DMERR_LIMIT("%s: GC cannot read segment %u (%d); it is left alone",
-			    rc->dev->name, seg, r);
-		goto bad;
+			goto out;
 	}
 	while (off + 2 <= seg_blocks) {
 		u64 blk = dmr_seg_block(rc, seg, off);
@@ -172,20 +244,23 @@ static int dmr_gc_collect(struct dmr_target *rc, u32 seg)
 			r = dmr_gc_move(rc, hid, u->lba[i], src,
 					buf + (size_t)(off + 1 + i) * DMR_BLOCK_SIZE);
 			if (r)
-				return r;
+				goto out;
 		}
 		off += 1 + u->nr_blocks;
 	}
 	atomic64_inc(&rc->stats.gc_runs);
 	if (!rc->map.segs[seg].valid)
-		return 0;
+		goto out;
 	DMERR_LIMIT("%s: GC left %u blocks in segment %u that no summary lists",
 		    rc->dev->name, rc->map.segs[seg].valid, seg);
 bad:
 	spin_lock(&rc->map_lock);
 	rc->map.segs[seg].flags |= DMR_SEG_NOGC;
 	spin_unlock(&rc->map_lock);
-	return 0;
+out:
+	rc->gc_rd_seg = DMR_NO_SEGMENT;
+	dmr_reader_put(rc, seg);
+	return r;
 }
 
 static bool dmr_gc_readers_gone(struct dmr_target *rc)
@@ -210,10 +285,24 @@ int dmr_gc_run(struct dmr_target *rc, bool urgent)
 	struct dmr_gc_state st = { .user_waits = urgent };
 	struct dmr_gc_params p;
 	u32 victim;
+	bool ended;
 	int r;
 
 	if (READ_ONCE(rc->mode) != DMR_MODE_WRITE)
 		return -EIO;
+	/* acquire: pairs with dmr_gc_read_end(), @gc_rd_error is then set */
+	ended = smp_load_acquire(&rc->gc_rd_ended);
+	switch (dmr_gc_read_step(rc->gc_rd_seg != DMR_NO_SEGMENT, ended, urgent)) {
+	case DMR_GC_READ_WAIT:
+		wait_for_completion(&rc->gc_rd_done);
+		fallthrough;
+	case DMR_GC_READ_COLLECT:
+		return dmr_gc_collect(rc);
+	case DMR_GC_READ_LATER:
+		return 1;	/* its end queues the worker */
+	default:
+		break;
+	}
 	spin_lock(&rc->map_lock);
 	p = rc->gc;
 	spin_unlock(&rc->map_lock);
@@ -232,7 +321,12 @@ int dmr_gc_run(struct dmr_target *rc, bool urgent)
 
 	switch (dmr_gc_decide(&p, &st)) {
 	case DMR_GC_COLLECT:
-		return dmr_gc_collect(rc, victim);
+		dmr_gc_read_submit(rc, victim);
+		if (urgent) {	/* a user waits: no point in returning */
+			wait_for_completion(&rc->gc_rd_done);
+			return dmr_gc_collect(rc);
+		}
+		return 0;
 	case DMR_GC_CHECKPOINT:
 		r = dmr_checkpoint(rc, false);
 		return r;

@@ -29,8 +29,18 @@ int dmr_rw(struct dmr_target *rc, blk_opf_t opf, u64 blocknr, u32 nr, void *buf)
 		.client = rc->io_client,
 	};
 	unsigned long error_bits = 0;
+	struct blk_plug plug;
+	int r;
 
-	return dmr_dm_io(&req, &region, &error_bits);
+	/*
+	 * dm-io submits a bio per piece of the buffer; under a plug the device
+	 * below sees them together (md RAID-5 batches the stripes, a queue
+	 * merges contiguous requests) before this waits for them.
+	 */
+	blk_start_plug(&plug);
+	r = dmr_dm_io(&req, &region, &error_bits);
+	blk_finish_plug(&plug);
+	return r;
 }
 
 /* Enter failed mode, keeping the first error. */
@@ -95,6 +105,8 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 		f->segment = DMR_NO_SEGMENT;
 	}
 
+	rc->gc_rd_seg = DMR_NO_SEGMENT;
+	init_completion(&rc->gc_rd_done);
 	rc->mode = DMR_MODE_READ_ONLY;	/* until dmr_load() */
 	l2p = dmr_alloc_array(geo->logical_blocks, sizeof(u32));
 	segs = dmr_alloc_array(geo->nr_segments, sizeof(*segs));

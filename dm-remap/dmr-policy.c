@@ -200,6 +200,33 @@ const char *dmr_gc_action_name(enum dmr_gc_action a)
 }
 
 /**
+ * dmr_gc_read_step() - GC's next step about the victim read
+ * @pending: a victim's read into GC's buffer was submitted and the victim
+ *	not collected yet
+ * @done: that read completed
+ * @urgent: a user write waits for a free segment
+ *
+ * GC reads its victim asynchronously: while the read is in flight the
+ * worker serves requests (on slow media the read is several commands'
+ * time per member), and collecting starts when it completes.  A user
+ * write waiting for space cannot be served meanwhile, so it waits for the
+ * read.  No new decision is made while a read is pending: GC has one
+ * buffer, and the segment read holds a reader's reference that keeps it
+ * from being reused (dmr_seg_reusable()), which a decision to wait for
+ * readers would wait on.
+ *
+ * Return: enum dmr_gc_read_step.
+ */
+enum dmr_gc_read_step dmr_gc_read_step(bool pending, bool done, bool urgent)
+{
+	if (!pending)
+		return DMR_GC_READ_NONE;
+	if (done)
+		return DMR_GC_READ_COLLECT;
+	return urgent ? DMR_GC_READ_WAIT : DMR_GC_READ_LATER;
+}
+
+/**
  * dmr_seg_collectable() - may GC take this segment as a victim?
  * @s: the segment
  * @seg_blocks: blocks per segment

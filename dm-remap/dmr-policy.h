@@ -83,6 +83,16 @@ enum dmr_gc_action dmr_gc_decide(const struct dmr_gc_params *p,
 				 const struct dmr_gc_state *st);
 const char *dmr_gc_action_name(enum dmr_gc_action a);
 
+/* What GC does about its victim read (dmr_gc_read_step()). */
+enum dmr_gc_read_step {
+	DMR_GC_READ_NONE,	/* no victim read: decide (dmr_gc_decide()) */
+	DMR_GC_READ_COLLECT,	/* the read is done: collect the victim */
+	DMR_GC_READ_WAIT,	/* in flight and a user waits: wait, collect */
+	DMR_GC_READ_LATER,	/* in flight: serve requests meanwhile */
+};
+
+enum dmr_gc_read_step dmr_gc_read_step(bool pending, bool done, bool urgent);
+
 bool dmr_seg_collectable(const struct dmr_seg *s, u32 seg_blocks);
 u64 dmr_gc_score(const struct dmr_seg *s, u32 seg_blocks, u64 now_seq,
 		 bool greedy);

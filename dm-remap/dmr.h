@@ -186,6 +186,12 @@ enum dmr_gc_mode {
  * @gc_cursor: victim search window start (worker)
  * @gc_buf: GC's copy of the victim segment (worker)
  * @gc_unit: scratch for the victim's summaries (worker)
+ * @gc_rd_seg: the victim whose read into @gc_buf is pending, in flight or
+ *	done and not collected yet, holding a reference in @readers
+ *	(DMR_NO_SEGMENT: none; worker, or dmr_worker_stop())
+ * @gc_rd_error: that read's dm-io error bits (its end, before @gc_rd_ended)
+ * @gc_rd_ended: that read ended (release/acquire with @gc_rd_error)
+ * @gc_rd_done: completed by that read's end, after it queued the worker
  * @discard_free: discard freed segments on @dev
  * @temp: the write temperature estimate (worker)
  * @total_user: user blocks written since format (worker; status reads it)
@@ -253,6 +259,10 @@ struct dmr_target {
 	u32 gc_cursor;
 	void *gc_buf;
 	struct dmr_unit *gc_unit;
+	u32 gc_rd_seg;
+	unsigned long gc_rd_error;
+	bool gc_rd_ended;
+	struct completion gc_rd_done;
 	bool discard_free;
 	struct dmr_temp temp;
 	u64 total_user;
@@ -332,6 +342,7 @@ void dmr_worker_start(struct dmr_target *rc);
 /* Functions defined in dmr-gc.c */
 int dmr_gc_run(struct dmr_target *rc, bool urgent);
 bool dmr_gc_background(struct dmr_target *rc);
+void dmr_gc_read_drop(struct dmr_target *rc);
 void dmr_gc_free_ready(struct dmr_target *rc);
 void dmr_gc_prefree_waiting(struct dmr_target *rc, struct dmr_gc_state *st);
 
