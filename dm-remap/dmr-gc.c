@@ -130,8 +130,13 @@ static void dmr_gc_read_end(unsigned long error, void *context)
 	/* error, then ended; the worker reads them in the other order */
 	smp_store_release(&rc->gc_rd_ended, true);
 	queue_work(rc->wq, &rc->work);
-	/* last: dmr_gc_read_drop() may free @rc once this has run */
-	complete(&rc->gc_rd_done);
+	/*
+	 * Last: this end is over.  complete_all(), which no wait consumes:
+	 * the worker may collect as soon as it sees @gc_rd_ended, before this
+	 * runs, so the next read's submission waits for it before it re-arms
+	 * @gc_rd_done, and dmr_gc_read_drop() before @rc may be freed.
+	 */
+	complete_all(&rc->gc_rd_done);
 }
 
 /**
@@ -167,11 +172,13 @@ static void dmr_gc_read_submit(struct dmr_target *rc, u32 seg)
 	struct blk_plug plug;
 	int r;
 
+	/* the previous read's end may still be running: let it finish */
+	wait_for_completion(&rc->gc_rd_done);
+	reinit_completion(&rc->gc_rd_done);
 	atomic_inc(&rc->readers[seg]);
 	rc->gc_rd_seg = seg;
 	rc->gc_rd_error = 0;
-	rc->gc_rd_ended = false;
-	reinit_completion(&rc->gc_rd_done);
+	WRITE_ONCE(rc->gc_rd_ended, false);
 	blk_start_plug(&plug);
 	r = dmr_dm_io(&req, &region, NULL);
 	blk_finish_plug(&plug);
@@ -187,9 +194,10 @@ static void dmr_gc_read_submit(struct dmr_target *rc, u32 seg)
  */
 void dmr_gc_read_drop(struct dmr_target *rc)
 {
+	/* even if collected: its end may still be running */
+	wait_for_completion(&rc->gc_rd_done);
 	if (rc->gc_rd_seg == DMR_NO_SEGMENT)
 		return;
-	wait_for_completion(&rc->gc_rd_done);
 	dmr_reader_put(rc, rc->gc_rd_seg);
 	rc->gc_rd_seg = DMR_NO_SEGMENT;
 }

@@ -107,6 +107,7 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 
 	rc->gc_rd_seg = DMR_NO_SEGMENT;
 	init_completion(&rc->gc_rd_done);
+	complete_all(&rc->gc_rd_done);	/* no read's end is running */
 	rc->mode = DMR_MODE_READ_ONLY;	/* until dmr_load() */
 	l2p = dmr_alloc_array(geo->logical_blocks, sizeof(u32));
 	segs = dmr_alloc_array(geo->nr_segments, sizeof(*segs));

@@ -191,7 +191,8 @@ enum dmr_gc_mode {
  *	(DMR_NO_SEGMENT: none; worker, or dmr_worker_stop())
  * @gc_rd_error: that read's dm-io error bits (its end, before @gc_rd_ended)
  * @gc_rd_ended: that read ended (release/acquire with @gc_rd_error)
- * @gc_rd_done: completed by that read's end, after it queued the worker
+ * @gc_rd_done: complete while no read's end is running: re-armed at
+ *	submission, completed (complete_all()) as the end's last action
  * @discard_free: discard freed segments on @dev
  * @temp: the write temperature estimate (worker)
  * @total_user: user blocks written since format (worker; status reads it)
