@@ -77,9 +77,9 @@ static const struct dmr_opt_desc dmr_opts[DMR_OPT_NR] = {
 		.err_range = "gc_high out of range (1 to 2147483647 segments)",
 		.err_dup = "Duplicate optional argument gc_high",
 	},
-	[DMR_OPT_NO_ZERO_COPY] = {
-		.name = "no_zero_copy",
-		.err_dup = "Duplicate optional argument no_zero_copy",
+	[DMR_OPT_ZERO_COPY] = {
+		.name = "zero_copy",
+		.err_dup = "Duplicate optional argument zero_copy",
 	},
 };
 
@@ -150,8 +150,8 @@ static void dmr_opt_set(struct dmr_options *o, int id, u64 value)
 	case DMR_OPT_GC_HIGH:
 		o->gc_high = value;
 		break;
-	case DMR_OPT_NO_ZERO_COPY:
-		o->no_zero_copy = true;
+	case DMR_OPT_ZERO_COPY:
+		o->zero_copy = true;
 		break;
 	}
 }

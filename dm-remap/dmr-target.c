@@ -97,7 +97,7 @@ static int dmr_gc_setup(struct dmr_target *rc, const char **error)
 	rc->gc = p;
 	rc->discard_free = !rc->opts.no_discard_passdown &&
 			   bdev_max_discard_sectors(rc->dev->bdev);
-	rc->zero_copy = !rc->opts.no_zero_copy;
+	rc->zero_copy = rc->opts.zero_copy;
 	rc->zero_copy_min = dmr_zero_copy_min(rc->sb.stripe_blocks);
 	return 0;
 }

@@ -199,7 +199,7 @@ u32 dmr_zero_copy_min(u32 stripe_blocks)
 
 /**
  * dmr_zero_copy_now() - write the next chunk of a write from its pages?
- * @enabled: zero copy is on for the target (no no_zero_copy option)
+ * @enabled: zero copy is on for the target (table option zero_copy)
  * @want: blocks the write still has
  * @start: where a fresh unit of the head would start: its write pointer
  *	if a unit is open, else its next unit's summary offset

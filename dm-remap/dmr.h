@@ -197,7 +197,7 @@ enum dmr_gc_mode {
  * @gc_rd_done: complete while no read's end is running: re-armed at
  *	submission, completed (complete_all()) as the end's last action
  * @discard_free: discard freed segments on @dev
- * @zero_copy: write large writes from their own pages (no no_zero_copy)
+ * @zero_copy: write large writes from their own pages (table option zero_copy)
  * @zero_copy_min: dmr_zero_copy_min() of the device
  * @temp: the write temperature estimate (worker)
  * @total_user: user blocks written since format (worker; status reads it)

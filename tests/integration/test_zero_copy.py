@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Zero-copy large writes (issue 12).
+"""Zero-copy large writes (issue 12), with the table option zero_copy.
 
 A write of at least dmr_zero_copy_min() blocks goes to the log from the
 request's own pages, behind a summary of its own, and leaves no copy in
@@ -51,14 +51,14 @@ def random_writes(dev, rnd, nr_blocks, count, gen, model, later=None,
     return gen
 
 
-@pytest.mark.parametrize("zero_copy", [True, False], ids=["zero_copy", "no_zero_copy"])
+@pytest.mark.parametrize("zero_copy", [True, False], ids=["zero_copy", "default"])
 def test_large_writes_read_back_and_survive_power_cut(ram, zero_copy):
     """Large writes mixed with small ones read back right away and after
     all of them; the zero-copy counter moves only when zero copy is on; a
     power cut keeps everything up to the last fsync, and a later block
     holds either its flushed generation or one written after it."""
-    opts = "2 checkpoint_interval 86400" if zero_copy else \
-        "3 checkpoint_interval 86400 no_zero_copy"
+    opts = "3 checkpoint_interval 86400 zero_copy" if zero_copy else \
+        "2 checkpoint_interval 86400"
     s = make_stack(ram, opts)
     nr_blocks = s.n // 8
     rnd = random.Random(12)
@@ -106,7 +106,7 @@ def test_pages_changing_under_a_zero_copy_write(ram):
     field zero_copy_recopied): a unit whose data did not match its
     checksum would stop replay there after a power cut, losing every
     write after it, here the known data written and flushed afterwards."""
-    s = make_stack(ram, "2 checkpoint_interval 86400")
+    s = make_stack(ram, "3 checkpoint_interval 86400 zero_copy")
     region = 2048               # 8 MiB: no GC, hence no checkpoint
     buf = mmap.mmap(-1, 256 * BLOCK)
     stop = threading.Event()
@@ -146,7 +146,7 @@ def test_pages_changing_under_a_zero_copy_write(ram):
     finally:
         dev.close()
     s.crash()
-    s.create("2 checkpoint_interval 86400")
+    s.create("3 checkpoint_interval 86400 zero_copy")
     dev = Dev(s.top)
     try:
         bad = check_model(dev, region, lambda lba, g: g == model[lba])
@@ -154,3 +154,43 @@ def test_pages_changing_under_a_zero_copy_write(ram):
         dev.close()
     assert not bad, f"after the power cut: {len(bad)} blocks wrong: {bad[:8]}"
     assert s.status()["replayed_units"] > 0
+
+
+def test_zero_copy_write_is_write_through(ram):
+    """The cost the table option's documentation names: with zero_copy a
+    large write is not buffered, so when the device below fails its
+    writes the request itself fails (and the target goes to failed
+    mode), while the same write without the option is acknowledged into
+    the segment buffer and reads back (test_log.py's
+    test_failed_segment_write_keeps_its_data_readable).  Either way no
+    read returns data the target did not acknowledge."""
+    s = make_stack(ram, "3 checkpoint_interval 86400 zero_copy")
+    # rule 7's first write marks the checkpoint not clean: let it succeed
+    dev = Dev(s.top)
+    try:
+        dev.pwrite(1000, blocks([1000], 1))
+        dev.fsync()
+    finally:
+        dev.close()
+    data = os.urandom(256 * BLOCK)
+    s.flakey("error")
+    fd = os.open(s.top, os.O_RDWR | os.O_DIRECT)
+    buf = mmap.mmap(-1, len(data))
+    buf[:] = data
+    try:
+        with pytest.raises(OSError) as e:
+            os.pwritev(fd, [buf], 0)
+    finally:
+        os.close(fd)
+    assert e.value.errno == 5, e.value
+    st = s.status()
+    assert st["mode"] == "failed" and st["first_error"] == -5, st
+    assert st["zero_copy_blocks"] == 0, st
+    s.flakey("up")
+    dev = Dev(s.top)
+    try:
+        got = dev.pread(0, 256)
+        assert got != data, "a failed write's data read back"
+        assert dev.pread(1000, 1) == blocks([1000], 1)
+    finally:
+        dev.close()
