@@ -305,3 +305,19 @@ def test_ab_device_ratios_and_table(gb):
     assert "0.75x" in row and "1.50x" in row and "0.50x" in row
     assert gb.Bench({"DMR_BENCH_AB": "zero_copy"}).ab == ["zero_copy"]
     assert gb.unknown_knobs({"DMR_BENCH_AB": "zero_copy"}) == []
+
+
+def test_ab_rotation_alternates_b_and_b_prime(gb):
+    """B' sits next to B (both on array B), after it in one round and
+    before it in the next: B' must not always follow B's writes."""
+    orders = [gb.ab_rotation(r) for r in range(4)]
+    assert orders[0] == ["bare", "linear", "remap", "remap_ab"]
+    assert orders[1] == ["linear", "remap_ab", "remap", "bare"]
+    for o in orders:
+        assert sorted(o) == ["bare", "linear", "remap", "remap_ab"]
+        assert abs(o.index("remap") - o.index("remap_ab")) == 1
+    after = [o.index("remap_ab") > o.index("remap") for o in orders]
+    assert after == [True, False, True, False]
+    # the three devices keep their rotation
+    assert [[d for d in o if d != "remap_ab"] for o in orders] == \
+        [gb.rotation(gb.DEVICES, r) for r in range(4)]

@@ -221,6 +221,15 @@ def rotation(devices, round_no):
     return list(devices[k:]) + list(devices[:k])
 
 
+def ab_rotation(round_no):
+    """rotation() of the three devices with B' (remap_ab) beside remapped:
+    after it in even rounds, before it in odd ones, so that neither
+    always runs on the array the other has just written."""
+    order = rotation(DEVICES, round_no)
+    i = order.index("remap") + (1 if round_no % 2 == 0 else 0)
+    return order[:i] + ["remap_ab"] + order[i:]
+
+
 def parse_media(text):
     """'completion_us=2000,queue_depth=1,mbps=150,max_kb=512' (any subset;
     the rest from the default) -> dict of ints; ValueError on anything else."""
@@ -993,7 +1002,7 @@ class Bench:
                     c["devices"] = c["devices"] + ("remap_ab",)
         runs = {c["id"]: {d: [None] * self.runs for d in c["devices"]} for c in cells}
         for rnd in range(self.runs):
-            order = rotation(devices, rnd)
+            order = ab_rotation(rnd) if self.ab else rotation(devices, rnd)
             cfg["orders"].append(order)
             say(f"{name}: round {rnd + 1}/{self.runs}: {', '.join(order)}")
             for c in cells:
