@@ -429,14 +429,13 @@ static bool dmr_heads_valid(const struct dmr_geometry *geo,
 /*
  * Make the heads' segments open again after a load: replay left each
  * head at its position; the segments and the reserved next ones are
- * marked open before the segment states are rebuilt, and the part of
- * each head's segment already written is read into its buffer (blocks of
- * a head's segment are read from memory).
+ * marked open before the segment states are rebuilt.  The part of each
+ * head's segment already written stays on the device: reads of blocks
+ * below a head's @seg_written go there (dmr_mem_run()).
  */
-static int dmr_heads_restore(struct dmr_target *rc, const struct dmr_log_pos *pos)
+static void dmr_heads_restore(struct dmr_target *rc, const struct dmr_log_pos *pos)
 {
 	unsigned int i;
-	int r;
 
 	for (i = 0; i < DMR_NR_HEADS; i++) {
 		rc->map.segs[pos[i].segment].flags |= DMR_SEG_OPEN;
@@ -456,15 +455,9 @@ static int dmr_heads_restore(struct dmr_target *rc, const struct dmr_log_pos *po
 		dmr_seg_set_head(&rc->map.segs[h->pos.segment], i);
 		if (rc->read_only)
 			continue;	/* nothing is written: read it from the device */
+		/* the blocks before @seg_written are read from the device */
 		rc->map.segs[h->pos.segment].flags |= DMR_SEG_MEM;
-		if (!h->pos.offset)
-			continue;
-		r = dmr_rw(rc, REQ_OP_READ, dmr_seg_block(rc, h->pos.segment, 0),
-			   h->pos.offset, h->buf);
-		if (r)
-			return r;
 	}
-	return 0;
 }
 
 /**
@@ -585,11 +578,7 @@ int dmr_load(struct dmr_target *rc, const char **error)
 		       dmr_log_strerror(rp.head_stop[DMR_HEAD_GC]),
 		       dmr_log_strerror(rp.head_stop[DMR_HEAD_GC_HOT]));
 
-	r = dmr_heads_restore(rc, pos);
-	if (r) {
-		*error = "Cannot read the open segments";
-		return r;
-	}
+	dmr_heads_restore(rc, pos);
 	if (rc->read_only) {
 		rc->loaded = true;	/* rule 8: nothing is written */
 		return 0;

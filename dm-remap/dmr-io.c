@@ -150,7 +150,8 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 		*error = "Cannot create the dm-io client";
 		return -ENOMEM;
 	}
-	if (bioset_init(&rc->bs, BIO_POOL_SIZE, offsetof(struct dmr_clone, bio), 0)) {
+	if (bioset_init(&rc->bs, BIO_POOL_SIZE, offsetof(struct dmr_clone, bio),
+			BIOSET_NEED_BVECS)) {
 		*error = "Cannot create the bio set";
 		return -ENOMEM;
 	}

@@ -50,8 +50,31 @@ bool dmr_unit_room(const struct dmr_unit *u, u32 words)
 
 u32 dmr_data_csum(const void *data, u32 nr_blocks)
 {
-	return crc32c(~0U, data, (size_t)nr_blocks * DMR_BLOCK_SIZE) ^
-	       DMR_DATA_CSUM_SALT;
+	return dmr_data_csum_end(dmr_data_csum_add(DMR_DATA_CSUM_SEED, data,
+						   (size_t)nr_blocks * DMR_BLOCK_SIZE));
+}
+
+/**
+ * dmr_data_csum_add() - add bytes to a data checksum being built
+ * @crc: DMR_DATA_CSUM_SEED, or what the previous call returned
+ * @data: the next bytes of the unit's data
+ * @len: their length
+ *
+ * dmr_data_csum_end() of the chain over pieces in order equals
+ * dmr_data_csum() of the same bytes contiguous: a zero-copy write
+ * checksums a bio's pages one by one.
+ *
+ * Return: the running checksum.
+ */
+u32 dmr_data_csum_add(u32 crc, const void *data, size_t len)
+{
+	return crc32c(crc, data, len);
+}
+
+/* Return: the data checksum of a chain built with dmr_data_csum_add(). */
+u32 dmr_data_csum_end(u32 crc)
+{
+	return crc ^ DMR_DATA_CSUM_SALT;
 }
 
 static void dmr_put_csum(void *block, u32 salt)
@@ -115,9 +138,22 @@ u32 dmr_unit_finish(void *block, const void *data)
 	struct dmr_disk_summary *d = block;
 	u32 csum = dmr_data_csum(data, le32_to_cpu(d->nr_blocks));
 
-	d->data_csum = cpu_to_le32(csum);
-	dmr_put_csum(d, DMR_SUMMARY_CSUM_SALT);
+	dmr_unit_finish_csum(block, csum);
 	return csum;
+}
+
+/**
+ * dmr_unit_finish_csum() - add the checksums to an encoded summary
+ * @block: a summary written by dmr_unit_encode_body()
+ * @data_csum: dmr_data_csum() of its data blocks, computed elsewhere (a
+ *	zero-copy write's data is not behind its summary in memory)
+ */
+void dmr_unit_finish_csum(void *block, u32 data_csum)
+{
+	struct dmr_disk_summary *d = block;
+
+	d->data_csum = cpu_to_le32(data_csum);
+	dmr_put_csum(d, DMR_SUMMARY_CSUM_SALT);
 }
 
 /**

@@ -60,10 +60,14 @@ void dmr_unit_reset(struct dmr_unit *u, u32 flags);
 u32 dmr_unit_block_words(const struct dmr_unit *u);
 bool dmr_unit_room(const struct dmr_unit *u, u32 words);
 u32 dmr_data_csum(const void *data, u32 nr_blocks);
+#define DMR_DATA_CSUM_SEED	(~0U)
+u32 dmr_data_csum_add(u32 crc, const void *data, size_t len);
+u32 dmr_data_csum_end(u32 crc);
 void dmr_unit_encode(struct dmr_unit *u, const u8 *uuid, const void *data,
 		     void *block);
 void dmr_unit_encode_body(const struct dmr_unit *u, const u8 *uuid, void *block);
 u32 dmr_unit_finish(void *block, const void *data);
+void dmr_unit_finish_csum(void *block, u32 data_csum);
 bool __must_check dmr_units_finish(void *seg, u32 from, u32 to);
 enum dmr_log_status __must_check
 dmr_unit_decode(const void *block, u64 blocknr, const u8 *uuid,

@@ -66,17 +66,25 @@ static void dmr_copy_to_bio(struct bio *bio, const u8 *src, unsigned int bytes)
 	bio_advance(bio, bytes);
 }
 
-/* The buffer holding segment @seg in memory (a head's, or one in flight). */
-static u8 *dmr_mem_segment(struct dmr_target *rc, u32 seg)
+/*
+ * The buffer holding segment @seg in memory (a head's, or one in flight),
+ * and in @on_disk how many blocks of it, from its start, are on the
+ * device already: those are read from there (dmr_mem_run()).
+ */
+static u8 *dmr_mem_segment(struct dmr_target *rc, u32 seg, u32 *on_disk)
 {
 	unsigned int i;
 
 	for (i = 0; i < DMR_NR_HEADS; i++)
-		if (rc->heads[i].pos.segment == seg)
+		if (rc->heads[i].pos.segment == seg) {
+			*on_disk = rc->heads[i].seg_written;
 			return rc->heads[i].buf;
+		}
 	for (i = 0; i < DMR_FLIGHT_SLOTS; i++)
-		if (rc->flight[i].segment == seg)
+		if (rc->flight[i].segment == seg) {
+			*on_disk = rc->flight[i].off;
 			return rc->flight[i].buf;
+		}
 	return NULL;
 }
 
@@ -98,8 +106,9 @@ static void dmr_clone_endio(struct bio *clone)
  * @rc: target
  * @bio: the read
  *
- * Unmapped blocks read as zeroes, blocks of a segment in memory are
- * copied from its buffer, and runs on the device go down as clones that
+ * Unmapped blocks read as zeroes, blocks of a segment in memory that are
+ * not on the device yet are copied from its buffer, and runs on the
+ * device go down as clones that
  * each hold a count on their segment (the worker owns the map, so the
  * count is taken before anything can free the segment).
  */
@@ -110,14 +119,21 @@ void dmr_do_read(struct dmr_target *rc, struct bio *bio)
 
 	while (bio->bi_iter.bi_size) {
 		u32 n = bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT, e, run, pba, seg;
+		u32 on_disk = 0;
 		struct dmr_clone *c;
 		struct bio *clone;
+		bool from_buf;
 		u8 *buf;
 
 		run = dmr_lookup_run(rc, lba, n, &e);
 		pba = e - 1;
 		seg = pba / seg_blocks;
-		buf = e == DMR_UNMAPPED ? NULL : dmr_mem_segment(rc, seg);
+		buf = e == DMR_UNMAPPED ? NULL : dmr_mem_segment(rc, seg, &on_disk);
+		if (buf) {
+			run = dmr_mem_run(pba % seg_blocks, run, on_disk, &from_buf);
+			if (!from_buf)
+				buf = NULL;
+		}
 		if (e == DMR_UNMAPPED) {
 			dmr_copy_to_bio(bio, NULL, run << DMR_BLOCK_SHIFT);
 		} else if (buf) {

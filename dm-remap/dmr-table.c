@@ -77,6 +77,10 @@ static const struct dmr_opt_desc dmr_opts[DMR_OPT_NR] = {
 		.err_range = "gc_high out of range (1 to 2147483647 segments)",
 		.err_dup = "Duplicate optional argument gc_high",
 	},
+	[DMR_OPT_ZERO_COPY] = {
+		.name = "zero_copy",
+		.err_dup = "Duplicate optional argument zero_copy",
+	},
 };
 
 static_assert(DMR_OPT_NR <= 32, "dmr_options_parse() keeps a 32-bit seen mask");
@@ -145,6 +149,9 @@ static void dmr_opt_set(struct dmr_options *o, int id, u64 value)
 		break;
 	case DMR_OPT_GC_HIGH:
 		o->gc_high = value;
+		break;
+	case DMR_OPT_ZERO_COPY:
+		o->zero_copy = true;
 		break;
 	}
 }

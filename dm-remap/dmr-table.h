@@ -16,6 +16,7 @@ enum dmr_opt_id {
 	DMR_OPT_NO_DISCARD_PASSDOWN,
 	DMR_OPT_GC_LOW,
 	DMR_OPT_GC_HIGH,
+	DMR_OPT_ZERO_COPY,
 	DMR_OPT_NR,
 };
 
@@ -39,6 +40,9 @@ enum dmr_opt_id {
  *	given, the device's default applies)
  * @gc_high: background GC stops at this many free or prefree segments
  *	(0: not given, the device's default applies)
+ * @zero_copy: write a write of at least dmr_zero_copy_min() blocks to
+ *	the log from its own pages (by default every write is copied into
+ *	the segment buffer)
  * @order: option ids in the order the table gave them, for re-emission
  * @nr_given: number of entries in @order
  */
@@ -49,6 +53,7 @@ struct dmr_options {
 	bool no_discard_passdown;
 	u32 gc_low;
 	u32 gc_high;
+	bool zero_copy;
 	u8 order[DMR_OPT_NR];
 	u8 nr_given;
 };

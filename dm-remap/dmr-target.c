@@ -69,6 +69,8 @@ static void dmr_clear_stats(struct dmr_stats *s)
 	atomic64_set(&s->segs_freed, 0);
 	atomic64_set(&s->throttled, 0);
 	atomic64_set(&s->device_flushes, 0);
+	atomic64_set(&s->zero_copy_blocks, 0);
+	atomic64_set(&s->zero_copy_recopied, 0);
 }
 
 /* GC watermarks: the defaults for the device, or the table's. */
@@ -95,6 +97,8 @@ static int dmr_gc_setup(struct dmr_target *rc, const char **error)
 	rc->gc = p;
 	rc->discard_free = !rc->opts.no_discard_passdown &&
 			   bdev_max_discard_sectors(rc->dev->bdev);
+	rc->zero_copy = rc->opts.zero_copy;
+	rc->zero_copy_min = dmr_zero_copy_min(rc->sb.stripe_blocks);
 	return 0;
 }
 
@@ -416,7 +420,7 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 		       rc->sb_copies_valid,
 		       (long long)atomic64_read(&rc->stats.discards),
 		       READ_ONCE(rc->first_error));
-		DMEMIT(" %s %u %u %u %u %lld %lld %lld %lld %s %s %lld",
+		DMEMIT(" %s %u %u %u %u %lld %lld %lld %lld %s %s %lld %lld %lld",
 		       dmr_gc_mode_name(READ_ONCE(rc->gc_mode)),
 		       p.low, p.high, p.reserve, READ_ONCE(rc->map.nr_prefree),
 		       (long long)atomic64_read(&rc->stats.gc_runs),
@@ -424,7 +428,9 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 		       (long long)atomic64_read(&rc->stats.segs_freed),
 		       (long long)atomic64_read(&rc->stats.throttled),
 		       waf_load, waf_fmt,
-		       (long long)atomic64_read(&rc->stats.device_flushes));
+		       (long long)atomic64_read(&rc->stats.device_flushes),
+		       (long long)atomic64_read(&rc->stats.zero_copy_blocks),
+		       (long long)atomic64_read(&rc->stats.zero_copy_recopied));
 		break;
 	case STATUSTYPE_TABLE:
 		DMEMIT("%s", rc->dev->name);

@@ -71,6 +71,7 @@ static void dmr_test_parse_u64(struct kunit *test)
  * @no_passdown: expected no_discard_passdown flag
  * @gc_low: expected gc_low (0: not given)
  * @gc_high: expected gc_high (0: not given)
+ * @zero_copy: expected zero_copy flag
  */
 struct dmr_opt_case {
 	const char *words[DMR_MAX_WORDS];
@@ -79,6 +80,7 @@ struct dmr_opt_case {
 	u32 interval;
 	bool no_passdown;
 	u32 gc_low, gc_high;
+	bool zero_copy;
 };
 
 static const struct dmr_opt_case dmr_opt_cases[] = {
@@ -155,6 +157,13 @@ static const struct dmr_opt_case dmr_opt_cases[] = {
 	{ { "4", "gc_low", "4", "gc_low", "4", NULL }, "Duplicate optional argument gc_low" },
 	{ { "5", "gc_high", "9", "read_only", "gc_high", "9", NULL },
 	  "Duplicate optional argument gc_high" },
+	/* zero_copy */
+	{ { "1", "zero_copy", NULL }, NULL, false, false, 30, false, 0, 0, true },
+	{ { "4", "zero_copy", "gc_low", "5", "ignore_discard", NULL },
+	  NULL, false, true, 30, false, 5, 0, true },
+	{ { "2", "zero_copy", "zero_copy", NULL },
+	  "Duplicate optional argument zero_copy" },
+	{ { "2", "zero_copy", "0", NULL }, "Unrecognised optional argument" },
 };
 
 static void dmr_opt_desc(const struct dmr_opt_case *c, char *desc)
@@ -202,6 +211,7 @@ static void dmr_test_options(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, o.no_discard_passdown, c->no_passdown);
 	KUNIT_EXPECT_EQ(test, o.gc_low, c->gc_low);
 	KUNIT_EXPECT_EQ(test, o.gc_high, c->gc_high);
+	KUNIT_EXPECT_EQ(test, o.zero_copy, c->zero_copy);
 }
 
 /* Parsing then emitting gives back the words the table gave, in order. */
@@ -213,12 +223,13 @@ static void dmr_test_options_emit(struct kunit *test)
 		"4 checkpoint_interval 7 read_only ignore_discard",
 		"3 read_only checkpoint_interval 86400",
 		"1 no_discard_passdown",
+		"3 gc_high 9 zero_copy",
 		"2 gc_low 5",
 		"4 gc_high 2147483647 gc_low 1",
 		"5 gc_low 4 no_discard_passdown gc_high 8",
 		"8 gc_high 8 checkpoint_interval 60 gc_low 7 no_discard_passdown read_only",
 		/* the longest line there is */
-		"9 read_only ignore_discard checkpoint_interval 86400 no_discard_passdown gc_low 2147483647 gc_high 2147483647",
+		"10 read_only ignore_discard checkpoint_interval 86400 no_discard_passdown gc_low 2147483647 gc_high 2147483647 zero_copy",
 	};
 	char buf[128], copy[128], small[8];
 	unsigned int i;

@@ -267,6 +267,119 @@ static void dmr_test_units_finish(struct kunit *test)
 	}
 }
 
+/*
+ * A zero-copy unit: its summary finished with a checksum chained over
+ * pieces of the data, which need not be contiguous nor block-sized,
+ * decodes and verifies exactly like one finished over contiguous data.
+ */
+static void dmr_test_zero_copy_csum(struct kunit *test)
+{
+	static const u8 uuid[16] = { 4, 5, 6 };
+	static const u32 cuts[] = { 512, 4096, 1, 3583, 8192, 4096 };	/* 5 blocks */
+	u8 *data = kunit_kzalloc(test, 5 * DMR_BLOCK_SIZE, GFP_KERNEL);
+	u8 *a = kunit_kzalloc(test, DMR_BLOCK_SIZE, GFP_KERNEL);
+	u8 *b = kunit_kzalloc(test, DMR_BLOCK_SIZE, GFP_KERNEL);
+	struct dmr_unit *u = dmr_tw_unit(test), *d = dmr_tw_unit(test);
+	u32 crc = DMR_DATA_CSUM_SEED, i, at = 0;
+
+	if (!data || !a || !b)
+		kunit_skip(test, "cannot allocate");
+	for (i = 0; i < 5 * DMR_BLOCK_SIZE; i++)
+		data[i] = i * 7 + (i >> 12);
+	for (i = 0; i < ARRAY_SIZE(cuts); i++) {
+		crc = dmr_data_csum_add(crc, data + at, cuts[i]);
+		at += cuts[i];
+	}
+	KUNIT_ASSERT_EQ(test, at, 5U * DMR_BLOCK_SIZE);
+	KUNIT_EXPECT_EQ(test, dmr_data_csum_end(crc), dmr_data_csum(data, 5));
+
+	dmr_unit_reset(u, 0);
+	u->seq = 77;
+	u->blocknr = 500;
+	u->next_segment = DMR_NO_SEGMENT;
+	for (i = 0; i < 5; i++)
+		u->lba[u->nr_blocks++] = 30 + i;
+	dmr_unit_encode(u, uuid, data, a);
+	dmr_unit_encode_body(u, uuid, b);
+	dmr_unit_finish_csum(b, dmr_data_csum_end(crc));
+	KUNIT_EXPECT_EQ(test, memcmp(a, b, DMR_BLOCK_SIZE), 0);
+	KUNIT_ASSERT_EQ(test, dmr_unit_decode(b, 500, uuid, 1000, d), DMR_LOG_OK);
+	KUNIT_EXPECT_EQ(test, d->data_csum, dmr_data_csum(data, 5));
+	/* one changed byte of the data no longer verifies */
+	data[2 * DMR_BLOCK_SIZE + 9] ^= 1;
+	KUNIT_EXPECT_NE(test, d->data_csum, dmr_data_csum(data, 5));
+}
+
+/* ------------------------------------------------------------------ */
+/* zero-copy writes */
+
+static void dmr_test_zero_copy_min(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, dmr_zero_copy_min(0), DMR_ZERO_COPY_MIN);
+	KUNIT_EXPECT_EQ(test, dmr_zero_copy_min(48), DMR_ZERO_COPY_MIN);	/* 3 x 64K */
+	KUNIT_EXPECT_EQ(test, dmr_zero_copy_min(384), 384U);		/* 3 x 512K */
+}
+
+struct dmr_zc_case {
+	bool enabled;
+	u32 want, start, seg_blocks, min;
+	bool zero_copy;
+};
+
+static const struct dmr_zc_case dmr_zc_cases[] = {
+	/* small writes are copied */
+	{ true, 1, 1, 288, 64, false },
+	{ true, 63, 1, 288, 64, false },
+	/* a large one at a segment's start, or with room enough, is not */
+	{ true, 64, 0, 288, 64, true },
+	{ true, 256, 0, 288, 64, true },
+	{ true, 256, 223, 288, 64, true },	/* 64 blocks after the summary */
+	/* too little room left: copied, the segment fills */
+	{ true, 256, 224, 288, 64, false },
+	{ true, 256, 280, 288, 64, false },
+	/* a done segment: the chunk starts the next one */
+	{ true, 256, 287, 288, 64, true },
+	{ true, 256, 288, 288, 64, true },
+	/* the option off */
+	{ false, 256, 0, 288, 64, false },
+	{ false, 100000, 0, 288, 64, false },
+};
+
+static void dmr_zc_desc(const struct dmr_zc_case *c, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "on=%d want=%u start=%u/%u min=%u",
+		 c->enabled, c->want, c->start, c->seg_blocks, c->min);
+}
+
+KUNIT_ARRAY_PARAM(dmr_zc, dmr_zc_cases, dmr_zc_desc);
+
+static void dmr_test_zero_copy_now(struct kunit *test)
+{
+	const struct dmr_zc_case *c = test->param_value;
+
+	KUNIT_EXPECT_EQ(test, dmr_zero_copy_now(c->enabled, c->want, c->start,
+						c->seg_blocks, c->min), c->zero_copy);
+}
+
+static void dmr_test_mem_run(struct kunit *test)
+{
+	bool buf;
+
+	/* nothing on the device: all from the buffer */
+	KUNIT_EXPECT_EQ(test, dmr_mem_run(0, 10, 0, &buf), 10U);
+	KUNIT_EXPECT_TRUE(test, buf);
+	/* all on the device */
+	KUNIT_EXPECT_EQ(test, dmr_mem_run(5, 10, 100, &buf), 10U);
+	KUNIT_EXPECT_FALSE(test, buf);
+	/* a run across the boundary is cut there, the rest from the buffer */
+	KUNIT_EXPECT_EQ(test, dmr_mem_run(95, 10, 100, &buf), 5U);
+	KUNIT_EXPECT_FALSE(test, buf);
+	KUNIT_EXPECT_EQ(test, dmr_mem_run(100, 5, 100, &buf), 5U);
+	KUNIT_EXPECT_TRUE(test, buf);
+	KUNIT_EXPECT_EQ(test, dmr_mem_run(99, 1, 100, &buf), 1U);
+	KUNIT_EXPECT_FALSE(test, buf);
+}
+
 /* ------------------------------------------------------------------ */
 /* flush, timer, load */
 
@@ -423,6 +536,10 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_discard_at_segment_end),
 	KUNIT_CASE(dmr_test_write_pieces),
 	KUNIT_CASE(dmr_test_units_finish),
+	KUNIT_CASE(dmr_test_zero_copy_csum),
+	KUNIT_CASE(dmr_test_zero_copy_min),
+	KUNIT_CASE_PARAM(dmr_test_zero_copy_now, dmr_zc_gen_params),
+	KUNIT_CASE(dmr_test_mem_run),
 	KUNIT_CASE(dmr_test_empty_flush_verdict),
 	KUNIT_CASE(dmr_test_ckpt_rearm),
 	KUNIT_CASE(dmr_test_ckpt_order),

@@ -271,3 +271,53 @@ def test_bench_settings_parse_without_touching_devices(gb):
         gb.Bench({"DMR_BENCH_CONFIGS": "raid6"})
     with pytest.raises(gb.Fail):
         gb.Bench({"DMR_BENCH_RUNS": "0"})
+
+
+def test_with_options_adds_table_options(gb):
+    assert gb.with_options("0 2048 remap /dev/md127", ["zero_copy"]) == \
+        "0 2048 remap /dev/md127 1 zero_copy"
+    assert gb.with_options("0 2048 remap /dev/md127 2 checkpoint_interval 86400",
+                           ["zero_copy"]) == \
+        "0 2048 remap /dev/md127 3 checkpoint_interval 86400 zero_copy"
+    with pytest.raises(ValueError):
+        gb.with_options("0 2048 linear /dev/md127 0", ["zero_copy"])
+
+
+def test_ab_device_ratios_and_table(gb):
+    """DMR_BENCH_AB: the fourth device's medians against bare and against
+    the remapped device, and its columns in the summary."""
+    c = cell_def(gb, "randwrite-1m-t1")
+    c["devices"] = c["devices"] + ("remap_ab",)
+    res = gb.aggregate_cell(c, iops_runs(bare=[100] * 3, linear=[100] * 3,
+                                         remap=[50, 40, 60], remap_ab=[75, 80, 70]))
+    assert res["metric"] == "bw_mibs"
+    assert res["ratios"]["ab_bare"] == pytest.approx(0.75)
+    assert res["ratios"]["ab_remap"] == pytest.approx(1.5)
+    plain = gb.aggregate_cell(cell_def(gb, "randwrite-1m-t1"),
+                              iops_runs(bare=[100] * 3, remap=[50] * 3))
+    assert "ab_bare" not in plain["ratios"]
+    cfg = {"name": "raid5-4", "label": "x", "cells": {"randwrite-1m-t1": res},
+           "ab": ["zero_copy"], "ab_table": "0 8 remap /dev/md127 1 zero_copy",
+           "orders": [["bare", "linear", "remap", "remap_ab"]], "rounds_done": 1}
+    text = "\n".join(gb.config_lines(cfg))
+    assert "B'/remap" in text and "options 'zero_copy'" in text
+    row = next(ln for ln in text.splitlines() if "1M random write" in ln)
+    assert "0.75x" in row and "1.50x" in row and "0.50x" in row
+    assert gb.Bench({"DMR_BENCH_AB": "zero_copy"}).ab == ["zero_copy"]
+    assert gb.unknown_knobs({"DMR_BENCH_AB": "zero_copy"}) == []
+
+
+def test_ab_rotation_alternates_b_and_b_prime(gb):
+    """B' sits next to B (both on array B), after it in one round and
+    before it in the next: B' must not always follow B's writes."""
+    orders = [gb.ab_rotation(r) for r in range(4)]
+    assert orders[0] == ["bare", "linear", "remap", "remap_ab"]
+    assert orders[1] == ["linear", "remap_ab", "remap", "bare"]
+    for o in orders:
+        assert sorted(o) == ["bare", "linear", "remap", "remap_ab"]
+        assert abs(o.index("remap") - o.index("remap_ab")) == 1
+    after = [o.index("remap_ab") > o.index("remap") for o in orders]
+    assert after == [True, False, True, False]
+    # the three devices keep their rotation
+    assert [[d for d in o if d != "remap_ab"] for o in orders] == \
+        [gb.rotation(gb.DEVICES, r) for r in range(4)]

@@ -165,6 +165,53 @@ def test_kallsyms_and_attribution(gp):
     assert rows[0]["dso"] == "[kernel.kallsyms]"       # the input is not changed
 
 
+CRC_KALLSYMS = KALLSYMS + """\
+ffffffffc08d9000 t crc_pcl\t[crc32c_intel]
+ffffffffc08da200 t crc32c_intel_update\t[crc32c_intel]
+ffffffffc08db000 t ahci_qc_issue\t[ahci]
+"""
+
+# perf script -G -F comm,cpu,time,ip,sym,dso, as a run printed it: the
+# checksum's samples unnamed, in the wrong module
+CRC_SCRIPT = """\
+ kworker/u8:10-d [001]   213.898150:  ffffffffc08d9544 [unknown] ([ahci])
+ kworker/u8:11-e [000]   213.898185:  ffffffffc08d9ffa [unknown] ([ahci])
+ kworker/u8:10-d [001]   213.898883:  ffffffffc08da210 [unknown] ([ahci])
+ kworker/u8:10-d [001]   213.899883:  ffffffffc0a670d8 [unknown] ([dm_remap])
+ fio [000]   213.899900:  ffffffff8a2010a4 do_idle ([kernel.kallsyms])
+ fio [000]   213.899950:  7f01020304 [unknown] ([unknown])
+ swapper [000]   213.899990:  ffffffff8a100000 [unknown] ([kernel.kallsyms])
+"""
+
+
+def test_resolve_unknown_names_the_checksum(gp):
+    """A run's report put crc32c-intel's samples under raw addresses in
+    [ahci], so the checksum column read 0: the script's absolute addresses,
+    looked up in kallsyms, name them, and they count as checksum."""
+    addrs = gp.kallsyms_addrs(CRC_KALLSYMS)
+    assert all(a[0] for a in addrs) and addrs == sorted(addrs)
+    assert gp.resolve_ip(addrs, 0xffffffffc08d9000) == ("crc_pcl", "crc32c_intel")
+    assert gp.resolve_ip(addrs, 0xffffffffc08da1ff) == ("crc_pcl", "crc32c_intel")
+    assert gp.resolve_ip(addrs, 0xffffffffc08da200) == ("crc32c_intel_update",
+                                                         "crc32c_intel")
+    assert gp.resolve_ip(addrs, 0x1000) is None
+    got = gp.resolve_unknown(CRC_SCRIPT, addrs)
+    # named samples and user space are left alone; below _text: unknown
+    assert got == {("crc_pcl", "crc32c_intel"): 2,
+                   ("crc32c_intel_update", "crc32c_intel"): 1,
+                   ("dmr_map", "dm_remap"): 1, ("?", None): 1}
+    m = gp.metrics(synthetic(), 1000, 999)
+    assert m["checksum"]["samples"] == 30
+    gp.fold_resolved(m, got)
+    assert m["checksum"]["samples"] == 33
+    assert m["checksum"]["ns_per_block"] == pytest.approx(33 * PERIOD / 1000)
+    assert m["checksum"]["share_busy"] == pytest.approx(33 / 300)
+    assert m["checksum"]["symbols"] == {"crc_pcl": 30, "crc_pcl (resolved)": 2,
+                                        "crc32c_intel_update (resolved)": 1}
+    assert m["resolved"][0] == {"sym": "crc_pcl", "module": "crc32c_intel", "samples": 2}
+    assert len(m["resolved"]) == 4
+
+
 def synthetic():
     """400 samples: 100 idle, 50 in dm-remap, 30 in crc32c, 220 elsewhere."""
     def row(n, comm, dso, sym, kind="k"):

@@ -82,6 +82,15 @@ Environment (defaults in brackets):
                                 remapped write cell (0: do not wait)
   DMR_BENCH_RAM_MIB [256]       size of each ramdisk (raid5-4)
   DMR_BENCH_MEDIA_MIB [96]      size of each null_blk member (media)
+  DMR_BENCH_AB ['']             A/B: table options (e.g. 'zero_copy') for a
+                                fourth device in every raw cell, "remapped
+                                B'": B's table reloaded with them for that
+                                run and back after it (a reload resets
+                                dm-remap's counters, so the write
+                                amplification over all the cells is not
+                                reported then); B is reloaded with its
+                                own table before each of its runs, so
+                                both start on a fresh load
 """
 import fnmatch
 import importlib.machinery
@@ -99,7 +108,8 @@ import types
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MiB = 1 << 20
 DEVICES = ("bare", "linear", "remap")
-DEV_LABEL = {"bare": "bare", "linear": "dm-linear", "remap": "remapped"}
+DEV_LABEL = {"bare": "bare", "linear": "dm-linear", "remap": "remapped",
+             "remap_ab": "remapped B'"}
 NAME = "dmrbench"                       # dm-remap device; NAME-linear for dm-linear
 MD = {"A": "/dev/md/dmrbench-a", "B": "/dev/md/dmrbench-b"}
 NULLB_DIR = "/sys/kernel/config/nullb"
@@ -211,6 +221,15 @@ def rotation(devices, round_no):
     return list(devices[k:]) + list(devices[:k])
 
 
+def ab_rotation(round_no):
+    """rotation() of the three devices with B' (remap_ab) beside remapped:
+    after it in even rounds, before it in odd ones, so that neither
+    always runs on the array the other has just written."""
+    order = rotation(DEVICES, round_no)
+    i = order.index("remap") + (1 if round_no % 2 == 0 else 0)
+    return order[:i] + ["remap_ab"] + order[i:]
+
+
 def parse_media(text):
     """'completion_us=2000,queue_depth=1,mbps=150,max_kb=512' (any subset;
     the rest from the default) -> dict of ints; ValueError on anything else."""
@@ -236,7 +255,7 @@ def parse_media(text):
 
 
 KNOBS = {"RUNS", "SECONDS", "CONFIGS", "CELLS", "FS", "FS_TYPES", "FS_JOBS", "MEDIA",
-         "PRECONDITION", "GC_WAIT", "RAM_MIB", "MEDIA_MIB"}
+         "PRECONDITION", "GC_WAIT", "RAM_MIB", "MEDIA_MIB", "AB"}
 
 
 def unknown_knobs(env):
@@ -288,6 +307,9 @@ def aggregate_cell(cell, runs):
            "ratios": {"remap_bare": ratio(med("remap"), med("bare")),
                       "remap_linear": ratio(med("remap"), med("linear")),
                       "linear_bare": ratio(med("linear"), med("bare"))}}
+    if "remap_ab" in runs:
+        res["ratios"]["ab_bare"] = ratio(med("remap_ab"), med("bare"))
+        res["ratios"]["ab_remap"] = ratio(med("remap_ab"), med("remap"))
     return res
 
 
@@ -295,6 +317,16 @@ def ratio(num, den):
     if num is None or not den:
         return None
     return num / den
+
+
+def with_options(table, extra):
+    """A dm-remap table line ('0 N remap DEV [#opts opts...]') with the
+    optional arguments in extra (a list) added after its own."""
+    f = table.split()
+    if len(f) < 4 or f[2] != "remap":
+        raise ValueError(f"not a dm-remap table: {table!r}")
+    opts = f[5:5 + int(f[4])] if len(f) > 4 else []
+    return " ".join(f[:4] + [str(len(opts) + len(extra))] + opts + list(extra))
 
 
 def ratio_range(cell_res, num_dev, den_dev):
@@ -432,6 +464,8 @@ def cell_rows(cells, group, devices=DEVICES):
         row += [fmt_x(c["ratios"]["remap_bare"])]
         if "linear" in devices:
             row.append(fmt_x(c["ratios"]["remap_linear"]))
+        if "remap_ab" in devices:
+            row += [fmt_x(c["ratios"].get("ab_bare")), fmt_x(c["ratios"].get("ab_remap"))]
         w = c["devices"].get("remap", {}).get("waf")
         row.append("" if c["kind"] == "read" or "remap" not in c["devices"]
                    else fmt_waf(w["median"] if w else None))
@@ -472,12 +506,18 @@ def config_lines(cfg):
                  + "; ".join("/".join(DEV_LABEL[d] for d in o)
                              for o in cfg.get("orders", [])))
     cells = cfg.get("cells", {})
-    head = ["cell", "unit", "bare", "dm-linear", "remapped", "remap/bare", "remap/lin", "WAF"]
-    rows = cell_rows(cells, ("rand", "seq"))
+    devices, head = DEVICES, ["cell", "unit", "bare", "dm-linear", "remapped", "remap/bare",
+                              "remap/lin", "WAF"]
+    if cfg.get("ab"):
+        devices = DEVICES + ("remap_ab",)
+        head = head[:5] + ["B'"] + head[5:7] + ["B'/bare", "B'/remap", "WAF"]
+        lines.append(f"  A/B: B' is B with its table reloaded with the options "
+                     f"'{' '.join(cfg['ab'])}' for each of its runs: {cfg.get('ab_table', '')}")
+    rows = cell_rows(cells, ("rand", "seq"), devices)
     if rows:
         lines += ["", "  raw device: median [min-max]; WAF: remapped, cell + its GC"]
         lines += _table(rows, head)
-    rows = cell_rows(cells, ("mixed",))
+    rows = cell_rows(cells, ("mixed",), devices)
     if rows:
         lines += ["", "  mixed random read/write (total IOPS; read/write split in bench.json)"]
         lines += _table(rows, head)
@@ -750,6 +790,7 @@ class Bench:
         self.media = parse_media(env.get("DMR_BENCH_MEDIA", ""))
         self.ram_mib = int(env.get("DMR_BENCH_RAM_MIB", "256"))
         self.media_mib = int(env.get("DMR_BENCH_MEDIA_MIB", "96"))
+        self.ab = env.get("DMR_BENCH_AB", "").split()
         self.out = env.get("DMR_OUT", "/tmp")
         if self.runs < 1 or self.seconds < 1:
             raise Fail("DMR_BENCH_RUNS and DMR_BENCH_SECONDS must be >= 1")
@@ -772,7 +813,8 @@ class Bench:
                                "configs": self.configs, "cells": self.cell_pat,
                                "fs": sorted(self.fs_configs), "fs_types": self.fs_types,
                                "fs_jobs": self.fs_pat, "media": self.media,
-                               "ram_mib": self.ram_mib, "media_mib": self.media_mib},
+                               "ram_mib": self.ram_mib, "media_mib": self.media_mib,
+                               "ab": self.ab},
                     "configs": [], "goals": [],
                     "warnings": [f"unknown setting {k} ignored" for k in unknown]}
 
@@ -831,12 +873,28 @@ class Bench:
                 args.append(f"--size={region}")
         else:
             args = self.fio_args(cell, path, region)
-        before = remap.status() if dev_name == "remap" else None
-        job = run_fio(args, what, self.seconds + 180)
-        m = fio_metrics(job)
-        if dev_name == "remap":
-            m.update(self.after_remap(cfg, remap, before, cell["kind"] != "read", what))
+        remapped = dev_name in ("remap", "remap_ab")
+        if dev_name == "remap_ab":
+            self.reload(cfg["ab_table"])
+        elif dev_name == "remap" and cfg.get("ab"):
+            # B too starts each run on a freshly loaded table, so that
+            # what a reload itself costs falls on both sides of the A/B
+            self.reload(cfg["geometry"]["table"])
+        try:
+            before = remap.status() if remapped else None
+            job = run_fio(args, what, self.seconds + 180)
+            m = fio_metrics(job)
+            if remapped:
+                m.update(self.after_remap(cfg, remap, before, cell["kind"] != "read", what))
+        finally:
+            if dev_name == "remap_ab":
+                self.reload(cfg["geometry"]["table"])
         return m
+
+    def reload(self, table):
+        """Replace B's live table (dm-remap: a clean checkpoint, no replay)."""
+        sh("dmsetup", "reload", NAME, "--table", table)
+        sh("dmsetup", "resume", NAME)
 
     # ------------------------------------------------------------ a configuration
 
@@ -911,6 +969,12 @@ class Bench:
         settle()
         wait_path(f"/dev/mapper/{lname}")
         paths = {"bare": a, "linear": f"/dev/mapper/{lname}", "remap": remap.path}
+        devices = DEVICES
+        if self.ab:
+            devices = DEVICES + ("remap_ab",)
+            paths["remap_ab"] = remap.path
+            cfg["ab"] = self.ab
+            cfg["ab_table"] = with_options(cfg["geometry"]["table"], self.ab)
         cfg["devices"] = dict(paths, array_b=b)
 
         # preconditioning
@@ -932,9 +996,13 @@ class Bench:
 
         # the rounds
         cells = select(raw_cells(ioopt), self.cell_pat)
+        if self.ab:
+            for c in cells:
+                if "remap" in c["devices"]:
+                    c["devices"] = c["devices"] + ("remap_ab",)
         runs = {c["id"]: {d: [None] * self.runs for d in c["devices"]} for c in cells}
         for rnd in range(self.runs):
-            order = rotation(DEVICES, rnd)
+            order = ab_rotation(rnd) if self.ab else rotation(devices, rnd)
             cfg["orders"].append(order)
             say(f"{name}: round {rnd + 1}/{self.runs}: {', '.join(order)}")
             for c in cells:
@@ -946,7 +1014,7 @@ class Bench:
                     say(f"  {c['id']:<22} {DEV_LABEL[d]:<9} {m['iops']:>9.0f} IOPS "
                         f"{m['bw_mibs']:>8.1f} MiB/s"
                         + (f"  waf {fmt_waf(m.get('waf'))} gc wait {m['gc_wait_s']:.1f} s"
-                           if d == "remap" and "waf" in m else ""))
+                           if d in ("remap", "remap_ab") and "waf" in m else ""))
             cfg["rounds_done"] = rnd + 1
             self.aggregate_into(cfg["cells"], cells, runs)
             self.save()
@@ -954,7 +1022,12 @@ class Bench:
         if self.gc_wait > 0:
             st_end, _ = remap.wait_gc_idle(max(self.gc_wait, 60))
         cfg["statuses"]["measure_end"] = st_end
-        cfg["waf"]["measured"] = compare.status_delta(cfg["statuses"]["measure_start"], st_end)
+        if self.ab:
+            cfg["warnings"].append("A/B: write amplification over all the cells not "
+                                   "measured (each reload resets the counters)")
+        else:
+            cfg["waf"]["measured"] = compare.status_delta(cfg["statuses"]["measure_start"],
+                                                          st_end)
         cfg["raw_runs"] = runs
 
         # filesystems

@@ -46,6 +46,7 @@ Environment (defaults in brackets):
 The parsing and the arithmetic (parse_report, metrics, render) are pure
 functions, tested on the host by tests/host/test_profile_parse.py.
 """
+import bisect
 import importlib.machinery
 import importlib.util
 import json
@@ -232,6 +233,75 @@ def attribute_modules(rows, modsyms):
             moved += r.get("samples", 0)
         out.append(r)
     return out, moved
+
+
+def kallsyms_addrs(text):
+    """/proc/kallsyms -> sorted [(address, function, module or None)] of
+    its text symbols (addresses 0, as an unprivileged read shows them,
+    left out)."""
+    out = []
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) < 3 or f[1] not in "tTwW":
+            continue
+        try:
+            addr = int(f[0], 16)
+        except ValueError:
+            continue
+        if addr:
+            out.append((addr, f[2], f[3][1:-1] if len(f) > 3 and f[3].startswith("[")
+                        else None))
+    out.sort()
+    return out
+
+
+def resolve_ip(addrs, ip):
+    """The function of kallsyms_addrs() that holds ip (the nearest one at
+    or below it), as (function, module), or None."""
+    i = bisect.bisect_right(addrs, (ip, "\uffff")) - 1
+    return addrs[i][1:] if i >= 0 else None
+
+
+def resolve_unknown(text, addrs):
+    """Kernel samples perf could not name: `perf script -F comm,cpu,time,
+    ip,sym,dso` lines whose symbol is [unknown] at a kernel address (perf
+    may also put them in the wrong module: a run put crc32c-intel's code
+    in [ahci]), named from kallsyms.  Returns {(function, module): samples},
+    ('?', None) for what kallsyms does not hold."""
+    out = {}
+    for line in text.splitlines():
+        m = SCRIPT_LINE.match(line)
+        if not m or m.group(5) != "[unknown]":
+            continue
+        ip = int(m.group(4), 16)
+        if ip < 1 << 63:            # user space
+            continue
+        key = resolve_ip(addrs, ip) or ("?", None)
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+def fold_resolved(m, resolved):
+    """Add the samples resolve_unknown() named to the checksum figures of
+    metrics() m (perf's report counted them under a raw address, so they
+    are in busy time but in no named part), and list them all in
+    m['resolved'].  Samples are worth m['ns_per_sample'] each."""
+    m["resolved"] = [{"sym": f, "module": mod, "samples": n} for (f, mod), n in
+                     sorted(resolved.items(), key=lambda kv: -kv[1])]
+    c = m["checksum"]
+    for (f, mod), n in resolved.items():
+        row = {"sym": f, "dso": f"[{mod}]" if mod else "[kernel.kallsyms]", "kind": "k"}
+        if not is_checksum(row):
+            continue
+        c["samples"] += n
+        c["ns"] += n * m["ns_per_sample"]
+        name = f"{f} (resolved)"
+        c["symbols"][name] = c["symbols"].get(name, 0) + n
+    blocks, busy = m.get("blocks"), m.get("busy_ns")
+    c["ns_per_block"] = c["ns"] / blocks if blocks else None
+    c["share_busy"] = c["ns"] / busy if busy else None
+    c["symbols"] = dict(sorted(c["symbols"].items(), key=lambda kv: -kv[1]))
+    return m
 
 
 # perf script -F comm,cpu,time,ip,sym,dso: "comm [cpu] time: ip sym (dso)"
@@ -463,6 +533,11 @@ def run_text(r):
                      f": {syms} samples (callers: raw/{r['workload']}-{r['device']}-"
                      "crc-callers.txt)" if syms else ""))
     lines.append(f"  perf itself: {_pct(m['perf_self']['share_busy'])} of busy")
+    res_ = m.get("resolved")
+    if res_:
+        lines.append("  samples perf left unnamed, named from kallsyms: " + ", ".join(
+            f"{x['sym']}" + (f" [{x['module']}]" if x["module"] else "") + f" {x['samples']}"
+            for x in res_[:6]))
     d = r.get("status_delta")
     if d:
         lines.append(f"  dm-remap status over the run: user_blocks +{d.get('user_blocks')}, "
@@ -657,6 +732,7 @@ class Rig:
         with open(self.kallsyms, "w") as f:
             f.write(text)
         self.modsyms = parse_kallsyms(text)
+        self.addrs = kallsyms_addrs(text)
 
     def path(self, device):
         return f"/dev/mapper/{self.LINEAR if device == 'linear' else self.REMAP}"
@@ -823,6 +899,7 @@ class Rig:
         q = subprocess.run(cmd, capture_output=True, text=True)
         with open(os.path.join(raw, f"{name}-script-head.txt"), "w") as f:
             f.write("\n".join(q.stdout.splitlines()[:300]) + "\n")
+        fold_resolved(m, resolve_unknown(q.stdout, self.addrs))
         res["gaps"] = g = sampling_gaps(q.stdout, m["ns_per_sample"], cut)
         if g["samples"] != m["total_samples"]:
             self.warn(f"{name}: perf script gave {g['samples']} samples, perf report "
