@@ -7,6 +7,8 @@
  *   remapctl dump DEV
  *   remapctl create NAME DEV [--read-only] [--ignore-discard]
  *                            [--checkpoint-interval SECS]
+ *                            [--no-discard-passdown] [--gc-low N]
+ *                            [--gc-high N] [--zero-copy]
  *   remapctl remove NAME
  *
  * The superblock codec and geometry come from ../dm-remap/dmr-format.c,
@@ -24,6 +26,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/fs.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -52,6 +55,7 @@ static void help(void)
 	       "  %s format DEV [--segment-size SIZE] [--overprovision PCT] [--label TEXT] [--force]\n"
 	       "  %s dump DEV\n"
 	       "  %s create NAME DEV [--read-only] [--ignore-discard] [--checkpoint-interval SECS]\n"
+	       "                    [--no-discard-passdown] [--gc-low N] [--gc-high N] [--zero-copy]\n"
 	       "  %s remove NAME\n"
 	       "\n"
 	       "SIZE takes a K, M or G suffix (powers of 1024).  The default segment\n"
@@ -604,6 +608,10 @@ static int cmd_create(int argc, char **argv)
 		{ "read-only", no_argument, NULL, 'r' },
 		{ "ignore-discard", no_argument, NULL, 'd' },
 		{ "checkpoint-interval", required_argument, NULL, 'c' },
+		{ "no-discard-passdown", no_argument, NULL, 'p' },
+		{ "gc-low", required_argument, NULL, 'l' },
+		{ "gc-high", required_argument, NULL, 'h' },
+		{ "zero-copy", no_argument, NULL, 'z' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char opts[256] = "", table[1024];
@@ -614,7 +622,7 @@ static int cmd_create(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "rdc:", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "rdc:pl:h:z", lopts, NULL)) != -1) {
 		size_t n = strlen(opts);
 
 		switch (c) {
@@ -632,6 +640,24 @@ static int cmd_create(int argc, char **argv)
 			snprintf(opts + n, sizeof(opts) - n, " checkpoint_interval %llu",
 				 (unsigned long long)v);
 			nopt += 2;
+			break;
+		case 'p':
+			snprintf(opts + n, sizeof(opts) - n, " no_discard_passdown");
+			nopt++;
+			break;
+		case 'l':
+		case 'h':
+			/* the target's range (dmr-table.c); it checks the pair */
+			if (dmr_parse_u64(optarg, &v) || !v || v > INT_MAX)
+				usage_error("invalid --gc-%s '%s' (1 to %d segments)",
+					    c == 'l' ? "low" : "high", optarg, INT_MAX);
+			snprintf(opts + n, sizeof(opts) - n, " gc_%s %llu",
+				 c == 'l' ? "low" : "high", (unsigned long long)v);
+			nopt += 2;
+			break;
+		case 'z':
+			snprintf(opts + n, sizeof(opts) - n, " zero_copy");
+			nopt++;
 			break;
 		default:
 			usage_error("create: unrecognised option or missing value '%s'",

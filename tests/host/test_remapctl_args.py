@@ -44,6 +44,9 @@ def kv(out):
     ["dump"],
     ["create", "onlyname"],
     ["create", "n", "d", "--checkpoint-interval", "x"],
+    ["create", "n", "d", "--gc-low", "0"],
+    ["create", "n", "d", "--gc-high", "2147483648"],
+    ["create", "n", "d", "--gc-high"],
     ["remove"],
 ])
 def test_usage_errors_exit_2(args):
@@ -110,3 +113,33 @@ def test_dump_reports_damaged_copy(img):
 def test_dump_unformatted(img):
     p = rc("dump", img)
     assert p.returncode == 1 and "no valid dm-remap superblock" in p.stderr
+
+
+def test_create_table_options(img, tmp_path):
+    """create's table line, with every option in the order given: a
+    stand-in dmsetup on PATH records its arguments (the host has no
+    device-mapper; tests/integration creates real devices)."""
+    import os
+    assert rc("format", img).returncode == 0
+    sectors = kv(rc("dump", img).stdout)["logical_sectors"]
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "dmsetup.args"
+    fake = bindir / "dmsetup"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {log}\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+
+    def create(*opts):
+        p = subprocess.run([REMAPCTL, "create", "fast", img, *opts], capture_output=True,
+                           text=True, env=env)
+        assert p.returncode == 0, p.stderr
+        return log.read_text().splitlines()
+
+    assert create() == ["create", "fast", "--table", f"0 {sectors} remap {img}"]
+    args = create("--zero-copy", "--gc-low", "6", "--no-discard-passdown",
+                  "--gc-high", "12", "--checkpoint-interval", "9", "--read-only",
+                  "--ignore-discard")
+    assert args[3] == (f"0 {sectors} remap {img} 10 zero_copy gc_low 6 "
+                       "no_discard_passdown gc_high 12 checkpoint_interval 9 read_only "
+                       "ignore_discard")

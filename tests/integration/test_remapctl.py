@@ -55,9 +55,10 @@ def test_printed_size_matches_superblock_and_create(ram):
     assert f"logical size: {info['logical_sectors']} sectors" in out
     assert info["segment_blocks"] == str(2 * 1024 * 1024 // BLOCK)
     assert info["overprovision"] == "20" and info["label"] == "demo"
-    remapctl("create", DM_PREFIX + "c", ram, "--checkpoint-interval", "9")
+    remapctl("create", DM_PREFIX + "c", ram, "--checkpoint-interval", "9", "--zero-copy",
+             "--gc-high", "6")
     assert sectors(dm_path("c")) == int(info["logical_sectors"])
-    assert "checkpoint_interval 9" in run(
+    assert "5 checkpoint_interval 9 zero_copy gc_high 6" in run(
         ["dmsetup", "table", DM_PREFIX + "c"]).stdout
     remapctl("remove", DM_PREFIX + "c")
 
