@@ -9,6 +9,7 @@
 #   make demo            the main job in a VM
 #   make bench           bare / dm-linear / remapped, medians of 3 rounds (VM)
 #   make profile         perf profile, CPU ns per 4 KiB block (VM)
+#   make sparse          sparse (make C=2) on the kernel sources, 6.12 and 6.1
 #   make deps            install build/test dependencies (idempotent)
 #
 # KDIR defaults to the running kernel's build directory.
@@ -17,7 +18,7 @@ KDIR ?= /lib/modules/$(shell uname -r)/build
 DMR_CACHE ?= $(HOME)/.cache/dm-remap
 export DMR_CACHE
 
-.PHONY: all module tools check demo bench profile deps kunit vm-test clean install
+.PHONY: all module tools check demo bench profile deps kunit vm-test sparse clean install
 
 all: module tools
 
@@ -47,6 +48,9 @@ bench: deps
 
 profile: deps
 	bash scripts/profile.sh
+
+sparse: deps
+	bash scripts/sparse.sh
 
 # modules_install skips depmod where KDIR has no System.map (Debian's
 # headers packages ship none), and modprobe then cannot find dm-remap, so

@@ -7,7 +7,7 @@
 #   tools     userspace tools, and the KUnit suite of the pure code on the host
 #   host      pytest: remapctl, bm-flash, compare (arguments, refusals, output)
 #   dkms      `dkms build` of the tracked tree for the 6.12 and 6.1 kernels
-#   style     checkpatch.pl --strict on the kernel sources
+#   style     checkpatch.pl --strict and sparse (make C=2) on the kernel sources
 #   kunit     KUnit under UML (kunit.py, cached build dir)
 #   vm        VM integration suite (virtme-ng, Debian's 6.12 kernel)
 #
@@ -146,6 +146,12 @@ for s in "${stages[@]}"; do
 			echo "style: ok"; count 1 0 style ok
 		else
 			cat "$out/style.log"; count 0 1 style FAIL
+		fi
+		echo "== style: sparse (make C=2) against the 6.12 and 6.1 headers"
+		if bash scripts/sparse.sh "$KDIR612" "$KDIR61" > "$out/sparse.log" 2>&1; then
+			tail -1 "$out/sparse.log"; count 1 0 sparse ok
+		else
+			cat "$out/sparse.log"; count 0 1 sparse FAIL
 		fi ;;
 	kunit)
 		echo "== kunit: UML"
