@@ -10,6 +10,7 @@
 #   make bench           bare / dm-linear / remapped, medians of 3 rounds (VM)
 #   make profile         perf profile, CPU ns per 4 KiB block (VM)
 #   make sparse          sparse (make C=2) on the kernel sources, 6.12 and 6.1
+#   make fuzz            the fuzz targets, DMR_FUZZ_SECONDS (default 300) each
 #   make deps            install build/test dependencies (idempotent)
 #
 # KDIR defaults to the running kernel's build directory.
@@ -18,7 +19,7 @@ KDIR ?= /lib/modules/$(shell uname -r)/build
 DMR_CACHE ?= $(HOME)/.cache/dm-remap
 export DMR_CACHE
 
-.PHONY: all module tools check demo bench profile deps kunit vm-test sparse clean install
+.PHONY: all module tools check demo bench profile deps kunit vm-test sparse fuzz clean install
 
 all: module tools
 
@@ -51,6 +52,9 @@ profile: deps
 
 sparse: deps
 	bash scripts/sparse.sh
+
+fuzz: deps
+	bash tests/fuzz/run.sh $${DMR_FUZZ_SECONDS:-300}
 
 # modules_install skips depmod where KDIR has no System.map (Debian's
 # headers packages ship none), and modprobe then cannot find dm-remap, so

@@ -406,26 +406,6 @@ static int dmr_load_slot(struct dmr_target *rc, unsigned int slot,
 	return 0;
 }
 
-/* Check a checkpoint's head positions against the geometry. */
-static bool dmr_heads_valid(const struct dmr_geometry *geo,
-			    const struct dmr_log_pos *pos)
-{
-	unsigned int i, j;
-
-	for (i = 0; i < DMR_NR_HEADS; i++) {
-		if (pos[i].segment >= geo->nr_segments ||
-		    pos[i].offset + 2 > geo->segment_blocks ||
-		    (pos[i].next_segment != DMR_NO_SEGMENT &&
-		     (pos[i].next_segment >= geo->nr_segments ||
-		      pos[i].next_segment == pos[i].segment)))
-			return false;
-		for (j = 0; j < i; j++)
-			if (pos[j].segment == pos[i].segment)
-				return false;
-	}
-	return true;
-}
-
 /*
  * Make the heads' segments open again after a load: replay left each
  * head at its position; the segments and the reserved next ones are

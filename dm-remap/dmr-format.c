@@ -300,8 +300,8 @@ enum dmr_sb_status dmr_sb_decode(const void *block, u64 blocknr,
 	memcpy(sb->uuid, d->uuid, sizeof(sb->uuid));
 	sb->ctime = le64_to_cpu(d->ctime);
 	sb->stripe_blocks = le32_to_cpu(d->stripe_blocks);
-	memcpy(sb->label, d->label, DMR_LABEL_LEN);
-	sb->label[DMR_LABEL_LEN] = '\0';
+	/* a NUL-padded string: what follows a NUL is not part of it */
+	memcpy(sb->label, d->label, strnlen((const char *)d->label, DMR_LABEL_LEN));
 	sb->geo.device_blocks = le64_to_cpu(d->device_blocks);
 	sb->geo.ckpt_offset = le64_to_cpu(d->ckpt_offset);
 	sb->geo.ckpt_slot_blocks = le32_to_cpu(d->ckpt_slot_blocks);

@@ -623,6 +623,38 @@ static void dmr_test_replay_read_error_and_end(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, r.stop, DMR_LOG_END);
 }
 
+/* The checkpoint's head positions the loader accepts (dmr_heads_valid()). */
+static void dmr_test_heads_valid(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_geo(test, T_DEV_BLOCKS, false);
+	u32 nr = f->geo.nr_segments, sb = f->geo.segment_blocks;
+	struct dmr_log_pos ok[DMR_NR_HEADS], p[DMR_NR_HEADS];
+	unsigned int i;
+
+	for (i = 0; i < DMR_NR_HEADS; i++)
+		ok[i] = (struct dmr_log_pos){ .segment = i, .offset = 0,
+					      .next_segment = DMR_NO_SEGMENT };
+	ok[1].offset = sb - 2;			/* room for one more unit */
+	ok[2].next_segment = nr - 1;
+	KUNIT_EXPECT_TRUE(test, dmr_heads_valid(&f->geo, ok));
+
+	memcpy(p, ok, sizeof(p));
+	p[3].segment = nr;			/* past the device */
+	KUNIT_EXPECT_FALSE(test, dmr_heads_valid(&f->geo, p));
+	memcpy(p, ok, sizeof(p));
+	p[1].offset = sb - 1;			/* no room for a unit */
+	KUNIT_EXPECT_FALSE(test, dmr_heads_valid(&f->geo, p));
+	memcpy(p, ok, sizeof(p));
+	p[2].next_segment = nr;			/* goes on past the device */
+	KUNIT_EXPECT_FALSE(test, dmr_heads_valid(&f->geo, p));
+	memcpy(p, ok, sizeof(p));
+	p[2].next_segment = p[2].segment;	/* goes on in itself */
+	KUNIT_EXPECT_FALSE(test, dmr_heads_valid(&f->geo, p));
+	memcpy(p, ok, sizeof(p));
+	p[3].segment = p[0].segment;		/* two heads, one segment */
+	KUNIT_EXPECT_FALSE(test, dmr_heads_valid(&f->geo, p));
+}
+
 static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_map_basic),
 	KUNIT_CASE(dmr_test_map_runs_and_recount),
@@ -637,6 +669,7 @@ static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_replay_crosses_segments),
 	KUNIT_CASE(dmr_test_replay_from_checkpoint_position),
 	KUNIT_CASE(dmr_test_replay_read_error_and_end),
+	KUNIT_CASE(dmr_test_heads_valid),
 	{}
 };
 

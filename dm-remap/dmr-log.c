@@ -348,6 +348,36 @@ void dmr_log_advance(struct dmr_log_pos *pos, u32 unit_blocks, u32 seg_blocks)
 }
 
 /**
+ * dmr_heads_valid() - may the log heads be at these positions?
+ * @geo: geometry
+ * @pos: DMR_NR_HEADS positions, as a checkpoint holds them or as replay
+ *	left them
+ *
+ * Every head is in a segment of the device, with room for a unit (a
+ * summary and one data block) left in it, in a segment of its own, and
+ * any segment reserved to go on in is another one of the device.
+ *
+ * Return: true if they may.
+ */
+bool dmr_heads_valid(const struct dmr_geometry *geo, const struct dmr_log_pos *pos)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < DMR_NR_HEADS; i++) {
+		if (pos[i].segment >= geo->nr_segments ||
+		    pos[i].offset + 2 > geo->segment_blocks ||
+		    (pos[i].next_segment != DMR_NO_SEGMENT &&
+		     (pos[i].next_segment >= geo->nr_segments ||
+		      pos[i].next_segment == pos[i].segment)))
+			return false;
+		for (j = 0; j < i; j++)
+			if (pos[j].segment == pos[i].segment)
+				return false;
+	}
+	return true;
+}
+
+/**
  * dmr_unit_apply() - apply a unit to the map
  * @m: the map
  * @u: a validated unit

@@ -111,6 +111,7 @@ dmr_ckpt_decode(const void *block, u64 blocknr, const u8 *uuid,
 		struct dmr_ckpt *c);
 
 void dmr_log_advance(struct dmr_log_pos *pos, u32 unit_blocks, u32 seg_blocks);
+bool dmr_heads_valid(const struct dmr_geometry *geo, const struct dmr_log_pos *pos);
 
 /**
  * typedef dmr_read_fn - read blocks for replay

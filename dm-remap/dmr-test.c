@@ -567,6 +567,30 @@ static void dmr_test_sb_roundtrip(struct kunit *test)
 	}
 }
 
+/*
+ * The label is a NUL-padded string: bytes after its NUL (which the
+ * checksum covers, so they validate) are not part of it, and the decoded
+ * superblock encodes back to a block that decodes to the very same one.
+ * Found by the fuzz target fuzz-sb.
+ */
+static void dmr_test_sb_label_after_nul(struct kunit *test)
+{
+	struct dmr_disk_superblock *d = dmr_test_block(test);
+	void *again = dmr_test_block(test);
+	struct dmr_sb in, out, out2;
+
+	dmr_make_sb(&in, 0);
+	dmr_sb_encode(&in, d);
+	d->label[DMR_LABEL_LEN - 2] = 'x';	/* after "unit-test" and its NUL */
+	d->csum = cpu_to_le32(dmr_csum_block(d, DMR_SB_CSUM_SALT));
+	KUNIT_ASSERT_EQ(test, dmr_sb_decode(d, 0, &out), DMR_SB_OK);
+	KUNIT_EXPECT_STREQ(test, out.label, "unit-test");
+	KUNIT_EXPECT_EQ(test, out.label[DMR_LABEL_LEN - 2], 0);
+	dmr_sb_encode(&out, again);
+	KUNIT_ASSERT_EQ(test, dmr_sb_decode(again, 0, &out2), DMR_SB_OK);
+	KUNIT_EXPECT_EQ(test, memcmp(&out, &out2, sizeof(out)), 0);
+}
+
 /* The on-disk encoding is fixed: little endian, fields at fixed offsets. */
 static void dmr_test_sb_layout(struct kunit *test)
 {
@@ -690,6 +714,7 @@ static struct kunit_case dmr_pure_cases[] = {
 	KUNIT_CASE(dmr_test_fit_strerror),
 	KUNIT_CASE(dmr_test_crc32c_kat),
 	KUNIT_CASE(dmr_test_sb_roundtrip),
+	KUNIT_CASE(dmr_test_sb_label_after_nul),
 	KUNIT_CASE(dmr_test_sb_layout),
 	KUNIT_CASE_PARAM(dmr_test_sb_corruption, dmr_corrupt_gen_params),
 	KUNIT_CASE(dmr_test_sb_strerror),

@@ -8,6 +8,8 @@
 #   host      pytest: remapctl, bm-flash, compare (arguments, refusals, output)
 #   dkms      `dkms build` of the tracked tree for the 6.12 and 6.1 kernels
 #   style     checkpatch.pl --strict and sparse (make C=2) on the kernel sources
+#   fuzz      libFuzzer targets over the shared codec and table parser,
+#             DMR_FUZZ_SECONDS (default 10) each
 #   kunit     KUnit under UML (kunit.py, cached build dir)
 #   vm        VM integration suite (virtme-ng, Debian's 6.12 kernel)
 #
@@ -26,7 +28,7 @@ mkdir -p "$cache"
 out=$cache/results/check-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
 
-all_stages=(build612 build61 tools host dkms style kunit vm)
+all_stages=(build612 build61 tools host dkms style fuzz kunit vm)
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=("${all_stages[@]}")
 
@@ -153,6 +155,9 @@ for s in "${stages[@]}"; do
 		else
 			cat "$out/sparse.log"; count 0 1 sparse FAIL
 		fi ;;
+	fuzz)
+		echo "== fuzz: libFuzzer + ASan + UBSan, ${DMR_FUZZ_SECONDS:-10}s per target"
+		run_tests fuzz "$out/fuzz.log" bash tests/fuzz/run.sh ;;
 	kunit)
 		echo "== kunit: UML"
 		run_tests kunit "$out/kunit.log" bash tests/kunit/run.sh ;;

@@ -61,7 +61,7 @@ pkgs=(
 	linux-source-6.12
 	libblkid-dev dkms dmsetup mdadm fio e2fsprogs xfsprogs util-linux udev
 	python3-pytest python3-matplotlib
-	linux-perf sparse
+	linux-perf sparse clang-16 libclang-rt-16-dev
 )
 missing=()
 for p in "${pkgs[@]}"; do
