@@ -314,88 +314,23 @@ static int dmr_replay_read(void *ctx, u64 blocknr, u32 nr, void *buf)
 	return dmr_rw(ctx, REQ_OP_READ, blocknr, nr, buf);
 }
 
-/* Read a table (CRC or segment) of a slot; checks its checksum. */
-static int dmr_read_table(struct dmr_target *rc, u64 start, u64 nr_blocks,
-			  bool crc, u32 csum)
-{
-	u32 per_block = crc ? DMR_BLOCK_SIZE / 4 : DMR_BLOCK_SIZE / DMR_SEGTAB_ENTRY_SIZE;
-	u64 nr_items = crc ? rc->map.nr_map_blocks : rc->map.nr_segs;
-	u64 b, item = 0;
-	u32 sum = ~0U;
-	int r;
-
-	for (b = 0; b < nr_blocks; ) {
-		u32 n = min_t(u64, nr_blocks - b, DMR_BOUNCE_BLOCKS), k;
-
-		r = dmr_rw(rc, REQ_OP_READ, start + b, n, rc->bounce);
-		if (r)
-			return r;
-		sum = crc32c(sum, rc->bounce, (size_t)n * DMR_BLOCK_SIZE);
-		for (k = 0; k < n * per_block && item < nr_items; k++, item++) {
-			if (crc) {
-				rc->map_crc[item] = le32_to_cpu(((__le32 *)rc->bounce)[k]);
-			} else {
-				struct dmr_disk_segment *d = rc->bounce;
-				struct dmr_seg *s = &rc->map.segs[item];
-
-				s->seq = le64_to_cpu(d[k].seq);
-				s->valid = le32_to_cpu(d[k].valid);
-				s->flags = le32_to_cpu(d[k].flags) & DMR_SEG_DISK_FLAGS;
-				s->free_after = 0;
-				s->flush_after = 0;
-			}
-		}
-		b += n;
-	}
-	return sum == csum ? 0 : -EILSEQ;
-}
-
 /*
- * Load the map and segment table of one slot whose header validated.
+ * Load the map and segment table of one slot whose header validated
+ * (dmr_slot_load(), shared with remapctl check), then recount.
  * Return: 0, -EILSEQ if a checksum or count does not match (a torn slot:
  * the other one may be used), or the read error.
  */
 static int dmr_load_slot(struct dmr_target *rc, unsigned int slot,
 			 const struct dmr_ckpt *c)
 {
-	const struct dmr_geometry *geo = &rc->sb.geo;
-	u64 base = geo->ckpt_offset + (u64)slot * geo->ckpt_slot_blocks, p;
-	struct dmr_ckpt_layout l;
+	const struct dmr_slot_io io = {
+		.read = dmr_replay_read, .ctx = rc,
+		.bounce = rc->bounce, .bounce_blocks = DMR_BOUNCE_BLOCKS,
+	};
+	struct dmr_slot_err err;
 	int r;
 
-	dmr_ckpt_layout(geo, &l);
-	r = dmr_read_table(rc, base + l.crc_offset, l.crc_blocks, true, c->crc_csum);
-	if (r)
-		return r;
-	for (p = 0; p < rc->map.nr_map_blocks; ) {
-		u32 n = min_t(u64, rc->map.nr_map_blocks - p, DMR_BOUNCE_BLOCKS), i, j;
-
-		r = dmr_rw(rc, REQ_OP_READ, base + l.map_offset + p, n, rc->bounce);
-		if (r)
-			return r;
-		for (i = 0; i < n; i++) {
-			__le32 *src = (__le32 *)((u8 *)rc->bounce +
-						 (size_t)i * DMR_BLOCK_SIZE);
-			u64 first = (p + i) * DMR_MAP_ENTRIES_PER_BLOCK;
-
-			u64 cnt = min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK,
-					rc->map.nr_logical - first);
-
-			/* an unmapped block: no CRC to compute */
-			if (rc->map_crc[p + i] == rc->zero_crc &&
-			    !memchr_inv(src, 0, DMR_BLOCK_SIZE)) {
-				memset(&rc->map.l2p[first], 0, cnt * sizeof(u32));
-				continue;
-			}
-			if (crc32c(~0U, src, DMR_BLOCK_SIZE) != rc->map_crc[p + i])
-				return -EILSEQ;
-			for (j = 0; j < cnt; j++)
-				rc->map.l2p[first + j] = le32_to_cpu(src[j]);
-		}
-		p += n;
-	}
-	r = dmr_read_table(rc, base + l.segtab_offset, l.segtab_blocks, false,
-			   c->segtab_csum);
+	r = dmr_slot_load(&io, &rc->sb.geo, slot, c, &rc->map, rc->map_crc, &err);
 	if (r)
 		return r;
 	r = dmr_map_recount(&rc->map);

@@ -623,6 +623,112 @@ static void dmr_test_replay_read_error_and_end(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, r.stop, DMR_LOG_END);
 }
 
+/* Write slot @slot's tables for map @m to the fake device; fills @c's sums. */
+static void dmr_fake_write_slot(struct dmr_fake *f, unsigned int slot,
+				const struct dmr_map *m, struct dmr_ckpt *c)
+{
+	u64 base = f->geo.ckpt_offset + (u64)slot * f->geo.ckpt_slot_blocks, p;
+	struct dmr_ckpt_layout l;
+	struct dmr_disk_segment *d;
+	__le32 *crcs, *blk;
+	u32 i;
+
+	dmr_ckpt_layout(&f->geo, &l);
+	crcs = (__le32 *)(f->dev + (base + l.crc_offset) * DMR_BLOCK_SIZE);
+	memset(crcs, 0, l.crc_blocks * DMR_BLOCK_SIZE);
+	for (p = 0; p < m->nr_map_blocks; p++) {
+		blk = (__le32 *)(f->dev + (base + l.map_offset + p) * DMR_BLOCK_SIZE);
+		memset(blk, 0, DMR_BLOCK_SIZE);
+		for (i = 0; i < DMR_MAP_ENTRIES_PER_BLOCK &&
+		     p * DMR_MAP_ENTRIES_PER_BLOCK + i < m->nr_logical; i++)
+			blk[i] = cpu_to_le32(m->l2p[p * DMR_MAP_ENTRIES_PER_BLOCK + i]);
+		crcs[p] = cpu_to_le32(crc32c(~0U, blk, DMR_BLOCK_SIZE));
+	}
+	c->crc_csum = crc32c(~0U, crcs, l.crc_blocks * DMR_BLOCK_SIZE);
+	d = (struct dmr_disk_segment *)(f->dev + (base + l.segtab_offset) * DMR_BLOCK_SIZE);
+	memset(d, 0, l.segtab_blocks * DMR_BLOCK_SIZE);
+	for (i = 0; i < m->nr_segs; i++) {
+		d[i].seq = cpu_to_le64(m->segs[i].seq);
+		d[i].valid = cpu_to_le32(m->segs[i].valid);
+		d[i].flags = cpu_to_le32(m->segs[i].flags & DMR_SEG_DISK_FLAGS);
+	}
+	c->segtab_csum = crc32c(~0U, d, l.segtab_blocks * DMR_BLOCK_SIZE);
+}
+
+/*
+ * A checkpoint slot's tables load into the map (dmr_slot_load(), shared
+ * by the loader and remapctl check), and each table that does not match
+ * its checksum is named.
+ */
+static void dmr_test_slot_load(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	u32 *map_crc = kunit_kzalloc(test, f->map.nr_map_blocks * sizeof(u32), GFP_KERNEL);
+	struct dmr_slot_io io = { .read = dmr_fake_read, .ctx = f, .bounce = f->buf,
+				  .bounce_blocks = 2 };
+	u64 base = f->geo.ckpt_offset + f->geo.ckpt_slot_blocks;
+	struct dmr_ckpt c = { .seq = 5 };
+	struct dmr_slot_err err;
+	struct dmr_ckpt_layout l;
+	struct dmr_map m;
+	u8 *b;
+
+	if (!map_crc)
+		kunit_skip(test, "cannot allocate the CRC table");
+	dmr_ckpt_layout(&f->geo, &l);
+	dmr_map_set(&f->map, 0, 5);
+	dmr_map_set(&f->map, 7, 69);
+	dmr_map_set(&f->map, f->geo.logical_blocks - 1, 70);
+	f->map.segs[0].flags |= DMR_SEG_USED;
+	f->map.segs[1].flags |= DMR_SEG_USED | DMR_SEG_OPEN;	/* only USED is on disk */
+	f->map.segs[1].seq = 33;
+	dmr_fake_write_slot(f, 1, &f->map, &c);
+
+	dmr_fake_map_init(test, f, &m);
+	KUNIT_ASSERT_EQ(test, dmr_slot_load(&io, &f->geo, 1, &c, &m, map_crc, &err), 0);
+	/* entries are pba + 1 */
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 0), 6U);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 7), 70U);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, f->geo.logical_blocks - 1), 71U);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 1), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, m.segs[0].valid, 1U);	/* as the slot recorded */
+	KUNIT_EXPECT_EQ(test, m.segs[1].valid, 2U);
+	KUNIT_EXPECT_EQ(test, m.segs[1].seq, 33ULL);
+	KUNIT_EXPECT_EQ(test, m.segs[1].flags, DMR_SEG_USED);
+	KUNIT_EXPECT_EQ(test, m.segs[2].flags, 0U);
+	KUNIT_EXPECT_EQ(test, dmr_map_recount(&m), 0);
+	KUNIT_EXPECT_EQ(test, m.mapped, 3ULL);
+
+	/* each table against its checksum */
+	b = f->dev + (base + l.map_offset) * DMR_BLOCK_SIZE + 100;
+	*b ^= 1;
+	KUNIT_EXPECT_EQ(test, dmr_slot_load(&io, &f->geo, 1, &c, &m, map_crc, &err), -EILSEQ);
+	KUNIT_EXPECT_EQ(test, err.table, DMR_SLOT_MAP);
+	KUNIT_EXPECT_EQ(test, err.block, 0ULL);
+	*b ^= 1;
+	b = f->dev + (base + l.crc_offset) * DMR_BLOCK_SIZE + 4000;
+	*b ^= 1;
+	KUNIT_EXPECT_EQ(test, dmr_slot_load(&io, &f->geo, 1, &c, &m, map_crc, &err), -EILSEQ);
+	KUNIT_EXPECT_EQ(test, err.table, DMR_SLOT_CRC_TABLE);
+	*b ^= 1;
+	b = f->dev + (base + l.segtab_offset) * DMR_BLOCK_SIZE + 16 + 8;
+	*b ^= 1;				/* segment 1's valid count */
+	KUNIT_EXPECT_EQ(test, dmr_slot_load(&io, &f->geo, 1, &c, &m, map_crc, &err), -EILSEQ);
+	KUNIT_EXPECT_EQ(test, err.table, DMR_SLOT_SEGTAB);
+	*b ^= 1;
+	KUNIT_EXPECT_EQ(test, dmr_slot_load(&io, &f->geo, 1, &c, &m, map_crc, &err), 0);
+
+	/* slot 0 was never written: its CRC table does not match */
+	KUNIT_EXPECT_EQ(test, dmr_slot_load(&io, &f->geo, 0, &c, &m, map_crc, &err), -EILSEQ);
+	KUNIT_EXPECT_EQ(test, err.table, DMR_SLOT_CRC_TABLE);
+
+	/* the reader's error is returned as it is */
+	f->fail_reads_from = base + l.map_offset;
+	KUNIT_EXPECT_EQ(test, dmr_slot_load(&io, &f->geo, 1, &c, &m, map_crc, &err), -EIO);
+	KUNIT_EXPECT_EQ(test, err.table, DMR_SLOT_MAP);
+	f->fail_reads_from = 0;
+}
+
 /* The checkpoint's head positions the loader accepts (dmr_heads_valid()). */
 static void dmr_test_heads_valid(struct kunit *test)
 {
@@ -670,6 +776,7 @@ static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_replay_from_checkpoint_position),
 	KUNIT_CASE(dmr_test_replay_read_error_and_end),
 	KUNIT_CASE(dmr_test_heads_valid),
+	KUNIT_CASE(dmr_test_slot_load),
 	{}
 };
 

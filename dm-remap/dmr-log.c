@@ -328,6 +328,116 @@ enum dmr_log_status dmr_ckpt_decode(const void *block, u64 blocknr,
 	return DMR_LOG_OK;
 }
 
+/* Read one table (map CRCs or segment table) of a slot and check it. */
+static int dmr_slot_table(const struct dmr_slot_io *io, u64 start, u64 nr_blocks,
+			  bool crc, u32 csum, struct dmr_map *m, u32 *map_crc)
+{
+	u32 per_block = crc ? DMR_BLOCK_SIZE / 4 : DMR_BLOCK_SIZE / DMR_SEGTAB_ENTRY_SIZE;
+	u64 nr_items = crc ? m->nr_map_blocks : m->nr_segs;
+	u64 b, item = 0;
+	u32 sum = ~0U;
+	int r;
+
+	for (b = 0; b < nr_blocks; ) {
+		u32 n = min_t(u64, nr_blocks - b, io->bounce_blocks), k;
+
+		r = io->read(io->ctx, start + b, n, io->bounce);
+		if (r)
+			return r;
+		sum = crc32c(sum, io->bounce, (size_t)n * DMR_BLOCK_SIZE);
+		for (k = 0; k < n * per_block && item < nr_items; k++, item++) {
+			if (crc) {
+				map_crc[item] = le32_to_cpu(((__le32 *)io->bounce)[k]);
+			} else {
+				const struct dmr_disk_segment *d = io->bounce;
+				struct dmr_seg *s = &m->segs[item];
+
+				s->seq = le64_to_cpu(d[k].seq);
+				s->valid = le32_to_cpu(d[k].valid);
+				s->flags = le32_to_cpu(d[k].flags) & DMR_SEG_DISK_FLAGS;
+				s->free_after = 0;
+				s->flush_after = 0;
+			}
+		}
+		b += n;
+	}
+	return sum == csum ? 0 : -EILSEQ;
+}
+
+/**
+ * dmr_slot_load() - read a checkpoint slot's tables into a map
+ * @io: where to read, and scratch space
+ * @geo: geometry
+ * @slot: slot number
+ * @c: the slot's header, decoded (dmr_ckpt_decode())
+ * @m: the map, sized for @geo; its entries and segment table are set
+ *	(the segments' valid counts as the slot recorded them: the caller
+ *	recounts them from the map, dmr_map_recount())
+ * @map_crc: one entry per map block, set to the slot's CRC table
+ * @err: on failure, which table and which block of it (map blocks only)
+ *
+ * The CRC table and the segment table are each checked against the
+ * header's checksum of them, and every map block against its entry in
+ * the CRC table; a map block that is all zeroes with the CRC of a zero
+ * block is an unmapped one.  The loader and remapctl's check share it.
+ *
+ * Return: 0, -EILSEQ if a checksum does not match (a torn or corrupted
+ * slot), or the reader's error.
+ */
+int dmr_slot_load(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
+		  unsigned int slot, const struct dmr_ckpt *c, struct dmr_map *m,
+		  u32 *map_crc, struct dmr_slot_err *err)
+{
+	u64 base = geo->ckpt_offset + (u64)slot * geo->ckpt_slot_blocks, p;
+	struct dmr_ckpt_layout l;
+	u32 zero_crc;
+	int r;
+
+	dmr_ckpt_layout(geo, &l);
+	memset(io->bounce, 0, DMR_BLOCK_SIZE);
+	zero_crc = crc32c(~0U, io->bounce, DMR_BLOCK_SIZE);
+	err->table = DMR_SLOT_CRC_TABLE;
+	err->block = 0;
+	r = dmr_slot_table(io, base + l.crc_offset, l.crc_blocks, true, c->crc_csum,
+			   m, map_crc);
+	if (r)
+		return r;
+	err->table = DMR_SLOT_MAP;
+	for (p = 0; p < m->nr_map_blocks; ) {
+		u32 n = min_t(u64, m->nr_map_blocks - p, io->bounce_blocks), i, j;
+
+		r = io->read(io->ctx, base + l.map_offset + p, n, io->bounce);
+		if (r) {
+			err->block = p;
+			return r;
+		}
+		for (i = 0; i < n; i++) {
+			const __le32 *src = (const __le32 *)((u8 *)io->bounce +
+							     (size_t)i * DMR_BLOCK_SIZE);
+			u64 first = (p + i) * DMR_MAP_ENTRIES_PER_BLOCK;
+			u64 cnt = min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK,
+					m->nr_logical - first);
+
+			/* an unmapped block: no CRC to compute */
+			if (map_crc[p + i] == zero_crc &&
+			    !memchr_inv(src, 0, DMR_BLOCK_SIZE)) {
+				memset(&m->l2p[first], 0, cnt * sizeof(u32));
+				continue;
+			}
+			if (crc32c(~0U, src, DMR_BLOCK_SIZE) != map_crc[p + i]) {
+				err->block = p + i;
+				return -EILSEQ;
+			}
+			for (j = 0; j < cnt; j++)
+				m->l2p[first + j] = le32_to_cpu(src[j]);
+		}
+		p += n;
+	}
+	err->table = DMR_SLOT_SEGTAB;
+	return dmr_slot_table(io, base + l.segtab_offset, l.segtab_blocks, false,
+			      c->segtab_csum, m, map_crc);
+}
+
 /**
  * dmr_log_advance() - move the log position past a unit
  * @pos: position; @pos->next_segment must be set for a segment change

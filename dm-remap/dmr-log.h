@@ -125,6 +125,42 @@ bool dmr_heads_valid(const struct dmr_geometry *geo, const struct dmr_log_pos *p
 typedef int (*dmr_read_fn)(void *ctx, u64 blocknr, u32 nr, void *buf);
 
 /**
+ * struct dmr_slot_io - how dmr_slot_load() reads a slot
+ * @read: block reader
+ * @ctx: passed to @read
+ * @bounce: scratch space of @bounce_blocks blocks
+ * @bounce_blocks: at least 1
+ */
+struct dmr_slot_io {
+	dmr_read_fn read;
+	void *ctx;
+	void *bounce;
+	u32 bounce_blocks;
+};
+
+/* The part of a checkpoint slot that failed to load. */
+enum dmr_slot_table {
+	DMR_SLOT_CRC_TABLE,	/* the map blocks' CRC table */
+	DMR_SLOT_MAP,		/* a map block */
+	DMR_SLOT_SEGTAB,	/* the segment table */
+};
+
+/**
+ * struct dmr_slot_err - where dmr_slot_load() failed
+ * @table: which table
+ * @block: the map block, for DMR_SLOT_MAP
+ */
+struct dmr_slot_err {
+	enum dmr_slot_table table;
+	u64 block;
+};
+
+int __must_check dmr_slot_load(const struct dmr_slot_io *io,
+			       const struct dmr_geometry *geo, unsigned int slot,
+			       const struct dmr_ckpt *c, struct dmr_map *m,
+			       u32 *map_crc, struct dmr_slot_err *err);
+
+/**
  * struct dmr_replay - replay parameters and results
  * @geo: geometry
  * @uuid: the superblock's uuid

@@ -4,7 +4,9 @@
  *
  *   remapctl format DEV [--segment-size SIZE] [--overprovision PCT]
  *                       [--label TEXT] [--force]
- *   remapctl dump DEV
+ *   remapctl dump [--json] DEV
+ *   remapctl check DEV [--repair]
+ *   remapctl status NAME [--json]
  *   remapctl create NAME DEV [--read-only] [--ignore-discard]
  *                            [--checkpoint-interval SECS]
  *                            [--no-discard-passdown] [--gc-low N]
@@ -20,7 +22,9 @@
  * names a file read instead of /proc/meminfo, so tests/host can fake a
  * machine's memory.
  *
- * Exit status: 0 success, 1 failure or refusal, 2 bad usage.
+ * Exit status: 0 success, 1 failure or refusal, 2 bad usage; check exits
+ * as fsck does (dmr-check.h): 0 clean, 1 corrected, 4 errors left, 8 the
+ * check could not be done.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dmr-check.h"
 #include "dmr-codec.h"
 #include "dmr-log.h"
 #include "dmr-msg.h"
@@ -53,7 +58,9 @@ static void help(void)
 {
 	printf("Usage:\n"
 	       "  %s format DEV [--segment-size SIZE] [--overprovision PCT] [--label TEXT] [--force]\n"
-	       "  %s dump DEV\n"
+	       "  %s dump [--json] DEV\n"
+	       "  %s check DEV [--repair]\n"
+	       "  %s status NAME [--json]\n"
 	       "  %s create NAME DEV [--read-only] [--ignore-discard] [--checkpoint-interval SECS]\n"
 	       "                    [--no-discard-passdown] [--gc-low N] [--gc-high N] [--zero-copy]\n"
 	       "  %s remove NAME\n"
@@ -62,8 +69,10 @@ static void help(void)
 	       "size is the smallest whole number of full RAID stripes of at least 1 MiB.\n"
 	       "format refuses a device that is in use or holds a filesystem, RAID, LVM,\n"
 	       "partition table or dm-remap signature, or whose map needs more kernel\n"
-	       "memory than this machine has, unless --force is given.\n",
-	       dmr_prog, dmr_prog, dmr_prog, dmr_prog);
+	       "memory than this machine has, unless --force is given.\n"
+	       "check validates an unused device offline and exits like fsck: 0 clean,\n"
+	       "1 corrected (--repair), 4 errors left, 8 could not check.\n",
+	       dmr_prog, dmr_prog, dmr_prog, dmr_prog, dmr_prog, dmr_prog);
 }
 
 /* Parse "123", "64K", "4M", "1G" into bytes; -1 on error. */
@@ -551,15 +560,73 @@ static void dump_ckpts(struct device *d, const struct dmr_sb *sb)
 	free(buf);
 }
 
+/* Print dump's KEY=VALUE lines as one JSON object (numbers as numbers). */
+static void print_json_kv(const char *text)
+{
+	const char *line = text, *eq, *nl;
+	bool first = true;
+
+	putchar('{');
+	for (; *line; line = *nl ? nl + 1 : nl) {
+		const char *v, *p;
+		bool num;
+
+		nl = strchr(line, '\n');
+		if (!nl)
+			nl = line + strlen(line);
+		eq = memchr(line, '=', nl - line);
+		if (!eq)
+			continue;
+		v = eq + 1;
+		num = v < nl && (*v == '-' ? v + 1 < nl : true);
+		for (p = *v == '-' ? v + 1 : v; p < nl && num; p++)
+			num = *p >= '0' && *p <= '9';
+		num = num && !(v[*v == '-'] == '0' && nl - v > 1 + (*v == '-'));
+		printf("%s\"%.*s\": ", first ? "" : ", ", (int)(eq - line), line);
+		first = false;
+		if (num) {
+			printf("%.*s", (int)(nl - v), v);
+			continue;
+		}
+		putchar('"');
+		for (p = v; p < nl; p++) {
+			if (*p == '"' || *p == '\\')
+				printf("\\%c", *p);
+			else if ((unsigned char)*p < 0x20)
+				printf("\\u%04x", *p);
+			else
+				putchar(*p);
+		}
+		putchar('"');
+	}
+	printf("}\n");
+}
+
 static int cmd_dump(int argc, char **argv)
 {
 	struct device d;
 	struct dmr_sb sb;
 	int i, copy;
+	bool json = argc >= 2 && !strcmp(argv[1], "--json");
+	FILE *real = stdout;
+	char *text = NULL;
+	size_t len = 0;
 
+	if (json) {
+		argv++;
+		argc--;
+	}
 	if (argc != 2)
 		usage_error("dump needs exactly one device");
 	open_device(&d, argv[1], O_RDONLY, false);
+	/* --json: the same lines, collected, then printed as one object */
+	if (json) {
+		stdout = open_memstream(&text, &len);
+		if (!stdout) {
+			stdout = real;
+			die("out of memory");
+		}
+	}
 	if (d.bytes < DMR_SB_COPIES * DMR_BLOCK_SIZE)
 		die("%s: too small to hold a dm-remap superblock", d.path);
 	copy = load_sb(&d, &sb, true);
@@ -582,6 +649,265 @@ static int cmd_dump(int argc, char **argv)
 	       (uint64_t)sb.geo.logical_blocks * DMR_SECTORS_PER_BLOCK);
 	dump_ckpts(&d, &sb);
 	close(d.fd);
+	if (json) {
+		fclose(stdout);
+		stdout = real;
+		print_json_kv(text);
+		free(text);
+	}
+	return 0;
+}
+
+/* remapctl check: reader and writer over the open device */
+static int check_read(void *ctx, u64 blocknr, u32 nr, void *buf)
+{
+	struct device *d = ctx;
+	size_t len = (size_t)nr * DMR_BLOCK_SIZE;
+
+	if ((blocknr + nr) * DMR_BLOCK_SIZE > d->bytes)
+		return -EIO;
+	return pread(d->fd, buf, len, blocknr * DMR_BLOCK_SIZE) == (ssize_t)len ? 0 : -EIO;
+}
+
+static int check_write(void *ctx, u64 blocknr, const void *buf)
+{
+	struct device *d = ctx;
+
+	return pwrite(d->fd, buf, DMR_BLOCK_SIZE, blocknr * DMR_BLOCK_SIZE) ==
+	       DMR_BLOCK_SIZE ? 0 : -EIO;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "repair", no_argument, NULL, 'r' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct dmr_check ck = { .out = stdout };
+	bool repair = false;
+	struct device d = {};
+	struct stat st;
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "r", lopts, NULL)) != -1) {
+		if (c != 'r')
+			usage_error("check: unrecognised option '%s'", argv[optind - 1]);
+		repair = true;
+	}
+	if (optind != argc - 1)
+		usage_error("check needs exactly one device");
+	d.path = argv[optind];
+	/* not open_device(): every failure to get at the device exits 8 */
+	if (stat(d.path, &st))
+		dmr_exit_msg(DMR_CHECK_OPERATIONAL, "%s: %s", d.path, strerror(errno));
+	if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode))
+		dmr_exit_msg(DMR_CHECK_OPERATIONAL, "%s: not a block device or regular file",
+			     d.path);
+	d.is_blk = S_ISBLK(st.st_mode);
+	d.fd = open(d.path, (repair ? O_RDWR : O_RDONLY) | (d.is_blk ? O_EXCL : 0));
+	if (d.fd < 0)
+		dmr_exit_msg(DMR_CHECK_OPERATIONAL, "%s: %s", d.path, errno == EBUSY ?
+			     "device is in use (an active dm-remap target, mounted or held); "
+			     "check works on a device that is not in use" : strerror(errno));
+	if (d.is_blk ? ioctl(d.fd, BLKGETSIZE64, &d.bytes) != 0 : (d.bytes = st.st_size, 0))
+		dmr_exit_msg(DMR_CHECK_OPERATIONAL, "%s: cannot get size: %s", d.path,
+			     strerror(errno));
+	ck.read = check_read;
+	ck.write = repair ? check_write : NULL;
+	ck.ctx = &d;
+	ck.dev_blocks = d.bytes / DMR_BLOCK_SIZE;
+	ck.progress = isatty(STDERR_FILENO);
+	ret = dmr_check_run(&ck);
+	if (ck.repaired && fsync(d.fd)) {
+		fprintf(stderr, "%s: %s: fsync: %s\n", dmr_prog, d.path, strerror(errno));
+		ret = DMR_CHECK_OPERATIONAL;
+	}
+	close(d.fd);
+	printf("check: %s: %llu log units checked, %llu replayed, %llu blocks mapped; "
+	       "%u errors, %u repaired%s\n", d.path, (unsigned long long)ck.units,
+	       (unsigned long long)ck.replayed, (unsigned long long)ck.mapped, ck.errors,
+	       ck.repaired, ck.operational ? ", check incomplete" : "");
+	return ret;
+}
+
+/*
+ * remapctl status: the target's status fields (Documentation/dm-remap.rst,
+ * "Status"), in this order.  Words, not numbers: mode, gc_state and the
+ * two write amplifications ("-" before any user write).
+ */
+static const char *const status_names[] = {
+	"mode", "version", "logical_blocks", "segment_sectors", "segments",
+	"free_segments", "user_blocks", "device_blocks", "flushes", "short_units",
+	"checkpoint_seq", "replayed_units", "map_memory", "sb_copies_ok", "discards",
+	"first_error", "gc_state", "gc_low", "gc_high", "gc_reserve",
+	"prefree_segments", "gc_runs", "gc_moved", "segments_freed", "throttled",
+	"waf_load", "waf_format", "device_flushes", "zero_copy_blocks",
+	"zero_copy_recopied",
+};
+#define NR_STATUS	ARRAY_SIZE(status_names)
+
+enum {
+	ST_MODE, ST_VERSION, ST_LOGICAL, ST_SEG_SECTORS, ST_SEGMENTS, ST_FREE,
+	ST_USER, ST_DEVICE, ST_FLUSHES, ST_SHORT, ST_CKPT_SEQ, ST_REPLAYED,
+	ST_MAP_MEMORY, ST_SB_OK, ST_DISCARDS, ST_FIRST_ERROR, ST_GC_STATE,
+	ST_GC_LOW, ST_GC_HIGH, ST_GC_RESERVE, ST_PREFREE, ST_GC_RUNS, ST_GC_MOVED,
+	ST_FREED, ST_THROTTLED, ST_WAF_LOAD, ST_WAF_FORMAT, ST_DEV_FLUSHES,
+	ST_ZC_BLOCKS, ST_ZC_RECOPIED,
+};
+
+static bool status_is_word(unsigned int i)
+{
+	return i == ST_MODE || i == ST_GC_STATE || i == ST_WAF_LOAD || i == ST_WAF_FORMAT;
+}
+
+/* Run a command, its standard output into @buf (NUL terminated). */
+static int run_capture(char *const argv[], char *buf, size_t len)
+{
+	int fds[2], status;
+	size_t n = 0;
+	ssize_t r;
+	pid_t pid;
+
+	if (pipe(fds))
+		die("pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (!pid) {
+		dup2(fds[1], STDOUT_FILENO);
+		close(fds[0]);
+		close(fds[1]);
+		execvp(argv[0], argv);
+		fprintf(stderr, "%s: cannot run %s: %s\n", dmr_prog, argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(fds[1]);
+	while (n + 1 < len && (r = read(fds[0], buf + n, len - 1 - n)) > 0)
+		n += r;
+	buf[n] = '\0';
+	close(fds[0]);
+	if (waitpid(pid, &status, 0) < 0)
+		die("waitpid: %s", strerror(errno));
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+static void print_status_human(const char *name, char *const f[NR_STATUS],
+			       const unsigned long long v[NR_STATUS])
+{
+	unsigned long long seg_bytes = v[ST_SEG_SECTORS] * 512;
+	char a[32], b[32], c[32];
+	int err = (int)(long long)v[ST_FIRST_ERROR];
+
+	fmt_bytes(v[ST_LOGICAL] * DMR_BLOCK_SIZE, a, sizeof(a));
+	printf("name:             %s\n", name);
+	printf("mode:             %s\n", f[ST_MODE]);
+	printf("format version:   %llu\n", v[ST_VERSION]);
+	printf("capacity:         %s (%llu blocks of 4 KiB)\n", a, v[ST_LOGICAL]);
+	fmt_bytes(seg_bytes, a, sizeof(a));
+	fmt_bytes(v[ST_FREE] * seg_bytes, b, sizeof(b));
+	printf("segments:         %llu of %s; free %llu (%s, %.1f%%), prefree %llu\n",
+	       v[ST_SEGMENTS], a, v[ST_FREE], b,
+	       v[ST_SEGMENTS] ? 100.0 * v[ST_FREE] / v[ST_SEGMENTS] : 0.0, v[ST_PREFREE]);
+	fmt_bytes(v[ST_USER] * DMR_BLOCK_SIZE, a, sizeof(a));
+	fmt_bytes(v[ST_DEVICE] * DMR_BLOCK_SIZE, b, sizeof(b));
+	printf("written:          %s by users, %s to the log (since load or clear_stats)\n",
+	       a, b);
+	printf("write amp.:       %s since load, %s since format\n", f[ST_WAF_LOAD],
+	       f[ST_WAF_FORMAT]);
+	printf("flushes:          %llu requests, %llu on the device, %llu short units\n",
+	       v[ST_FLUSHES], v[ST_DEV_FLUSHES], v[ST_SHORT]);
+	printf("checkpoint:       seq %llu; %llu log units replayed at load\n",
+	       v[ST_CKPT_SEQ], v[ST_REPLAYED]);
+	fmt_bytes(v[ST_GC_MOVED] * DMR_BLOCK_SIZE, c, sizeof(c));
+	printf("gc:               %s; starts below %llu free segments, stops at %llu, "
+	       "reserve %llu\n", f[ST_GC_STATE], v[ST_GC_LOW], v[ST_GC_HIGH],
+	       v[ST_GC_RESERVE]);
+	printf("gc work:          %llu segments collected, %s moved, %llu freed, "
+	       "%llu writes throttled\n", v[ST_GC_RUNS], c, v[ST_FREED], v[ST_THROTTLED]);
+	printf("discards:         %llu\n", v[ST_DISCARDS]);
+	fmt_bytes(v[ST_MAP_MEMORY], a, sizeof(a));
+	printf("kernel memory:    %s\n", a);
+	printf("superblocks:      %llu of %d valid at load%s\n", v[ST_SB_OK], DMR_SB_COPIES,
+	       v[ST_SB_OK] < DMR_SB_COPIES ? " (degraded: run remapctl check --repair "
+	       "after removing the target)" : "");
+	if (err)
+		printf("first error:      %d (%s)\n", err, strerror(-err));
+	else
+		printf("first error:      none\n");
+	printf("zero copy:        %llu blocks, %llu recopied\n", v[ST_ZC_BLOCKS],
+	       v[ST_ZC_RECOPIED]);
+}
+
+static void print_status_json(const char *name, char *const f[NR_STATUS],
+			      const unsigned long long v[NR_STATUS])
+{
+	unsigned int i;
+
+	printf("{\"name\": \"%s\"", name);
+	for (i = 0; i < NR_STATUS; i++) {
+		if (i == ST_FIRST_ERROR)
+			printf(", \"%s\": %lld", status_names[i], (long long)v[i]);
+		else if (i == ST_WAF_LOAD || i == ST_WAF_FORMAT)
+			printf(strcmp(f[i], "-") ? ", \"%s\": %s" : ", \"%s\": null",
+			       status_names[i], f[i]);
+		else if (status_is_word(i))
+			printf(", \"%s\": \"%s\"", status_names[i], f[i]);
+		else
+			printf(", \"%s\": %llu", status_names[i], v[i]);
+	}
+	printf(", \"capacity_bytes\": %llu, \"segment_bytes\": %llu, \"free_bytes\": %llu}\n",
+	       v[ST_LOGICAL] * DMR_BLOCK_SIZE, v[ST_SEG_SECTORS] * 512,
+	       v[ST_FREE] * v[ST_SEG_SECTORS] * 512);
+}
+
+static int cmd_status(int argc, char **argv)
+{
+	char out[4096], *f[3 + NR_STATUS + 1], *save = NULL, *tok, *end;
+	unsigned long long v[NR_STATUS] = {};
+	bool json = false;
+	const char *name = NULL;
+	unsigned int n = 0, i;
+	int a;
+
+	for (a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "--json"))
+			json = true;
+		else if (argv[a][0] == '-' || name)
+			usage_error("status: unexpected argument '%s'", argv[a]);
+		else
+			name = argv[a];
+	}
+	if (!name)
+		usage_error("status needs NAME");
+	{
+		char *const args[] = { "dmsetup", "status", (char *)name, NULL };
+
+		if (run_capture(args, out, sizeof(out)))
+			die("%s: dmsetup status failed", name);
+	}
+	for (tok = strtok_r(out, " \n", &save); tok && n < ARRAY_SIZE(f);
+	     tok = strtok_r(NULL, " \n", &save))
+		f[n++] = tok;
+	if (n < 3 || strcmp(f[2], "remap"))
+		die("%s: not a dm-remap device", name);
+	if (n != 3 + NR_STATUS)
+		die("%s: %u status fields, this remapctl knows %zu (another module version?)",
+		    name, n - 3, NR_STATUS);
+	for (i = 0; i < NR_STATUS; i++) {
+		if (status_is_word(i))
+			continue;
+		errno = 0;
+		v[i] = i == ST_FIRST_ERROR ? (unsigned long long)strtoll(f[3 + i], &end, 10) :
+			strtoull(f[3 + i], &end, 10);
+		if (errno || *end || end == f[3 + i])
+			die("%s: status field %u (%s) is not a number: '%s'", name, i + 1,
+			    status_names[i], f[3 + i]);
+	}
+	if (json)
+		print_status_json(name, f + 3, v);
+	else
+		print_status_human(name, f + 3, v);
 	return 0;
 }
 
@@ -708,6 +1034,10 @@ int main(int argc, char **argv)
 		return cmd_format(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "dump"))
 		return cmd_dump(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "check"))
+		return cmd_check(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "status"))
+		return cmd_status(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "create"))
 		return cmd_create(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "remove"))

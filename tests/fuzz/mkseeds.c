@@ -103,6 +103,44 @@ static void seeds_unit(void)
 	put("unit", "reloc-fix", FUZZ_FIX_CSUM, block, sizeof(block));
 }
 
+/*
+ * Slot 1 of the fuzz-slot device: a header and tables whose checksums the
+ * harness stores (FUZZ_FIX_CSUM): empty, and with a few mapped blocks.
+ */
+static void seeds_slot(void)
+{
+	static u8 img[16][DMR_BLOCK_SIZE];
+	struct dmr_ckpt c = { .seq = 2, .log_seq = 9, .mapped_blocks = 0 };
+	struct dmr_disk_segment *d;
+	struct dmr_geometry geo;
+	struct dmr_ckpt_layout l;
+	__le32 *map;
+	unsigned int i;
+
+	if (dmr_geometry_compute(1536, 64, 10, &geo) != DMR_GEO_OK ||
+	    geo.ckpt_slot_blocks > 16)
+		exit(1);
+	dmr_ckpt_layout(&geo, &l);
+	c.blocknr = geo.ckpt_offset + geo.ckpt_slot_blocks;
+	for (i = 0; i < DMR_NR_HEADS; i++)
+		c.heads[i] = (struct dmr_log_pos){ .segment = i,
+						   .next_segment = DMR_NO_SEGMENT };
+	dmr_ckpt_encode(&c, fuzz_uuid, img[0]);
+	put("slot", "empty-fix", FUZZ_FIX_CSUM, img, geo.ckpt_slot_blocks * DMR_BLOCK_SIZE);
+	map = (__le32 *)img[l.map_offset];
+	map[0] = cpu_to_le32(1);		/* segment 0, block 0 */
+	map[5] = cpu_to_le32(66);		/* segment 1, block 1 */
+	map[geo.logical_blocks - 1] = cpu_to_le32(67);
+	d = (struct dmr_disk_segment *)img[l.segtab_offset];
+	d[0] = (struct dmr_disk_segment){ .seq = cpu_to_le64(1), .valid = cpu_to_le32(1),
+					  .flags = cpu_to_le32(DMR_SEG_USED) };
+	d[1] = (struct dmr_disk_segment){ .seq = cpu_to_le64(4), .valid = cpu_to_le32(2),
+					  .flags = cpu_to_le32(DMR_SEG_USED) };
+	c.mapped_blocks = 3;
+	dmr_ckpt_encode(&c, fuzz_uuid, img[0]);
+	put("slot", "three-fix", FUZZ_FIX_CSUM, img, geo.ckpt_slot_blocks * DMR_BLOCK_SIZE);
+}
+
 static void seeds_table(void)
 {
 	static const char *const lines[] = {
@@ -199,6 +237,7 @@ int main(int argc, char **argv)
 	seeds_sb();
 	seeds_ckpt();
 	seeds_unit();
+	seeds_slot();
 	seeds_table();
 	seeds_replay();
 	return 0;

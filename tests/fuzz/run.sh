@@ -18,7 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 cache=${DMR_CACHE:-$HOME/.cache/dm-remap}
 out=$cache/fuzz
 secs=${1:-${DMR_FUZZ_SECONDS:-10}}
-targets=(sb ckpt unit table replay)
+targets=(sb ckpt unit slot table replay)
 # largest input: the replay target's header and three segments of blocks
 max_len=$((15 + 3 * 64 * 4096))
 

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import (BLOCK, DM_PREFIX, KERNEL_PROBLEMS, MNT, NR_HEADS, REPO,
+from conftest import (BLOCK, DM_PREFIX, KERNEL_PROBLEMS, MNT, NR_HEADS, REMAPCTL, REPO,
                       Kmsg, ckpt_layout, dm_create, dm_path, dm_remove, dump,
                       newest_ckpt, read_blocks_direct, remapctl, run,
                       status_fields)
@@ -761,6 +761,10 @@ def test_gc_power_cut_during_heavy_gc(ram, case):
     assert at_cut["gc_runs"] > 0 and at_cut["mode"] == "write", at_cut
     log = Kmsg()
     s.crash()
+    # the offline check finds what the power cut left consistent
+    p = subprocess.run([REMAPCTL, "check", s.under], capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
     s.create()
     st = s.status()
     assert st["mode"] == "write" and st["first_error"] == 0, st

@@ -62,6 +62,17 @@ static inline u64 div64_u64(u64 a, u64 b)
 	return a / b;
 }
 
+/* The kernel's memchr_inv(): the first byte that is not @c, or NULL. */
+static inline void *memchr_inv(const void *start, int c, size_t bytes)
+{
+	const unsigned char *p = start;
+
+	for (; bytes; bytes--, p++)
+		if (*p != (unsigned char)c)
+			return (void *)p;
+	return NULL;
+}
+
 /* CRC32C (Castagnoli), same contract as the kernel's crc32c(): no pre or
  * post inversion, the caller seeds and finishes.  In tools/lib/crc32c.c. */
 u32 crc32c(u32 crc, const void *buf, size_t len);

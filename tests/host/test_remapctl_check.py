@@ -1,0 +1,275 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""remapctl check on freshly formatted image files: fsck's exit codes (0
+clean, 1 corrected, 4 errors left, 8 could not check), one line per
+problem, and --repair of a superblock copy.  Used devices (a log, GC,
+crashes) are checked in the VM (tests/integration/test_check.py).
+"""
+import os
+import re
+import struct
+from pathlib import Path
+
+import pytest
+
+from test_remapctl_format import BLOCK, dump, layout, rc, sparse
+
+CLEAN, CORRECTED, ERRORS, OPERATIONAL = 0, 1, 4, 8
+
+
+def flip(path, byte_offset, mask=0x01):
+    with open(path, "r+b") as f:
+        f.seek(byte_offset)
+        b = f.read(1)
+        f.seek(byte_offset)
+        f.write(bytes([b[0] ^ mask]))
+
+
+def check(*args):
+    p = rc("check", *args)
+    # the closing line is always there, except for a usage error
+    if p.returncode != 2 and p.returncode != OPERATIONAL:
+        assert re.search(r"^check: .*: \d+ log units checked, \d+ replayed, "
+                         r"\d+ blocks mapped; \d+ errors, \d+ repaired", p.stdout, re.M), p.stdout
+    return p
+
+
+def errors(p):
+    return [l for l in p.stdout.splitlines() if l.startswith("error: ")]
+
+
+@pytest.fixture
+def fmt(tmp_path):
+    img = sparse(tmp_path, 64 << 20)
+    assert rc("format", img).returncode == 0
+    return img, dump(img)
+
+
+def test_fresh_device_is_clean(fmt):
+    img, _ = fmt
+    p = check(img)
+    assert p.returncode == CLEAN, p.stdout + p.stderr
+    assert errors(p) == []
+    assert "0 errors, 0 repaired" in p.stdout
+    assert "note: checkpoint slot 0: seq 1, log seq 0, clean" in p.stdout
+
+
+def test_usage_errors(fmt):
+    img, _ = fmt
+    assert rc("check").returncode == 2
+    assert rc("check", img, img).returncode == 2
+    assert rc("check", "--bogus", img).returncode == 2
+
+
+def test_not_dm_remap_and_missing_are_operational(tmp_path):
+    zero = sparse(tmp_path, 64 << 20, "zero.img")
+    p = check(zero)
+    assert p.returncode == OPERATIONAL
+    assert "not a dm-remap device" in p.stdout
+    p = check(str(tmp_path / "nonexistent"))
+    assert p.returncode == OPERATIONAL
+    assert "No such file" in p.stderr
+    p = check(str(tmp_path))
+    assert p.returncode == OPERATIONAL
+    assert "not a block device or regular file" in p.stderr
+
+
+@pytest.mark.parametrize("copy", [0, 1])
+def test_damaged_superblock_copy_found_and_repaired(fmt, copy):
+    img, _ = fmt
+    flip(img, copy * BLOCK + 200)           # a payload byte: checksum fails
+    p = check(img)
+    assert p.returncode == ERRORS
+    assert errors(p) == [f"error: superblock copy {copy}: superblock checksum mismatch"]
+    p = check("--repair", img)
+    assert p.returncode == CORRECTED, p.stdout
+    assert f"repaired: superblock copy {copy} rewritten from copy {1 - copy} " \
+           f"(block {copy})" in p.stdout
+    assert "0 errors, 1 repaired" in p.stdout
+    p = check(img)
+    assert p.returncode == CLEAN, p.stdout
+    d = dump(img)
+    assert d["superblock_copy0"] == d["superblock_copy1"] == "ok"
+
+
+def test_check_without_repair_writes_nothing(fmt):
+    img, _ = fmt
+    flip(img, BLOCK + 200)
+    before = Path(img).read_bytes()
+    assert check(img).returncode == ERRORS
+    assert Path(img).read_bytes() == before
+
+
+def test_both_superblocks_damaged(fmt):
+    img, _ = fmt
+    flip(img, 200)
+    flip(img, BLOCK + 12)                   # copy 1's version byte
+    p = check("--repair", img)
+    assert p.returncode == ERRORS           # nothing to repair from
+    assert errors(p) == ["error: no valid superblock: copy 0: superblock checksum mismatch; "
+                         "copy 1: superblock checksum mismatch"]
+    assert "repaired" not in p.stdout.replace("0 repaired", "")
+
+
+def test_device_that_shrank(fmt):
+    img, d = fmt
+    os.truncate(img, (int(d["device_blocks"]) - 1) * BLOCK)
+    p = check(img)
+    assert p.returncode == ERRORS
+    assert "fewer than the %s it was formatted with" % d["device_blocks"] in p.stdout
+
+
+def slot_block(d, slot, part):
+    base = int(d["ckpt_offset"]) + slot * int(d["ckpt_slot_blocks"])
+    return base + (0 if part == "header" else layout(d)[part + "_offset"])
+
+
+@pytest.mark.parametrize("part,message", [
+    ("map", "map block 0 does not match its checksum"),
+    ("crc", "the map blocks' CRC table does not match its checksum"),
+    ("segtab", "the segment table does not match its checksum"),
+])
+def test_damaged_table_of_the_only_slot(fmt, part, message):
+    img, d = fmt
+    flip(img, slot_block(d, 0, part) * BLOCK + 8)
+    p = check(img)
+    assert p.returncode == ERRORS, p.stdout
+    assert errors(p) == [
+        f"error: checkpoint slot 0 (seq 1, the newest): {message}",
+        "error: no checkpoint slot loads: the module refuses this device"]
+
+
+def test_damaged_header_of_the_only_slot(fmt):
+    img, d = fmt
+    flip(img, slot_block(d, 0, "header") * BLOCK + 40)
+    p = check(img)
+    assert p.returncode == ERRORS
+    assert errors(p) == [
+        "error: checkpoint slot 0 header: torn or corrupted summary",
+        "error: no valid checkpoint header: the module refuses this device"]
+
+
+def test_mapped_count_against_header(fmt):
+    """A header whose mapped count disagrees with its map (re-checksummed,
+    so only the cross-check can see it)."""
+    img, d = fmt
+    blk = slot_block(d, 0, "header")
+    with open(img, "r+b") as f:
+        f.seek(blk * BLOCK)
+        h = bytearray(f.read(BLOCK))
+    # struct dmr_disk_ckpt: mapped_blocks after the heads and two sums
+    off = 8 + 4 + 4 + 8 + 8 + 8 + 16 + 12 * 4 + 4 + 4
+    h[off:off + 8] = struct.pack("<Q", 5)
+    from test_remapctl_format import crc32c
+    h[8:12] = struct.pack("<I", crc32c(bytes(h[12:])) ^ 0xC4EC9017)
+    with open(img, "r+b") as f:
+        f.seek(blk * BLOCK)
+        f.write(h)
+    p = check(img)
+    assert p.returncode == ERRORS
+    assert "error: checkpoint slot 0: 0 blocks mapped, its header says 5" in p.stdout
+
+
+def test_lost_slot_header(fmt):
+    """Slot 1 at seq 2 means slot 0 was written too: a slot 0 without a
+    header lost it (and slot 1's tables, never written here, fail)."""
+    from test_remapctl_format import ckpt_header
+    img, d = fmt
+    hdr, blocknr = ckpt_header(d, 1, seq=2, flags=0, log_seq=0,
+                               log_segment=0, log_offset=0)
+    with open(img, "r+b") as f:
+        f.seek(blocknr * BLOCK)
+        f.write(hdr)
+        f.seek(slot_block(d, 0, "header") * BLOCK)
+        f.write(bytes(BLOCK))
+    p = check(img)
+    assert p.returncode == ERRORS
+    assert errors(p) == [
+        "error: checkpoint slot 0 header: lost (no header, but slot 1 is at seq 2, "
+        "so both were written)",
+        "error: checkpoint slot 1 (seq 2, the newest): the map blocks' CRC table "
+        "does not match its checksum",
+        "error: no checkpoint slot loads: the module refuses this device"]
+
+
+# ---------------------------------------------------------------------------
+# status: a stand-in dmsetup prints a status line (the host has no
+# device-mapper; tests/integration/test_check.py reads a live target)
+
+STATUS = ("0 1863472 remap write 3 232934 2304 1010 900 123456 456789 77 12 9 0 "
+          "1140850688 2 5 -5 background 10 20 6 3 40 9000 38 11 3.700 2.950 60 0 0")
+
+
+def fake_status(tmp_path, line, rc_=0):
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    fake = bindir / "dmsetup"
+    fake.write_text(f"#!/bin/sh\necho '{line}'\nexit {rc_}\n")
+    fake.chmod(0o755)
+    return dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+
+
+def status(env, *args):
+    import subprocess
+    from test_remapctl_format import REMAPCTL
+    return subprocess.run([REMAPCTL, "status", *args], capture_output=True, text=True,
+                          env=env, timeout=60)
+
+
+def test_status_json_has_every_documented_field(tmp_path):
+    import json
+    doc = (Path(__file__).resolve().parents[2] / "Documentation" / "dm-remap.rst").read_text()
+    section = doc.split("\nStatus\n======\n", 1)[1].split("\n=====", 1)[0]
+    names = re.findall(r"^\d+\. ``(\w+)``", section, re.M)
+    p = status(fake_status(tmp_path, STATUS), "fast", "--json")
+    assert p.returncode == 0, p.stderr
+    j = json.loads(p.stdout)
+    assert list(j)[1:1 + len(names)] == names
+    values = STATUS.split()[3:]
+    for name, raw in zip(names, values):
+        if name in ("mode", "gc_state"):
+            assert j[name] == raw
+        else:
+            assert j[name] == (float(raw) if "." in raw else int(raw)), name
+    assert j["name"] == "fast" and j["first_error"] == -5
+    assert j["capacity_bytes"] == 232934 * 4096
+    assert j["segment_bytes"] == 2304 * 512
+    assert j["free_bytes"] == 900 * 2304 * 512
+
+
+def test_status_human(tmp_path):
+    p = status(fake_status(tmp_path, STATUS), "fast")
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "mode:             write" in out
+    assert "capacity:         909.9 MiB (232934 blocks of 4 KiB)" in out
+    assert "segments:         1010 of 1.1 MiB; free 900 (1012.5 MiB, 89.1%), prefree 3" in out
+    assert "write amp.:       3.700 since load, 2.950 since format" in out
+    assert "gc:               background; starts below 10 free segments, stops at 20, " \
+           "reserve 6" in out
+    assert "first error:      -5 (Input/output error)" in out
+
+
+def test_status_refusals(tmp_path):
+    p = status(fake_status(tmp_path, "0 100 linear 8:0 0"), "lin")
+    assert p.returncode == 1 and "not a dm-remap device" in p.stderr
+    p = status(fake_status(tmp_path, STATUS + " 7"), "fast")
+    assert p.returncode == 1 and "31 status fields, this remapctl knows 30" in p.stderr
+    p = status(fake_status(tmp_path, STATUS.replace(" 77 ", " 7x ")), "fast")
+    assert p.returncode == 1 and "field 9 (flushes) is not a number" in p.stderr
+    p = status(fake_status(tmp_path, "", rc_=1), "gone")
+    assert p.returncode == 1 and "dmsetup status failed" in p.stderr
+    assert status(os.environ, ).returncode == 2
+
+
+def test_dump_json_matches_dump(fmt):
+    import json
+    img, d = fmt
+    p = rc("dump", "--json", img)
+    assert p.returncode == 0, p.stderr
+    j = json.loads(p.stdout)
+    assert list(j) == list(d)
+    for k, v in d.items():
+        want = int(v) if re.fullmatch(r"-?(0|[1-9]\d*)", v) else v
+        assert j[k] == want, k
+    assert j["ckpt1"] == "no unit (bad magic)" and j["ckpt0_head0_next"] == -1
+    assert rc("dump", "--json").returncode == 2

@@ -1,0 +1,280 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""remapctl check on devices the module has used: GC has run, the target
+was removed cleanly or lost power, and then a damage generator (in the
+spirit of thin-provisioning-tools' damage_generator) breaks one metadata
+structure at a time.  For every case check must find it, and the target
+must refuse to load with a message or load and read back without a
+kernel warning (the autouse fixture fails a test that made the kernel
+warn).  Host tests cover check on freshly formatted images
+(tests/host/test_remapctl_check.py).
+"""
+import json
+import re
+import struct
+import subprocess
+
+import pytest
+
+from conftest import (BLOCK, DM_PREFIX, REMAPCTL, Kmsg, ckpt_headers, ckpt_layout,
+                      dm_create, dm_path, dm_remove, dump, newest_ckpt,
+                      read_blocks_direct, remapctl, run, status_fields,
+                      write_blocks_direct)
+from test_gc import ckpt_map, small_base
+from test_log import Stack
+
+SEG_SIZE = "256K"
+CLEAN, CORRECTED, ERRORS, OPERATIONAL = 0, 1, 4, 8
+# struct dmr_disk_summary: nr_blocks after magic, csum, data_csum, seq,
+# blocknr and uuid
+SUMMARY_NR_BLOCKS = 8 + 4 + 4 + 8 + 8 + 16
+
+
+def check(dev, *args):
+    p = subprocess.run([REMAPCTL, "check", *args, dev], capture_output=True,
+                       text=True, timeout=600)
+    print(p.stdout[-4000:], p.stderr[-2000:])
+    return p
+
+
+def counts(p):
+    m = re.search(r"(\d+) log units checked, (\d+) replayed, (\d+) blocks mapped; "
+                  r"(\d+) errors, (\d+) repaired", p.stdout)
+    assert m, p.stdout
+    return dict(zip(("units", "replayed", "mapped", "errors", "repaired"),
+                    map(int, m.groups())))
+
+
+def errors(p):
+    return [ln for ln in p.stdout.splitlines() if ln.startswith("error: ")]
+
+
+def churn(dev, nbytes, io_factor=2.5, fsync=64):
+    """Random 4 KiB writes over the device, io_factor times its size."""
+    run(["fio", "--name=churn", f"--filename={dev}", "--rw=randwrite",
+         "--bs=4k", "--direct=1", "--ioengine=libaio", "--iodepth=16",
+         f"--size={nbytes}", f"--io_size={int(nbytes * io_factor) // 4096 * 4096}",
+         "--randrepeat=0", "--norandommap", f"--fsync={fsync}",
+         "--output-format=terse"])
+
+
+def used_device(ram):
+    """A 32 MiB device filled, then overwritten until GC ran, removed
+    cleanly.  Returns (base device, dump of it)."""
+    base = small_base(ram, 32)
+    remapctl("format", "--segment-size", SEG_SIZE, base)
+    info = dump(base)
+    n = int(info["logical_sectors"])
+    dm_create("top", f"0 {n} remap {base}")
+    top = dm_path("top")
+    run(["dd", f"if=/dev/urandom", f"of={top}", "bs=1M", "oflag=direct",
+         f"count={n * 512 >> 20}"])
+    churn(top, n * 512)
+    st = status_fields("top")
+    assert st["gc_runs"] > 0, st
+    return base, info
+
+
+def test_check_used_device(ram):
+    """After GC: check refuses the device while the target holds it,
+    finds it clean after a clean removal (every mapped block's unit
+    verified: as many blocks mapped as the checkpoint says), and a
+    repair run changes nothing."""
+    base, info = used_device(ram)
+    p = check(base)
+    assert p.returncode == OPERATIONAL
+    assert "device is in use" in p.stderr
+    # remapctl status --json: every field as dmsetup status has it
+    j = json.loads(remapctl("status", DM_PREFIX + "top", "--json").stdout)
+    st = status_fields("top")
+    assert set(st) <= set(j)
+    for k in ("mode", "version", "logical_blocks", "segment_sectors", "segments",
+              "replayed_units", "map_memory", "sb_copies_ok", "first_error",
+              "gc_low", "gc_high", "gc_reserve"):
+        assert j[k] == st[k], k                     # what does not move
+    for k, v in st.items():                         # GC may still be at work
+        if k.startswith("waf_"):
+            assert isinstance(j[k], float) and j[k] >= 1.0, k
+        elif k not in ("mode", "gc_state"):
+            assert isinstance(j[k], int) and j[k] >= 0, k
+    assert 0 < j["gc_runs"] <= st["gc_runs"]
+    human = remapctl("status", DM_PREFIX + "top").stdout
+    assert "mode:             write" in human and "first error:      none" in human
+    dm_remove("top")
+    p = check(base)
+    assert p.returncode == CLEAN, p.stdout
+    c = counts(p)
+    h = newest_ckpt(base, info)
+    assert h["clean"]
+    assert c["replayed"] == 0 and c["errors"] == 0
+    assert c["mapped"] == h["mapped_blocks"] > 0
+    assert c["units"] > 0
+    before = read_blocks_direct(base, 0, 8192)
+    p = check(base, "--repair")
+    assert p.returncode == CLEAN and counts(p)["repaired"] == 0
+    assert read_blocks_direct(base, 0, 8192) == before
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_check_after_power_cut(ram, case):
+    """Power is cut (dm-flakey drops writes) while fio writes with
+    fsyncs and GC runs: check finds the device consistent (what replay
+    stops at is a note), the target recovers, and after a clean removal
+    check finds it clean with nothing to replay."""
+    base = small_base(ram, 32)
+    s = Stack(base, ["--segment-size", SEG_SIZE])
+    n = s.n
+    run(["dd", "if=/dev/urandom", f"of={s.top}", "bs=1M", "oflag=direct",
+         f"count={n * 512 >> 20}"])
+    fio = subprocess.Popen(
+        ["fio", "--name=churn", f"--filename={s.top}", "--rw=randwrite", "--bs=4k",
+         "--direct=1", "--ioengine=libaio", "--iodepth=8", f"--size={n * 512}",
+         "--time_based", "--runtime=60", "--randrepeat=0", "--norandommap",
+         f"--fsync={4 + 20 * case}", "--output-format=terse"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            if status_fields("top")["gc_runs"] > 2 * (case + 1):
+                break
+            run(["sleep", "0.1"])
+        s.flakey("cut")
+    finally:
+        fio.kill()
+        fio.wait()
+    dm_remove("top")
+    s.flakey("up")
+    p = check(s.under)
+    assert p.returncode == CLEAN, p.stdout
+    assert "not shut down cleanly" in p.stdout
+    s.create()
+    st = s.status()
+    assert st["mode"] == "write" and st["first_error"] == 0, st
+    dm_remove("top")
+    p = check(s.under)
+    assert p.returncode == CLEAN, p.stdout
+    assert counts(p)["replayed"] == 0
+
+
+# ------------------------------------------------------------------
+# the damage generator
+
+def summary_of(base, info, pba):
+    """Device block of the summary of the unit holding data-area block pba
+    (walks the units of its segment from block 0)."""
+    sb = int(info["segment_blocks"])
+    seg, off = divmod(pba, sb)
+    first = int(info["data_offset"]) + seg * sb
+    raw = read_blocks_direct(base, first, sb)
+    at = 0
+    while at < sb:
+        blk = raw[at * BLOCK:(at + 1) * BLOCK]
+        assert blk[:8] == b"DMR-LOGU", (seg, at)
+        nr = struct.unpack_from("<I", blk, SUMMARY_NR_BLOCKS)[0]
+        if at < off <= at + nr:
+            return first + at
+        at += 1 + nr
+    raise AssertionError(f"block {pba} is in no unit")
+
+
+def damage_cases(base, info):
+    """(name, list of (device block, new content or None to zero),
+    substring check must print, module may load) for a used device."""
+    hdrs = ckpt_headers(base, info)
+    new = max((h for h in hdrs if h["valid"]), key=lambda h: h["seq"])
+    old = hdrs[1 - new["slot"]]
+    assert old["valid"], "both slots written after GC ran"
+    lay = ckpt_layout(int(info["logical_blocks"]), int(info["nr_segments"]))
+    slot_base = {h["slot"]: h["blocknr"] for h in hdrs}
+    nb = slot_base[new["slot"]]
+    _, l2p = ckpt_map(base, info)
+    mapped = [e - 1 for e in l2p if e]
+    pba = mapped[len(mapped) // 2]
+    data_blk = int(info["data_offset"]) + pba
+    summ = summary_of(base, info, pba)
+    size_blocks = int(info["device_blocks"])
+
+    def flip(blk, byte=100):
+        b = bytearray(read_blocks_direct(base, blk))
+        b[byte] ^= 0x40
+        return [(blk, bytes(b))]
+
+    def swap(a, b):
+        return [(a, read_blocks_direct(base, b)), (b, read_blocks_direct(base, a))]
+
+    ns, os_ = new["slot"], old["slot"]
+    return [
+        ("superblock copy 0, a byte flipped", flip(0), "superblock copy 0", True),
+        ("superblock copy 1 zeroed", [(1, None)], "superblock copy 1", True),
+        ("superblock copies swapped", swap(0, 1), "no valid superblock", False),
+        ("both superblock copies flipped", flip(0) + flip(1), "no valid superblock",
+         False),
+        ("newest checkpoint header flipped", flip(nb, 20),
+         f"checkpoint slot {ns} header", True),
+        ("newest checkpoint header zeroed", [(nb, None)],
+         f"checkpoint slot {ns} header: lost", True),
+        ("older checkpoint header flipped", flip(slot_base[os_], 20),
+         f"checkpoint slot {os_} header", True),
+        ("checkpoint headers swapped", swap(nb, slot_base[os_]),
+         "no valid checkpoint header", False),
+        ("newest map block flipped", flip(nb + lay["map_offset"]),
+         f"checkpoint slot {ns} (seq {new['seq']}, the newest): map block 0", True),
+        ("newest map blocks 0 and 1 swapped",
+         swap(nb + lay["map_offset"], nb + lay["map_offset"] + 1),
+         f"checkpoint slot {ns} (seq {new['seq']}, the newest): map block 0", True),
+        ("newest CRC table zeroed", [(nb + lay["crc_offset"], None)],
+         "CRC table does not match", True),
+        ("newest segment table flipped", flip(nb + lay["segtab_offset"], 24),
+         "the segment table does not match", True),
+        ("a mapped data block flipped", flip(data_blk), "do not match its checksum",
+         True),
+        ("the summary of a mapped block flipped", flip(summ, 60),
+         "where a unit holding mapped blocks should be", True),
+        ("the summary of a mapped block zeroed", [(summ, None)],
+         "no unit (bad magic) where a unit holding mapped", True),
+        ("device shrunk by a segment",
+         ("shrink", size_blocks - int(info["segment_blocks"])), "fewer than", False),
+    ]
+
+
+def test_damage_generator(ram):
+    """Every damage case on a copy of a used device: check exits 4 with
+    the expected error; the target either refuses to load with a message
+    in the kernel log, or loads and serves a full read of the device."""
+    base, info = used_device(ram)
+    dm_remove("top")
+    assert check(base).returncode == CLEAN
+    n = int(info["logical_sectors"])
+    size = int(info["device_blocks"])
+    pristine = read_blocks_direct(base, 0, size)
+    cases = damage_cases(base, info)
+    refused = loaded = 0
+    for name, edits, expect, may_load in cases:
+        write_blocks_direct(base, 0, pristine)
+        if edits[0] == "shrink":
+            dm_remove("base")
+            dm_create("base", f"0 {edits[1] * 8} linear {ram} 0")
+        else:
+            for blk, content in edits:
+                write_blocks_direct(base, blk, content if content is not None
+                                    else bytes(BLOCK))
+        p = check(base)
+        assert p.returncode == ERRORS, f"{name}: check exited {p.returncode}\n{p.stdout}"
+        assert any(expect in e for e in errors(p)), f"{name}: {errors(p)}"
+        kmsg = Kmsg()
+        r = dm_create("top", f"0 {n} remap {base}", check=False)
+        if r.returncode:
+            refused += 1
+            assert not may_load, f"{name}: the target refused:\n{kmsg.text()}"
+            # the constructor's message, as device-mapper logs ti->error
+            assert re.search(r"remap: \w.+ \(-E[A-Z]+\)", kmsg.text()), kmsg.text()
+        else:
+            loaded += 1
+            run(["dd", f"if={dm_path('top')}", "of=/dev/null", "bs=1M",
+                 "iflag=direct"])
+            dm_remove("top")
+        if edits[0] == "shrink":
+            dm_remove("base")
+            dm_create("base", f"0 {size * 8} linear {ram} 0")
+        print(f"damage: {name}: check found it; target "
+              f"{'refused' if r.returncode else 'loaded'}")
+    print(f"damage cases tried: {len(cases)}, target refused {refused}, loaded {loaded}")
+    assert refused + loaded == len(cases) >= 16
