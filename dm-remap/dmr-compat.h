@@ -50,6 +50,22 @@ static inline int dmr_dm_io(struct dm_io_request *req, struct dm_io_region *regi
 	return dm_io(req, 1, region, error_bits, IOPRIO_DEFAULT);
 }
 
+/*
+ * The kernel's vmalloc space, for dmr_map_fits(): VMALLOC_TOTAL where the
+ * architecture defines it (x86-64, arm64), else unknown (0: not checked).
+ */
+#include <linux/vmalloc.h>
+#include <linux/pgtable.h>
+
+static inline u64 dmr_vmalloc_total(void)
+{
+#ifdef VMALLOC_TOTAL
+	return VMALLOC_TOTAL;
+#else
+	return 0;
+#endif
+}
+
 #endif /* DMR_KERNEL_GLUE */
 
 #endif /* DMR_COMPAT_H */

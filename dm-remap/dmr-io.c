@@ -71,10 +71,12 @@ static void *dmr_alloc_array(u64 n, size_t size)
 	u64 bytes = n * size;
 
 	if (bytes <= INT_MAX)
-		return kvcalloc(n, size, GFP_KERNEL);
+		return kvcalloc(n, size, GFP_KERNEL | __GFP_RETRY_MAYFAIL | __GFP_NOWARN);
 	if (bytes > ULONG_MAX)
 		return NULL;
-	return __vmalloc(bytes, GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN);
+	/* a failure is an error for the table load, never the OOM killer */
+	return __vmalloc(bytes, GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN |
+			 __GFP_RETRY_MAYFAIL);
 }
 
 int dmr_io_init(struct dmr_target *rc, const char **error)
@@ -109,6 +111,18 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	init_completion(&rc->gc_rd_done);
 	complete_all(&rc->gc_rd_done);	/* no read's end is running */
 	rc->mode = DMR_MODE_READ_ONLY;	/* until dmr_load() */
+	/* a device this machine can never hold is refused before allocating */
+	switch (dmr_map_fits(dmr_map_memory_bytes(geo),
+			     (u64)totalram_pages() << PAGE_SHIFT, dmr_vmalloc_total())) {
+	case DMR_FIT_OK:
+		break;
+	case DMR_FIT_NO_MEMORY:
+		*error = "Map needs more memory than this machine has";
+		return -ENOMEM;
+	default:
+		*error = "Map needs more than the kernel's vmalloc space";
+		return -ENOMEM;
+	}
 	l2p = dmr_alloc_array(geo->logical_blocks, sizeof(u32));
 	segs = dmr_alloc_array(geo->nr_segments, sizeof(*segs));
 	dirty = dmr_alloc_array(nr_map_blocks, 1);

@@ -176,5 +176,11 @@ done
 echo
 echo "== summary (logs in $out)"
 printf '%s\n' "${summary[@]}"
+# the counts the fuzz and VM stages report (issue 13's acceptance)
+if [ -f "$out/fuzz.log" ] || [ -f "$out/vm.log" ]; then
+	echo "== counts"
+	grep -h '^fuzz: .* inputs tried' "$out/fuzz.log" 2>/dev/null
+	grep -h '^counts: ' "$out/vm.log" 2>/dev/null | sed 's/^counts: //'
+fi
 echo "check: $total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

@@ -7,6 +7,8 @@
  *   remapctl dump [--json] DEV
  *   remapctl check DEV [--repair]
  *   remapctl status NAME [--json]
+ *   remapctl activate [--remaptab FILE] [--dry-run]
+ *   remapctl deactivate [--remaptab FILE] [--dry-run]
  *   remapctl create NAME DEV [--read-only] [--ignore-discard]
  *                            [--checkpoint-interval SECS]
  *                            [--no-discard-passdown] [--gc-low N]
@@ -20,12 +22,14 @@
  * kernel memory than this machine has; it reads MemTotal and VmallocTotal
  * from /proc/meminfo.  Test hook: the environment variable DMR_MEMINFO
  * names a file read instead of /proc/meminfo, so tests/host can fake a
- * machine's memory.
+ * machine's memory.  Likewise DMR_SYSFS_BLOCK and DMR_DEV_DIR stand for
+ * /sys/class/block and /dev when activate looks for a UUID=.
  *
  * Exit status: 0 success, 1 failure or refusal, 2 bad usage; check exits
  * as fsck does (dmr-check.h): 0 clean, 1 corrected, 4 errors left, 8 the
  * check could not be done.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -36,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -61,6 +66,7 @@ static void help(void)
 	       "  %s dump [--json] DEV\n"
 	       "  %s check DEV [--repair]\n"
 	       "  %s status NAME [--json]\n"
+	       "  %s activate|deactivate [--remaptab FILE] [--dry-run]\n"
 	       "  %s create NAME DEV [--read-only] [--ignore-discard] [--checkpoint-interval SECS]\n"
 	       "                    [--no-discard-passdown] [--gc-low N] [--gc-high N] [--zero-copy]\n"
 	       "  %s remove NAME\n"
@@ -71,8 +77,11 @@ static void help(void)
 	       "partition table or dm-remap signature, or whose map needs more kernel\n"
 	       "memory than this machine has, unless --force is given.\n"
 	       "check validates an unused device offline and exits like fsck: 0 clean,\n"
-	       "1 corrected (--repair), 4 errors left, 8 could not check.\n",
-	       dmr_prog, dmr_prog, dmr_prog, dmr_prog, dmr_prog, dmr_prog);
+	       "1 corrected (--repair), 4 errors left, 8 could not check.\n"
+	       "activate creates every device of /etc/remaptab (NAME DEV [OPTIONS] per\n"
+	       "line; DEV a path or UUID=<dm-remap uuid>; OPTIONS create's flags without\n"
+	       "the dashes, comma separated: read-only,gc-low=8); deactivate removes them.\n",
+	       dmr_prog, dmr_prog, dmr_prog, dmr_prog, dmr_prog, dmr_prog, dmr_prog);
 }
 
 /* Parse "123", "64K", "4M", "1G" into bytes; -1 on error. */
@@ -1020,6 +1029,209 @@ static int cmd_remove(int argc, char **argv)
 	}
 }
 
+/*
+ * remapctl activate / deactivate: /etc/remaptab, one device per line,
+ *
+ *   NAME  DEV  [OPTIONS]
+ *
+ * '#' starts a comment.  DEV is a path or UUID=<uuid> (the superblock's,
+ * as dump prints it), found by reading the superblock of every block
+ * device in /sys/class/block.  OPTIONS are create's flags without their
+ * dashes, comma separated, values after '=' (read-only,gc-low=8).  Each
+ * device is created by running "remapctl create", so one bad line does not
+ * stop the others; a device that exists already is left alone.  Exit
+ * status 0 if every line is active at the end (1 otherwise, 2 for a
+ * remaptab that cannot be read).
+ */
+#define REMAPTAB	"/etc/remaptab"
+#define REMAPTAB_ARGS	32
+
+static void uuid_str(const u8 *uuid, char *out)
+{
+	int i, n = 0;
+
+	for (i = 0; i < 16; i++)
+		n += sprintf(out + n, "%02x%s", uuid[i],
+			     (i == 3 || i == 5 || i == 7 || i == 9) ? "-" : "");
+}
+
+/* Does @path hold a dm-remap superblock with this uuid?  Never dies. */
+static bool probe_uuid(const char *path, const char *want)
+{
+	void *buf;
+	bool match = false;
+	int fd, i;
+
+	if (posix_memalign(&buf, DMR_BLOCK_SIZE, DMR_BLOCK_SIZE))
+		return false;
+	fd = open(path, O_RDONLY);
+	for (i = 0; fd >= 0 && i < DMR_SB_COPIES && !match; i++) {
+		struct dmr_sb sb;
+		char u[40];
+
+		if (pread(fd, buf, DMR_BLOCK_SIZE, (off_t)i * DMR_BLOCK_SIZE) != DMR_BLOCK_SIZE ||
+		    dmr_sb_decode(buf, i, &sb) != DMR_SB_OK)
+			continue;
+		uuid_str(sb.uuid, u);
+		match = !strcasecmp(u, want);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return match;
+}
+
+/* The block device holding dm-remap uuid @want, into @out; false if none. */
+static bool find_uuid(const char *want, char *out, size_t len)
+{
+	const char *sysdir = getenv("DMR_SYSFS_BLOCK") ? : "/sys/class/block";
+	const char *devdir = getenv("DMR_DEV_DIR") ? : "/dev";
+	struct dirent *e;
+	bool found = false;
+	DIR *dir = opendir(sysdir);
+
+	if (!dir)
+		return false;
+	while (!found && (e = readdir(dir))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(out, len, "%s/%s", devdir, e->d_name);
+		found = probe_uuid(out, want);
+	}
+	closedir(dir);
+	return found;
+}
+
+static bool dm_exists(const char *name)
+{
+	char out[256];
+	char *const args[] = { "dmsetup", "info", "-c", "--noheadings", "-o", "name",
+			       (char *)name, NULL };
+
+	return run_capture(args, out, sizeof(out)) == 0 && out[0];
+}
+
+static int cmd_activate(int argc, char **argv, bool activate)
+{
+	static const struct option lopts[] = {
+		{ "remaptab", required_argument, NULL, 't' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *tab = REMAPTAB, *cmd = activate ? "activate" : "deactivate";
+	char line[1024], self[PATH_MAX], dev[PATH_MAX];
+	unsigned int lineno = 0, bad = 0, done = 0, nrm = 0;
+	char *rm_names[256];
+	bool dry = false;
+	FILE *f;
+	ssize_t n;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "t:n", lopts, NULL)) != -1) {
+		if (c == 't')
+			tab = optarg;
+		else if (c == 'n')
+			dry = true;
+		else
+			usage_error("%s: unrecognised option '%s'", cmd, argv[optind - 1]);
+	}
+	if (optind != argc)
+		usage_error("%s takes no arguments besides its options", cmd);
+	f = fopen(tab, "r");
+	if (!f)
+		dmr_exit_msg(2, "%s: %s", tab, strerror(errno));
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		die("cannot find my own program: %s", strerror(errno));
+	self[n] = '\0';
+	while (fgets(line, sizeof(line), f)) {
+		char *args[REMAPTAB_ARGS + 8], *w[4], *save = NULL, *hash, *opt;
+		unsigned int nw = 0, na = 0;
+
+		lineno++;
+		hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		for (opt = strtok_r(line, " \t\n", &save); opt && nw < 4;
+		     opt = strtok_r(NULL, " \t\n", &save))
+			w[nw++] = opt;
+		if (!nw)
+			continue;
+		if (nw < 2 || nw > 3) {
+			fprintf(stderr, "%s: %s:%u: want NAME DEV [OPTIONS]\n", dmr_prog, tab, lineno);
+			bad++;
+			continue;
+		}
+		if (!activate) {
+			/* removed last line first: a device may sit on an earlier one */
+			if (nrm < ARRAY_SIZE(rm_names))
+				rm_names[nrm++] = strdup(w[0]);
+			continue;
+		}
+		if (dm_exists(w[0])) {
+			printf("%s: %s: already active\n", cmd, w[0]);
+			done++;
+			continue;
+		}
+		if (!strncasecmp(w[1], "UUID=", 5)) {
+			if (!find_uuid(w[1] + 5, dev, sizeof(dev))) {
+				fprintf(stderr, "%s: %s:%u: %s: no block device holds it\n", dmr_prog,
+					tab, lineno, w[1]);
+				bad++;
+				continue;
+			}
+		} else {
+			snprintf(dev, sizeof(dev), "%s", w[1]);
+		}
+		args[na++] = self;
+		args[na++] = "create";
+		for (opt = nw == 3 ? strtok_r(w[2], ",", &save) : NULL; opt && na < REMAPTAB_ARGS;
+		     opt = strtok_r(NULL, ",", &save)) {
+			static char flags[REMAPTAB_ARGS][64];
+			char *eq = strchr(opt, '=');
+
+			if (eq)
+				*eq = '\0';
+			snprintf(flags[na], sizeof(flags[na]), "--%s", opt);
+			args[na] = flags[na];
+			na++;
+			if (eq)
+				args[na++] = eq + 1;
+		}
+		args[na++] = w[0];
+		args[na++] = dev;
+		args[na] = NULL;
+		printf("%s: %s: create over %s%s%s\n", cmd, w[0], dev, nw == 3 ? " with " : "",
+		       nw == 3 ? w[2] : "");
+		fflush(stdout);
+		if (!dry && run(args)) {
+			fprintf(stderr, "%s: %s:%u: %s: create failed\n", dmr_prog, tab, lineno, w[0]);
+			bad++;
+			continue;
+		}
+		done++;
+	}
+	fclose(f);
+	while (nrm--) {
+		char *const rm[] = { "dmsetup", "remove", rm_names[nrm], NULL };
+
+		if (!rm_names[nrm])
+			die("out of memory");
+		if (dm_exists(rm_names[nrm])) {
+			printf("%s: %s: remove\n", cmd, rm_names[nrm]);
+			fflush(stdout);
+			if (!dry && run(rm))
+				bad++;
+			else
+				done++;
+		}
+		free(rm_names[nrm]);
+	}
+	printf("%s: %u done, %u failed\n", cmd, done, bad);
+	return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	opterr = 0;	/* usage_error() reports bad options itself */
@@ -1038,6 +1250,8 @@ int main(int argc, char **argv)
 		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "status"))
 		return cmd_status(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "activate") || !strcmp(argv[1], "deactivate"))
+		return cmd_activate(argc - 1, argv + 1, argv[1][0] == 'a');
 	if (!strcmp(argv[1], "create"))
 		return cmd_create(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "remove"))

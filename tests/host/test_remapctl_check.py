@@ -273,3 +273,98 @@ def test_dump_json_matches_dump(fmt):
         assert j[k] == want, k
     assert j["ckpt1"] == "no unit (bad magic)" and j["ckpt0_head0_next"] == -1
     assert rc("dump", "--json").returncode == 2
+
+
+# ---------------------------------------------------------------------------
+# activate / deactivate: /etc/remaptab, with a stand-in dmsetup that logs
+# its calls and a stand-in /sys/class/block and /dev (DMR_SYSFS_BLOCK,
+# DMR_DEV_DIR) for UUID=; tests/integration creates real devices
+
+def fake_dm(tmp_path, active=False):
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    log = tmp_path / "dmsetup.log"
+    fake = bindir / "dmsetup"
+    info = 'echo "$7"; exit 0' if active else "exit 1"
+    fake.write_text(f'#!/bin/sh\nif [ "$1" = info ]; then {info}; fi\n'
+                    f'echo "$*" >> {log}\n')
+    fake.chmod(0o755)
+    return log, dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+
+
+def test_activate_remaptab(tmp_path):
+    import subprocess
+    from test_remapctl_format import REMAPCTL
+    devdir, sysdir = tmp_path / "dev", tmp_path / "sys"
+    devdir.mkdir()
+    sysdir.mkdir()
+    a = sparse(tmp_path, 64 << 20, "a.img")
+    b = str(devdir / "vdb")
+    sparse(devdir, 64 << 20, "vdb")
+    sparse(devdir, 1 << 20, "vda")                  # not dm-remap
+    for name in ("vda", "vdb"):
+        (sysdir / name).mkdir()
+    assert rc("format", a).returncode == 0
+    assert rc("format", "--overprovision", "20", b).returncode == 0
+    da, db = dump(a), dump(b)
+    tab = tmp_path / "remaptab"
+    tab.write_text(
+        "# NAME DEV OPTIONS\n"
+        f"fast   {a}   read-only,gc-low=8   # by path\n"
+        "\n"
+        f"slow UUID={db['uuid'].upper()}\n"
+        "lonely\n"
+        "missing UUID=00000000-0000-0000-0000-000000000000\n")
+    log, env = fake_dm(tmp_path)
+    env.update(DMR_SYSFS_BLOCK=str(sysdir), DMR_DEV_DIR=str(devdir))
+    p = subprocess.run([REMAPCTL, "activate", "--remaptab", str(tab)], capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert f"remaptab:5: want NAME DEV [OPTIONS]" in p.stderr
+    assert "remaptab:6: UUID=00000000-0000-0000-0000-000000000000: no block device " \
+           "holds it" in p.stderr
+    assert "activate: 2 done, 2 failed" in p.stdout
+    calls = log.read_text().splitlines()
+    assert calls == [
+        f"create fast --table 0 {da['logical_sectors']} remap {a} 3 read_only gc_low 8",
+        f"create slow --table 0 {db['logical_sectors']} remap {b}"]
+    # --dry-run runs nothing
+    log.unlink()
+    p = subprocess.run([REMAPCTL, "activate", "--dry-run", "--remaptab", str(tab)],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert "activate: fast: create over" in p.stdout and not log.exists()
+    # everything active: activate leaves it, deactivate removes last line first
+    log, env = fake_dm(tmp_path, active=True)
+    env.update(DMR_SYSFS_BLOCK=str(sysdir), DMR_DEV_DIR=str(devdir))
+    p = subprocess.run([REMAPCTL, "activate", "--remaptab", str(tab)], capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert "activate: fast: already active" in p.stdout and not log.exists()
+    p = subprocess.run([REMAPCTL, "deactivate", "--remaptab", str(tab)],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert log.read_text().splitlines() == ["remove missing", "remove slow", "remove fast"]
+    p = subprocess.run([REMAPCTL, "activate", "--remaptab", str(tmp_path / "none")],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 2 and "No such file" in p.stderr
+
+
+def test_install_puts_the_boot_unit_in_place(tmp_path):
+    """make -C tools install: the systemd unit that runs activate before
+    local file systems, pointing at the installed remapctl, and valid for
+    systemd-analyze where it exists."""
+    import shutil
+    import subprocess
+    tools = Path(__file__).resolve().parents[2] / "tools"
+    prefix, unitdir = tmp_path / "usr", tmp_path / "systemd"
+    p = subprocess.run(["make", "-s", "-C", str(tools), "install", f"PREFIX={prefix}",
+                        f"SYSTEMDDIR={unitdir}"], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    unit = (unitdir / "dm-remap.service").read_text()
+    assert f"ExecStart={prefix}/sbin/remapctl activate" in unit
+    assert f"ExecStop={prefix}/sbin/remapctl deactivate" in unit
+    assert "Before=local-fs-pre.target" in unit and "DefaultDependencies=no" in unit
+    assert (prefix / "sbin" / "remapctl").exists()
+    if shutil.which("systemd-analyze"):
+        v = subprocess.run(["systemd-analyze", "verify", str(unitdir / "dm-remap.service")],
+                           capture_output=True, text=True, timeout=120)
+        assert "dm-remap.service" not in v.stdout + v.stderr, v.stdout + v.stderr

@@ -39,6 +39,17 @@ def run(cmd, check=True, input=None):
     return p
 
 
+def report_count(line):
+    """A count make check prints (damage cases, faults injected, verify
+    errors): appended to $DMR_OUT/counts.txt, which guest-integration.sh
+    prints after the run."""
+    print(line)
+    out = os.environ.get("DMR_OUT")
+    if out:
+        with open(os.path.join(out, "counts.txt"), "a") as f:
+            f.write(line + "\n")
+
+
 def kmsg_lines():
     return run(["dmesg"]).stdout.splitlines()
 

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import (BLOCK, DM_PREFIX, REMAPCTL, Kmsg, ckpt_headers, ckpt_layout,
                       dm_create, dm_path, dm_remove, dump, newest_ckpt,
-                      read_blocks_direct, remapctl, run, status_fields,
+                      read_blocks_direct, remapctl, report_count, run, status_fields,
                       write_blocks_direct)
 from test_gc import ckpt_map, small_base
 from test_log import Stack
@@ -276,5 +276,38 @@ def test_damage_generator(ram):
             dm_create("base", f"0 {size * 8} linear {ram} 0")
         print(f"damage: {name}: check found it; target "
               f"{'refused' if r.returncode else 'loaded'}")
-    print(f"damage cases tried: {len(cases)}, target refused {refused}, loaded {loaded}")
+    report_count(f"damage cases tried: {len(cases)} (check found every one; target "
+                 f"refused {refused}, loaded and read back {loaded})")
     assert refused + loaded == len(cases) >= 16
+
+
+def test_activate_from_remaptab(ram, tmp_path):
+    """remapctl activate creates the devices of a remaptab (by path, and
+    by the superblock's UUID found among the block devices) with their
+    options, leaves active ones alone, and deactivate removes them."""
+    base_a = small_base(ram, 16, "base")
+    run(["dmsetup", "create", DM_PREFIX + "base2", "--table",
+         f"0 {16 * 2048} linear {ram} {16 * 2048}"])
+    base_b = dm_path("base2")
+    remapctl("format", "--segment-size", SEG_SIZE, base_a)
+    remapctl("format", "--segment-size", SEG_SIZE, base_b)
+    uuid_b = dump(base_b)["uuid"]
+    tab = tmp_path / "remaptab"
+    tab.write_text(f"# test\n{DM_PREFIX}a {base_a} read-only\n"
+                   f"{DM_PREFIX}b UUID={uuid_b} gc-low=6,gc-high=9\n")
+    p = remapctl("activate", "--remaptab", str(tab))
+    assert "activate: 2 done, 0 failed" in p.stdout, p.stdout
+    ta = run(["dmsetup", "table", DM_PREFIX + "a"]).stdout
+    tb = run(["dmsetup", "table", DM_PREFIX + "b"]).stdout
+    assert ta.split()[2] == "remap" and ta.split()[-2:] == ["1", "read_only"], ta
+    maj_min = run(["stat", "-L", "-c", "%t:%T", base_b]).stdout.strip()
+    major, minor = (int(x, 16) for x in maj_min.split(":"))
+    assert tb.split()[3] == f"{major}:{minor}", (tb, maj_min)
+    assert tb.split()[-5:] == ["4", "gc_low", "6", "gc_high", "9"], tb
+    assert status_fields("a")["mode"] == "read-only"
+    p = remapctl("activate", "--remaptab", str(tab))
+    assert f"{DM_PREFIX}a: already active" in p.stdout
+    p = remapctl("deactivate", "--remaptab", str(tab))
+    assert "deactivate: 2 done, 0 failed" in p.stdout, p.stdout
+    assert run(["dmsetup", "info", DM_PREFIX + "a"], check=False).returncode
+    assert run(["dmsetup", "info", DM_PREFIX + "b"], check=False).returncode

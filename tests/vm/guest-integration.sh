@@ -8,9 +8,12 @@ modprobe -a dm-mod libcrc32c loop dm-flakey dm-delay dm-log-writes dm-zero || ex
 insmod dm-remap/dm-remap.ko || { echo "guest: insmod dm-remap.ko failed"; exit 1; }
 modprobe brd rd_nr=8 rd_size=131072 || exit 1
 
+rm -f "$DMR_OUT/counts.txt"
 /usr/bin/python3 -m pytest -v -p no:cacheprovider -o cache_dir=/tmp/pytest-cache \
 	--junitxml="$DMR_OUT/junit-vm.xml" tests/integration "$@"
 rc=$?
+# what the tests counted (tests/integration/conftest.py report_count())
+[ -f "$DMR_OUT/counts.txt" ] && sed 's/^/counts: /' "$DMR_OUT/counts.txt"
 
 # The module must unload cleanly once every device is gone.
 if ! rmmod dm-remap; then

@@ -1,0 +1,291 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Faults from below while fio writes and verifies.
+
+dm-remap sits on 'under', a dm device over a small base whose table has
+one line per region of the format (superblocks, checkpoint slots, data
+segments); a fault is a live reload of one region's line:
+
+  error_writes   dm-flakey, always down, failing every write (reads pass)
+  error          dm-error: every read and write fails
+  gone           the whole device is dm-error (a pulled disk)
+
+Before the fault the lower half of the logical space is written with a
+known generation and fsynced (acknowledged by a completed flush); fio
+writes the upper half with crc32c verify headers, verifying as it goes.
+Expected for every fault: the errors reach the caller as EIO or the
+target enters its failed mode (status), no oops and no hang (the autouse
+fixture fails a test whose run made the kernel warn); fio never reports a
+verify mismatch (only I/O errors); after the fault is cleared and the
+target removed, remapctl check finds the device clean, and after it is
+created again every acknowledged block is intact.
+"""
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from conftest import (BLOCK, DM_PREFIX, REMAPCTL, Kmsg, dm_create, dm_path,
+                      dm_remove, dump, mem_total_bytes, remapctl, report_count, run,
+                      status_fields)
+from test_gc import small_base
+from test_log import _pread, _pwrite, block, blocks
+
+SEG_SIZE = "256K"
+COUNTS = {"faults": 0, "verify_errors": 0, "acked_checked": 0}
+
+
+class Faulty:
+    """base -> 'under' (region table) -> 'top' (dm-remap)."""
+
+    def __init__(self, ram):
+        self.base = small_base(ram, 32)
+        remapctl("format", "--segment-size", SEG_SIZE, self.base)
+        info = dump(self.base)
+        blk = 8                                  # sectors per block
+        self.regions = {
+            "sb": (0, int(info["ckpt_offset"]) * blk),
+            "ckpt": (int(info["ckpt_offset"]) * blk, int(info["data_offset"]) * blk),
+            "data": (int(info["data_offset"]) * blk, int(info["device_blocks"]) * blk),
+        }
+        self.n = int(info["logical_sectors"])
+        self.nr_blocks = self.n // 8
+        self.set_under({})
+        self.create()
+
+    @property
+    def under(self):
+        return dm_path("under")
+
+    @property
+    def top(self):
+        return dm_path("top")
+
+    def table(self, faults):
+        if faults.get("all") == "gone":
+            return [f"0 {self.regions['data'][1]} error"]
+        lines = []
+        for name, (start, end) in self.regions.items():
+            kind = faults.get(name, "ok")
+            n = end - start
+            if kind == "ok":
+                lines.append(f"{start} {n} linear {self.base} {start}")
+            elif kind == "error_writes":
+                lines.append(f"{start} {n} flakey {self.base} {start} 0 1000 1 error_writes")
+            elif kind == "error":
+                lines.append(f"{start} {n} error")
+            else:
+                raise ValueError(kind)
+        return lines
+
+    def set_under(self, faults):
+        text = "\n".join(self.table(faults)) + "\n"
+        if run(["dmsetup", "info", DM_PREFIX + "under"], check=False).returncode:
+            run(["dmsetup", "create", DM_PREFIX + "under"], input=text)
+        else:
+            run(["dmsetup", "reload", DM_PREFIX + "under"], input=text)
+            run(["dmsetup", "resume", DM_PREFIX + "under"])
+        if faults:
+            COUNTS["faults"] += 1
+
+    def create(self, check=True):
+        return dm_create("top", f"0 {self.n} remap {self.under}", check=check)
+
+    def acked_half(self, gen=1):
+        """Write the lower half with generation gen and fsync it."""
+        half = self.nr_blocks // 2
+        for lba in range(0, half, 256):
+            n = min(256, half - lba)
+            _pwrite(self.top, lba, blocks(range(lba, lba + n), gen), sync=lba + n >= half)
+        return half
+
+    def fio(self, seconds=10):
+        """fio on the upper half: random 4 KiB writes with crc32c headers,
+        verifying a backlog as it goes."""
+        half = self.nr_blocks // 2 * BLOCK
+        return subprocess.Popen(
+            ["fio", "--name=upper", f"--filename={self.top}", f"--offset={half}",
+             f"--size={half // 2}", "--rw=randwrite", "--bs=4k", "--direct=1",
+             "--ioengine=libaio", "--iodepth=8", "--verify=crc32c", "--verify_backlog=64",
+             "--verify_state_save=0", "--time_based", f"--runtime={seconds}",
+             "--randrepeat=0"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def check_acked(self, half, gen=1):
+        bad = 0
+        for lba in range(0, half, 256):
+            n = min(256, half - lba)
+            got = _pread(self.top, lba, n)
+            want = blocks(range(lba, lba + n), gen)
+            if got != want:
+                bad += sum(got[i * BLOCK:(i + 1) * BLOCK] != want[i * BLOCK:(i + 1) * BLOCK]
+                           for i in range(n))
+        COUNTS["acked_checked"] += half
+        return bad
+
+
+def fio_result(proc, timeout=300):
+    out, _ = proc.communicate(timeout=timeout)
+    verify = re.findall(r"verify: bad|bad magic header|bad header|verify failed", out)
+    COUNTS["verify_errors"] += len(verify)
+    return proc.returncode, out, verify
+
+
+def recover_and_verify(f, half):
+    """Clear every fault, remove the target, check, recreate, verify."""
+    f.set_under({})
+    dm_remove("top")
+    p = subprocess.run([REMAPCTL, "check", f.under], capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    f.create()
+    st = status_fields("top")
+    assert st["mode"] == "write" and st["first_error"] == 0, st
+    bad = f.check_acked(half)
+    assert bad == 0, f"{bad} acknowledged blocks lost or changed"
+
+
+def io_fails(fn):
+    try:
+        fn()
+    except OSError as e:
+        return e.errno
+    return 0
+
+
+@pytest.mark.parametrize("fault", ["data-write", "ckpt-write", "data-read", "gone"])
+def test_fault_under_fio(ram, fault):
+    f = Faulty(ram)
+    half = f.acked_half()
+    proc = f.fio()
+    time.sleep(3)
+    if fault == "data-write":
+        f.set_under({"data": "error_writes"})
+    elif fault == "ckpt-write":
+        f.set_under({"ckpt": "error_writes"})
+    elif fault == "data-read":
+        f.set_under({"data": "error"})
+    else:
+        f.set_under({"all": "gone"})
+    if fault == "ckpt-write":
+        # fio's writes reach the data area; a checkpoint cannot be written
+        p = run(["dmsetup", "message", DM_PREFIX + "top", "0", "checkpoint"], check=False)
+        assert p.returncode != 0
+    if fault in ("data-read", "gone"):
+        # acknowledged data can no longer be read from the device: EIO
+        # (a block GC just moved may still be served from memory)
+        eio = [lba for lba in range(0, half, 97)
+               if io_fails(lambda lba=lba: _pread(f.top, lba)) == 5]
+        assert len(eio) >= 10, eio
+    rc, out, verify = fio_result(proc)
+    assert not verify, out[-3000:]
+    st = status_fields("top")
+    print(f"{fault}: fio rc {rc}, status mode {st['mode']}, first_error {st['first_error']}")
+    if fault in ("data-write", "ckpt-write", "gone"):
+        # every write after the fault either failed or is in memory only:
+        # a flush must fail, and the target says so
+        errno_ = io_fails(lambda: _pwrite(f.top, 3, block(3, 2), sync=True))
+        assert errno_ == 5, errno_
+        assert status_fields("top")["mode"] == "failed"
+        assert status_fields("top")["first_error"] == -5
+    else:
+        assert rc != 0 or st["mode"] == "failed" or "error" in out.lower(), out[-2000:]
+    recover_and_verify(f, half)
+
+
+def test_read_errors_at_load(ram):
+    """Units after the last checkpoint that cannot be read at load: the
+    constructor refuses with a message (the log may hold acknowledged
+    writes), and loads once the device reads again."""
+    f = Faulty(ram)
+    half = f.acked_half()
+    # more fsynced writes after the checkpoint, so that load must replay
+    _pwrite(f.top, half + 10, blocks(range(half + 10, half + 20), 5), sync=True)
+    f.set_under({"ckpt": "error_writes"})    # the final checkpoint fails
+    dm_remove("top")
+    f.set_under({"data": "error"})
+    log = Kmsg()
+    r = f.create(check=False)
+    assert r.returncode != 0
+    assert re.search(r"remap: .*(I/O error|read).* \(-E[A-Z]+\)", log.text()), log.text()
+    p = subprocess.run([REMAPCTL, "check", f.under], capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 8 and "read error" in p.stdout, p.stdout
+    f.set_under({})
+    f.create()
+    assert f.check_acked(half) == 0
+    assert _pread(f.top, half + 10, 10) == blocks(range(half + 10, half + 20), 5)
+    assert status_fields("top")["replayed_units"] > 0
+    dm_remove("top")
+    p = subprocess.run([REMAPCTL, "check", f.under], capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stdout
+
+
+# ------------------------------------------------------------------
+# construction: memory and size limits
+
+def _sparse_loop(tmp_name, size, format_args=()):
+    """A sparse image in the guest's /tmp, formatted as a file (holes, no
+    zeroes written), then a loop device over it."""
+    img = f"/tmp/dmrt-{tmp_name}.img"
+    with open(img, "wb") as f:
+        f.truncate(size)
+    p = run([REMAPCTL, "format", *format_args, img], check=False)
+    return img, p
+
+
+def test_map_larger_than_memory_refused():
+    """A device whose map needs more than the machine's RAM: the
+    constructor refuses it with a message before allocating anything
+    (no OOM killer, no allocation warning), and memory is as before."""
+    mem = mem_total_bytes()
+    size = mem * 1400 // (1 << 20) * (1 << 20)      # map ~1.25x RAM
+    img, p = _sparse_loop("huge", size, ["--force"])
+    try:
+        assert p.returncode == 0, p.stderr
+        assert "more than this machine" in p.stderr     # format's warning
+        dev = run(["losetup", "-f", "--show", img]).stdout.strip()
+        try:
+            n = int(dump(dev)["logical_sectors"])
+            before = meminfo("MemAvailable")
+            log = Kmsg()
+            r = dm_create("top", f"0 {n} remap {dev}", check=False)
+            assert r.returncode != 0
+            assert "remap: Map needs more memory than this machine has (-ENOMEM)" \
+                in log.text(), log.text()
+            assert "oom" not in log.text().lower()
+            assert meminfo("MemAvailable") > before - (64 << 20)
+        finally:
+            run(["losetup", "-d", dev], check=False)
+    finally:
+        os.unlink(img)
+
+
+def test_device_above_format_limit_refused():
+    """Map entries are 32 bits: a device whose data area would have 2^32
+    blocks (16 TiB) or more cannot be formatted (--force only passes the
+    memory check), and nothing is written to it."""
+    img, p = _sparse_loop("toolarge", 17 << 40, ["--force"])
+    try:
+        assert p.returncode == 1, p.stdout + p.stderr
+        assert "too large" in p.stderr, p.stderr
+        assert os.stat(img).st_blocks == 0
+    finally:
+        os.unlink(img)
+
+
+def meminfo(key):
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def test_fault_counts():
+    """Last: the counts of this module (pytest runs it after the others)."""
+    report_count(f"faults injected: {COUNTS['faults']}, acknowledged blocks verified: "
+                 f"{COUNTS['acked_checked']}, fio verify errors: {COUNTS['verify_errors']}")
+    assert COUNTS["verify_errors"] == 0
