@@ -31,43 +31,22 @@
 static struct dmr_geometry geo;
 static const uint8_t *img;	/* the input's blocks */
 static size_t img_len;
-static u64 img_first;		/* device block of the first one */
 static u8 fixed[FUZZ_MAX_BLOCKS][DMR_BLOCK_SIZE];
-static u32 nr_img;
-
-/* dmr_read_fn over the input's blocks, zeroes elsewhere */
-static int fuzz_read(void *ctx, u64 blocknr, u32 nr, void *buf)
-{
-	u8 *out = buf;
-	u32 i;
-
-	(void)ctx;
-	if (blocknr + nr > geo.device_blocks)
-		return -EIO;
-	for (i = 0; i < nr; i++, out += DMR_BLOCK_SIZE) {
-		u64 b = blocknr + i;
-
-		if (b >= img_first && b - img_first < nr_img)
-			memcpy(out, fixed[b - img_first], DMR_BLOCK_SIZE);
-		else
-			memset(out, 0, DMR_BLOCK_SIZE);
-	}
-	return 0;
-}
+static struct fuzz_dev dev = { .blocks = fixed };
 
 static void fuzz_fix_units(void)
 {
 	static u8 data[DMR_SUMMARY_WORDS * DMR_BLOCK_SIZE];
 	int i;
 
-	for (i = (int)nr_img - 1; i >= 0; i--) {
+	for (i = (int)dev.nr - 1; i >= 0; i--) {
 		struct dmr_disk_summary *d = (void *)fixed[i];
 		u32 n = le32_to_cpu(d->nr_blocks);
 
 		if (memcmp(d->magic, DMR_SUMMARY_MAGIC, DMR_MAGIC_LEN))
 			continue;
 		if (n <= DMR_SUMMARY_WORDS &&
-		    !fuzz_read(NULL, img_first + i + 1, n, data))
+		    !fuzz_dev_read(&dev, dev.first + i + 1, n, data))
 			d->data_csum = cpu_to_le32(dmr_data_csum(data, n));
 		fuzz_fix_csum(d, DMR_SUMMARY_CSUM_SALT);
 	}
@@ -81,7 +60,7 @@ static bool fuzz_replay(struct dmr_map *m, u32 *l2p, struct dmr_seg *segs,
 	static struct dmr_unit units[DMR_NR_HEADS];
 	struct dmr_log_pos pos[DMR_NR_HEADS];
 	struct dmr_replay r = {
-		.geo = &geo, .uuid = fuzz_uuid, .read = fuzz_read,
+		.geo = &geo, .uuid = fuzz_uuid, .read = fuzz_dev_read, .ctx = &dev,
 		.buf = buf, .unit = units,
 	};
 	u64 seq = seq0;
@@ -149,10 +128,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	seg0 = data[FUZZ_HDR - 1] % geo.nr_segments;
 	img = data + FUZZ_HDR;
 	img_len = size - FUZZ_HDR;
-	img_first = geo.data_offset + (u64)seg0 * geo.segment_blocks;
-	nr_img = min_t(u64, (img_len + DMR_BLOCK_SIZE - 1) / DMR_BLOCK_SIZE,
-		       min_t(u64, FUZZ_MAX_BLOCKS, geo.device_blocks - img_first));
-	for (b = 0; b < nr_img; b++) {
+	dev.dev_blocks = geo.device_blocks;
+	dev.first = geo.data_offset + (u64)seg0 * geo.segment_blocks;
+	dev.nr = min_t(u64, (img_len + DMR_BLOCK_SIZE - 1) / DMR_BLOCK_SIZE,
+		       min_t(u64, FUZZ_MAX_BLOCKS, geo.device_blocks - dev.first));
+	for (b = 0; b < dev.nr; b++) {
 		size_t off = (size_t)b * DMR_BLOCK_SIZE;
 
 		memset(fixed[b], 0, DMR_BLOCK_SIZE);

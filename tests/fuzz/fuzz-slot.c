@@ -24,25 +24,7 @@ static struct dmr_geometry geo;
 static struct dmr_ckpt_layout lay;
 static u64 slot_base;
 static u8 slot_img[FUZZ_MAX_SLOT][DMR_BLOCK_SIZE];
-
-static int fuzz_read(void *ctx, u64 blocknr, u32 nr, void *buf)
-{
-	u8 *out = buf;
-	u32 i;
-
-	(void)ctx;
-	if (blocknr + nr > geo.device_blocks)
-		return -EIO;
-	for (i = 0; i < nr; i++, out += DMR_BLOCK_SIZE) {
-		u64 b = blocknr + i;
-
-		if (b >= slot_base && b - slot_base < geo.ckpt_slot_blocks)
-			memcpy(out, slot_img[b - slot_base], DMR_BLOCK_SIZE);
-		else
-			memset(out, 0, DMR_BLOCK_SIZE);
-	}
-	return 0;
-}
+static struct fuzz_dev dev = { .blocks = slot_img };
 
 static void fuzz_fix_slot(u64 nr_map_blocks)
 {
@@ -67,8 +49,8 @@ static int fuzz_load(const struct dmr_ckpt *c, struct dmr_map *m, u32 *l2p,
 		     struct dmr_seg *segs, u8 *dirty, u32 *map_crc)
 {
 	static u8 bounce[2 * DMR_BLOCK_SIZE];
-	const struct dmr_slot_io io = { .read = fuzz_read, .bounce = bounce,
-					.bounce_blocks = 2 };
+	const struct dmr_slot_io io = { .read = fuzz_dev_read, .ctx = &dev,
+					.bounce = bounce, .bounce_blocks = 2 };
 	struct dmr_slot_err err;
 	int r;
 
@@ -101,6 +83,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		dmr_ckpt_layout(&geo, &lay);
 		FUZZ_ASSERT(geo.ckpt_slot_blocks <= FUZZ_MAX_SLOT);
 		slot_base = geo.ckpt_offset + FUZZ_SLOT * geo.ckpt_slot_blocks;
+		dev = (struct fuzz_dev){ .dev_blocks = geo.device_blocks, .first = slot_base,
+					 .nr = geo.ckpt_slot_blocks, .blocks = slot_img };
 		l2p = calloc(geo.logical_blocks, sizeof(*l2p));
 		l2p2 = calloc(geo.logical_blocks, sizeof(*l2p2));
 		map_crc = calloc(lay.map_blocks, sizeof(*map_crc));

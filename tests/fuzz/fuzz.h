@@ -63,4 +63,35 @@ static inline void fuzz_fix_csum(void *block, u32 salt)
 	*csum = cpu_to_le32(dmr_csum_block(block, salt));
 }
 
+/*
+ * A device of @dev_blocks blocks that reads as zeroes but for @nr blocks
+ * from block @first, which the input gave (@blocks).
+ */
+struct fuzz_dev {
+	u64 dev_blocks;
+	u64 first;
+	u32 nr;
+	u8 (*blocks)[DMR_BLOCK_SIZE];
+};
+
+/* dmr_read_fn over a struct fuzz_dev (@ctx) */
+static inline int fuzz_dev_read(void *ctx, u64 blocknr, u32 nr, void *buf)
+{
+	const struct fuzz_dev *d = ctx;
+	u8 *out = buf;
+	u32 i;
+
+	if (blocknr + nr > d->dev_blocks)
+		return -EIO;
+	for (i = 0; i < nr; i++, out += DMR_BLOCK_SIZE) {
+		u64 b = blocknr + i;
+
+		if (b >= d->first && b - d->first < d->nr)
+			memcpy(out, d->blocks[b - d->first], DMR_BLOCK_SIZE);
+		else
+			memset(out, 0, DMR_BLOCK_SIZE);
+	}
+	return 0;
+}
+
 #endif /* DMR_FUZZ_H */

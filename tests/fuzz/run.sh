@@ -9,7 +9,7 @@
 # corpus it grows stays in the cache, not in the tree) for a fixed time,
 # with ASan and UBSan; a crash, a sanitizer report or a failed property
 # stops it, and the input is kept as crash-* under the cache's fuzz
-# directory.  Prints a line per target and closes with
+# directory (~/.cache/dm-remap/fuzz, with the grown corpora and logs).  Prints a line per target and closes with
 # "fuzz: N inputs tried, N crashes" and "N passed, N failed" (targets);
 # exits 1 on any crash.
 set -uo pipefail
@@ -23,14 +23,17 @@ targets=(sb ckpt unit slot table replay)
 max_len=$((15 + 3 * 64 * 4096))
 
 command -v clang-16 >/dev/null || { echo "fuzz: clang-16 is not installed (make deps)" >&2; exit 2; }
-make -s -C "$here" O="$out" || { echo "fuzz: build failed"; exit 1; }
+# binaries in the tree (tests/fuzz/build, ignored by git): a cache shared
+# by several checkouts could run one tree's build against another's code
+bin=$here/build
+make -s -C "$here" O="$bin" || { echo "fuzz: build failed"; exit 1; }
 
 seeds=$(mktemp -d "${TMPDIR:-/tmp}/dmr-seeds.XXXXXX")
 trap 'rm -rf "$seeds"' EXIT
-"$out/mkseeds" "$seeds/corpus" || exit 1
+"$bin/mkseeds" "$seeds/corpus" || exit 1
 if ! diff -r "$here/corpus" "$seeds/corpus" >/dev/null; then
 	echo "fuzz: tests/fuzz/corpus is not what mkseeds writes for this format;"
-	echo "fuzz: regenerate it: $out/mkseeds tests/fuzz/corpus"
+	echo "fuzz: regenerate it: $bin/mkseeds tests/fuzz/corpus"
 	exit 1
 fi
 
@@ -41,7 +44,7 @@ for t in "${targets[@]}"; do
 	mkdir -p "$work"
 	cp "$here/corpus/$t"/* "$work/"
 	log=$out/$t.log
-	"$out/fuzz-$t" -max_total_time="$secs" -max_len="$max_len" -timeout=10 \
+	"$bin/fuzz-$t" -max_total_time="$secs" -max_len="$max_len" -timeout=10 \
 		-rss_limit_mb=2048 -print_final_stats=1 \
 		-artifact_prefix="$out/$t-" "$work" > "$log" 2>&1
 	rc=$?

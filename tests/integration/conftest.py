@@ -156,6 +156,16 @@ def dm_create(name, table, check=True):
     return p
 
 
+def dm_set_table(name, table):
+    """Create dm device name with table (lines), or reload it live."""
+    text = table if table.endswith("\n") else table + "\n"
+    if run(["dmsetup", "info", DM_PREFIX + name], check=False).returncode:
+        run(["dmsetup", "create", DM_PREFIX + name], input=text)
+    else:
+        run(["dmsetup", "reload", DM_PREFIX + name], input=text)
+        run(["dmsetup", "resume", DM_PREFIX + name])
+
+
 def dm_remove(name):
     settle()        # udev may still be probing a device it just saw change
     run(["dmsetup", "remove", "--retry", DM_PREFIX + name])

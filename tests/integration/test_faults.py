@@ -26,18 +26,19 @@ import time
 
 import pytest
 
-from conftest import (BLOCK, DM_PREFIX, REMAPCTL, Kmsg, dm_create, dm_path,
+from conftest import (BLOCK, DM_PREFIX, REMAPCTL, Kmsg, dm_create, dm_set_table,
                       dm_remove, dump, mem_total_bytes, remapctl, report_count, run,
                       status_fields)
 from test_gc import small_base
-from test_log import _pread, _pwrite, block, blocks
+from test_log import Stack, _pread, _pwrite, block, blocks
 
 SEG_SIZE = "256K"
 COUNTS = {"faults": 0, "verify_errors": 0, "acked_checked": 0}
 
 
-class Faulty:
-    """base -> 'under' (region table) -> 'top' (dm-remap)."""
+class Faulty(Stack):
+    """base -> 'under' (region table) -> 'top' (dm-remap); test_log's
+    Stack but for the table under."""
 
     def __init__(self, ram):
         self.base = small_base(ram, 32)
@@ -53,14 +54,6 @@ class Faulty:
         self.nr_blocks = self.n // 8
         self.set_under({})
         self.create()
-
-    @property
-    def under(self):
-        return dm_path("under")
-
-    @property
-    def top(self):
-        return dm_path("top")
 
     def table(self, faults):
         if faults.get("all") == "gone":
@@ -80,12 +73,7 @@ class Faulty:
         return lines
 
     def set_under(self, faults):
-        text = "\n".join(self.table(faults)) + "\n"
-        if run(["dmsetup", "info", DM_PREFIX + "under"], check=False).returncode:
-            run(["dmsetup", "create", DM_PREFIX + "under"], input=text)
-        else:
-            run(["dmsetup", "reload", DM_PREFIX + "under"], input=text)
-            run(["dmsetup", "resume", DM_PREFIX + "under"])
+        dm_set_table("under", "\n".join(self.table(faults)))
         if faults:
             COUNTS["faults"] += 1
 

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import (BLOCK, DM_PREFIX, MNT, REPO, Kmsg, dm_create, dm_path,
+from conftest import (BLOCK, DM_PREFIX, MNT, REPO, Kmsg, dm_create, dm_path, dm_set_table,
                       dm_remove, dump, loop_dev, remapctl, run, sectors,
                       status_fields)
 
@@ -98,11 +98,7 @@ class Stack:
 
     def set_under(self, table):
         """Create the 'under' device with table, or reload it live."""
-        if run(["dmsetup", "info", DM_PREFIX + "under"], check=False).returncode:
-            dm_create("under", table)
-        else:
-            run(["dmsetup", "reload", DM_PREFIX + "under", "--table", table])
-            run(["dmsetup", "resume", DM_PREFIX + "under"])
+        dm_set_table("under", table)
 
     def create(self, opts=""):
         dm_create("top", f"0 {self.n} remap {self.under} {opts}".strip())

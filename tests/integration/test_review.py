@@ -603,6 +603,23 @@ def _fio(dev, size, verify_only, timeout=900):
     return j
 
 
+def _fio_while(target, dev, size, max_runs=8):
+    """Run fio write+verify passes while target() runs in a thread (at
+    most max_runs passes); returns the number of passes."""
+    t = threading.Thread(target=target)
+    t.start()
+    runs = 0
+    try:
+        while True:
+            runs += 1
+            _fio(dev, size, 0)
+            if not t.is_alive() or runs == max_runs:
+                break
+    finally:
+        t.join()
+    return runs
+
+
 def test_review_live_table_reload_under_fio(loop512):
     """Defect: `dmsetup reload` of a live device built the new table's
     target by loading the device (checkpoint + replay, even a recovery
@@ -629,17 +646,7 @@ def test_review_live_table_reload_under_fio(loop512):
             last[0] = iv
             time.sleep(0.5)
 
-    t = threading.Thread(target=reloader)
-    t.start()
-    runs = 0
-    try:
-        while True:     # write + verify passes until the reloads are done
-            runs += 1
-            _fio(s.top, size, 0)
-            if not t.is_alive() or runs == 8:
-                break
-    finally:
-        t.join()
+    runs = _fio_while(reloader, s.top, size)
     print(f"fio write+verify runs during the reloads: {runs}")
     assert not errors, errors
     assert dm_table("top").endswith(f"checkpoint_interval {last[0]}"), dm_table("top")
@@ -673,17 +680,7 @@ def test_suspend_resume_loop_under_fio_and_busy_remove(loop512):
                 time.sleep(0.3)
             cycles[0] += 1
 
-    t = threading.Thread(target=cycler)
-    t.start()
-    runs = 0
-    try:
-        while True:
-            runs += 1
-            _fio(s.top, size, 0)
-            if not t.is_alive() or runs == 8:
-                break
-    finally:
-        t.join()
+    runs = _fio_while(cycler, s.top, size)
     print(f"fio write+verify runs: {runs}, suspend/resume cycles: {cycles[0]}")
     assert not errors, errors
     assert cycles[0] == 12
