@@ -569,6 +569,16 @@ static void dump_ckpts(struct device *d, const struct dmr_sb *sb)
 	free(buf);
 }
 
+/* The uuid as dump prints it and remaptab's UUID= takes it. */
+static void uuid_str(const u8 *uuid, char *out)
+{
+	int i, n = 0;
+
+	for (i = 0; i < 16; i++)
+		n += sprintf(out + n, "%02x%s", uuid[i],
+			     (i == 3 || i == 5 || i == 7 || i == 9) ? "-" : "");
+}
+
 /* Print dump's KEY=VALUE lines as one JSON object (numbers as numbers). */
 static void print_json_kv(const char *text)
 {
@@ -615,7 +625,8 @@ static int cmd_dump(int argc, char **argv)
 {
 	struct device d;
 	struct dmr_sb sb;
-	int i, copy;
+	char uuid[40];
+	int copy;
 	bool json = argc >= 2 && !strcmp(argv[1], "--json");
 	FILE *real = stdout;
 	char *text = NULL;
@@ -641,10 +652,9 @@ static int cmd_dump(int argc, char **argv)
 	copy = load_sb(&d, &sb, true);
 	if (copy < 0)
 		die("%s: no valid dm-remap superblock", d.path);
-	printf("using_copy=%d\nversion=%u\ngeneration=%" PRIu64 "\nuuid=", copy,
-	       sb.version, (uint64_t)sb.generation);
-	for (i = 0; i < 16; i++)
-		printf("%02x%s", sb.uuid[i], (i == 3 || i == 5 || i == 7 || i == 9) ? "-" : "");
+	uuid_str(sb.uuid, uuid);
+	printf("using_copy=%d\nversion=%u\ngeneration=%" PRIu64 "\nuuid=%s", copy,
+	       sb.version, (uint64_t)sb.generation, uuid);
 	printf("\nlabel=%s\nctime=%" PRIu64 "\n", sb.label, (uint64_t)sb.ctime);
 	printf("device_blocks=%" PRIu64 "\nsegment_blocks=%u\nnr_segments=%" PRIu64 "\n",
 	       (uint64_t)sb.geo.device_blocks, sb.geo.segment_blocks,
@@ -1046,14 +1056,6 @@ static int cmd_remove(int argc, char **argv)
 #define REMAPTAB	"/etc/remaptab"
 #define REMAPTAB_ARGS	32
 
-static void uuid_str(const u8 *uuid, char *out)
-{
-	int i, n = 0;
-
-	for (i = 0; i < 16; i++)
-		n += sprintf(out + n, "%02x%s", uuid[i],
-			     (i == 3 || i == 5 || i == 7 || i == 9) ? "-" : "");
-}
 
 /* Does @path hold a dm-remap superblock with this uuid?  Never dies. */
 static bool probe_uuid(const char *path, const char *want)

@@ -368,3 +368,36 @@ def test_install_puts_the_boot_unit_in_place(tmp_path):
         v = subprocess.run(["systemd-analyze", "verify", str(unitdir / "dm-remap.service")],
                            capture_output=True, text=True, timeout=120)
         assert "dm-remap.service" not in v.stdout + v.stderr, v.stdout + v.stderr
+
+
+def test_fallback_slot_problems_reported_once(fmt):
+    """The newest slot fails its tables, so check (like the module) loads
+    the older one; that slot's own problem (a segment valid count its map
+    does not have) is reported once, not again when its map is reloaded."""
+    from test_remapctl_format import ckpt_header, crc32c
+    img, d = fmt
+    lay = layout(d)
+    base0 = slot_block(d, 0, "header")
+    with open(img, "r+b") as f:
+        f.seek((base0 + lay["segtab_offset"]) * BLOCK)
+        seg = bytearray(f.read(lay["segtab_blocks"] * BLOCK))
+        seg[8:12] = struct.pack("<I", 3)            # segment 0: valid 3
+        f.seek((base0 + lay["segtab_offset"]) * BLOCK)
+        f.write(seg)
+        f.seek(base0 * BLOCK)
+        h = bytearray(f.read(BLOCK))
+        h[108:112] = struct.pack("<I", crc32c(bytes(seg)))   # segtab_csum
+        h[8:12] = struct.pack("<I", crc32c(bytes(h[12:])) ^ 0xC4EC9017)
+        f.seek(base0 * BLOCK)
+        f.write(h)
+        hdr, blocknr = ckpt_header(d, 1, seq=2, flags=0, log_seq=0,
+                                   log_segment=0, log_offset=0)
+        f.seek(blocknr * BLOCK)
+        f.write(hdr)
+    p = check(img)
+    assert p.returncode == ERRORS, p.stdout
+    assert errors(p) == [
+        "error: checkpoint slot 0: segment 0 has valid count 3, its map 0",
+        "error: checkpoint slot 1 (seq 2, the newest): the map blocks' CRC table "
+        "does not match its checksum"]
+    assert "note: the module loads slot 0; the newer slot 1 is damaged" in p.stdout

@@ -241,19 +241,27 @@ static const char *const table_name[] = {
  * Return: 1 loaded (it may still report problems), 0 the module would
  * pass over it, -1 operational error.
  */
-static int check_one_slot(struct check_state *s, int i, bool newest)
+/* Read slot @i's tables into the map (dmr_slot_load()). */
+static int load_slot(struct check_state *s, int i, struct dmr_slot_err *err)
 {
 	const struct dmr_geometry *g = &s->sb.geo;
 	const struct dmr_slot_io io = {
 		.read = s->ck->read, .ctx = s->ck->ctx, .bounce = s->buf,
 		.bounce_blocks = g->segment_blocks,
 	};
+
+	map_reset(s);
+	return dmr_slot_load(&io, g, i, &s->c[i], &s->m, s->map_crc, err);
+}
+
+static int check_one_slot(struct check_state *s, int i, bool newest)
+{
+	const struct dmr_geometry *g = &s->sb.geo;
 	struct dmr_slot_err err;
 	u32 seg;
 	int r;
 
-	map_reset(s);
-	r = dmr_slot_load(&io, g, i, &s->c[i], &s->m, s->map_crc, &err);
+	r = load_slot(s, i, &err);
 	if (r == -EILSEQ) {
 		char what[64];
 
@@ -357,9 +365,14 @@ static int check_slots(struct check_state *s)
 		return -1;
 	}
 	if (chosen != order[0]) {
+		struct dmr_slot_err err;
+
 		note(s, "the module loads slot %d; the newer slot %d is damaged", chosen, order[0]);
-		if (check_one_slot(s, chosen, false) < 0)	/* reload its map */
+		/* its map again, without reporting what was reported above */
+		if (load_slot(s, chosen, &err) || dmr_map_recount(&s->m)) {
+			operational(s, "checkpoint slot %d: reading it again failed", chosen);
 			return -1;
+		}
 	}
 	return chosen;
 }
