@@ -43,26 +43,6 @@ int dmr_mark_dirty(struct dmr_target *rc)
 	return 0;
 }
 
-/* Fill bounce block @i with map block @p, little endian, zero padded. */
-static void dmr_map_block_to_bounce(struct dmr_target *rc, u64 p, u32 i)
-{
-	__le32 *dst = (__le32 *)((u8 *)rc->bounce + (size_t)i * DMR_BLOCK_SIZE);
-	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK, j;
-
-	for (j = 0; j < DMR_MAP_ENTRIES_PER_BLOCK; j++)
-		dst[j] = cpu_to_le32(first + j < rc->map.nr_logical ?
-				     rc->map.l2p[first + j] : 0);
-}
-
-/* Is map block @p all unmapped (its on-disk form all zero)? */
-static bool dmr_map_block_zero(const struct dmr_target *rc, u64 p)
-{
-	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
-	u64 n = min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK, rc->map.nr_logical - first);
-
-	return !memchr_inv(&rc->map.l2p[first], 0, n * sizeof(u32));
-}
-
 static bool dmr_map_block_dirty(const struct dmr_target *rc, u64 p,
 				unsigned int slot)
 {
@@ -99,9 +79,9 @@ static int dmr_write_map(struct dmr_target *rc, u64 start, unsigned int slot)
 			p++;
 			continue;
 		}
-		if (dmr_map_block_zero(rc, p)) {
+		if (dmr_slot_map_zero(&rc->map, p)) {
 			while (p + i < nr && dmr_map_block_dirty(rc, p + i, slot) &&
-			       dmr_map_block_zero(rc, p + i))
+			       dmr_slot_map_zero(&rc->map, p + i))
 				rc->map_crc[p + i++] = rc->zero_crc;
 			r = blkdev_issue_zeroout(rc->dev->bdev,
 						 (start + p) * DMR_SECTORS_PER_BLOCK,
@@ -109,11 +89,10 @@ static int dmr_write_map(struct dmr_target *rc, u64 start, unsigned int slot)
 		} else {
 			while (p + i < nr && i < DMR_BOUNCE_BLOCKS &&
 			       dmr_map_block_dirty(rc, p + i, slot) &&
-			       !dmr_map_block_zero(rc, p + i)) {
-				dmr_map_block_to_bounce(rc, p + i, i);
-				rc->map_crc[p + i] = crc32c(~0U, (u8 *)rc->bounce +
-							    (size_t)i * DMR_BLOCK_SIZE,
-							    DMR_BLOCK_SIZE);
+			       !dmr_slot_map_zero(&rc->map, p + i)) {
+				rc->map_crc[p + i] =
+					dmr_slot_map_encode(&rc->map, p + i, (u8 *)rc->bounce +
+							    (size_t)i * DMR_BLOCK_SIZE);
 				i++;
 			}
 			r = dmr_rw(rc, REQ_OP_WRITE, start + p, i, rc->bounce);
@@ -126,32 +105,18 @@ static int dmr_write_map(struct dmr_target *rc, u64 start, unsigned int slot)
 	return 0;
 }
 
-/* Write the CRC table (@crc false: the segment table) of a slot. */
+/* Write table @t of a slot (dmr_slot_table_encode(), shared with remapctl). */
 static int dmr_write_table(struct dmr_target *rc, u64 start, u64 nr_blocks,
-			   bool crc, u32 *csum)
+			   enum dmr_slot_table t, u32 *csum)
 {
 	u64 b, item = 0;
-	u32 per_block = crc ? DMR_BLOCK_SIZE / 4 : DMR_BLOCK_SIZE / DMR_SEGTAB_ENTRY_SIZE;
-	u64 nr_items = crc ? rc->map.nr_map_blocks : rc->map.nr_segs;
 	int r;
 
 	*csum = ~0U;
 	for (b = 0; b < nr_blocks; ) {
-		u32 n = min_t(u64, nr_blocks - b, DMR_BOUNCE_BLOCKS), k;
+		u32 n = min_t(u64, nr_blocks - b, DMR_BOUNCE_BLOCKS);
 
-		memset(rc->bounce, 0, (size_t)n * DMR_BLOCK_SIZE);
-		for (k = 0; k < n * per_block && item < nr_items; k++, item++) {
-			if (crc) {
-				((__le32 *)rc->bounce)[k] = cpu_to_le32(rc->map_crc[item]);
-			} else {
-				struct dmr_disk_segment *d = rc->bounce;
-				struct dmr_seg *s = &rc->map.segs[item];
-
-				d[k].seq = cpu_to_le64(s->seq);
-				d[k].valid = cpu_to_le32(s->valid);
-				d[k].flags = cpu_to_le32(s->flags & DMR_SEG_DISK_FLAGS);
-			}
-		}
+		item = dmr_slot_table_encode(&rc->map, rc->map_crc, t, item, rc->bounce, n);
 		*csum = crc32c(*csum, rc->bounce, (size_t)n * DMR_BLOCK_SIZE);
 		r = dmr_rw(rc, REQ_OP_WRITE, start + b, n, rc->bounce);
 		if (r)
@@ -189,10 +154,11 @@ int dmr_checkpoint(struct dmr_target *rc, bool clean)
 	r = dmr_write_map(rc, base + l.map_offset, slot);
 	if (r)
 		goto fail;
-	r = dmr_write_table(rc, base + l.crc_offset, l.crc_blocks, true, &c.crc_csum);
+	r = dmr_write_table(rc, base + l.crc_offset, l.crc_blocks, DMR_SLOT_CRC_TABLE,
+			    &c.crc_csum);
 	if (r)
 		goto fail;
-	r = dmr_write_table(rc, base + l.segtab_offset, l.segtab_blocks, false,
+	r = dmr_write_table(rc, base + l.segtab_offset, l.segtab_blocks, DMR_SLOT_SEGTAB,
 			    &c.segtab_csum);
 	if (r)
 		goto fail;
@@ -352,12 +318,8 @@ static void dmr_heads_restore(struct dmr_target *rc, const struct dmr_log_pos *p
 {
 	unsigned int i;
 
-	for (i = 0; i < DMR_NR_HEADS; i++) {
-		rc->map.segs[pos[i].segment].flags |= DMR_SEG_OPEN;
-		if (pos[i].next_segment != DMR_NO_SEGMENT)
-			rc->map.segs[pos[i].next_segment].flags |= DMR_SEG_OPEN;
-	}
-	dmr_map_load_states(&rc->map);
+	dmr_heads_load_states(&rc->map, pos);
+	dmr_heads_open(&rc->map, pos, rc->seq + 1);
 	for (i = 0; i < DMR_NR_HEADS; i++) {
 		struct dmr_head *h = &rc->heads[i];
 
@@ -365,8 +327,6 @@ static void dmr_heads_restore(struct dmr_target *rc, const struct dmr_log_pos *p
 		h->pos.seq = 0;
 		h->seg_written = h->pos.offset;
 		h->unit_open = false;
-		if (!(rc->map.segs[h->pos.segment].flags & DMR_SEG_USED))
-			dmr_seg_open(&rc->map, h->pos.segment, rc->seq + 1);
 		dmr_seg_set_head(&rc->map.segs[h->pos.segment], i);
 		if (rc->read_only)
 			continue;	/* nothing is written: read it from the device */
@@ -481,7 +441,8 @@ int dmr_load(struct dmr_target *rc, const char **error)
 	}
 	rc->replayed = rp.units;
 	recovery = dmr_load_needs_recovery(&c[slot], rp.units, rp.stop);
-	rc->seq = recovery ? dmr_seq_after_recovery(c[slot].log_seq, seq) : seq;
+	rc->seq = recovery ? dmr_seq_after_recovery(dmr_ckpt_log_seq_bound(st, c, slot),
+						    seq) : seq;
 	rc->mode = rc->read_only ? DMR_MODE_READ_ONLY : DMR_MODE_WRITE;
 	if (recovery)
 		DMINFO("%s: recovery%s: checkpoint %llu (slot %d), %llu units, end: %s/%s/%s/%s",

@@ -31,6 +31,7 @@
  * @unit: scratch unit
  * @buf: replay scratch, one segment
  * @fail_reads_from: reads of blocks at or above this fail (0: never)
+ * @fail_writes_from: writes of blocks at or above this fail (0: never)
  */
 struct dmr_fake {
 	struct dmr_geometry geo;
@@ -40,6 +41,7 @@ struct dmr_fake {
 	struct dmr_unit *unit;
 	void *buf;
 	u64 fail_reads_from;
+	u64 fail_writes_from;
 };
 
 static int dmr_fake_read(void *ctx, u64 blocknr, u32 nr, void *buf)
@@ -56,6 +58,19 @@ static int dmr_fake_read(void *ctx, u64 blocknr, u32 nr, void *buf)
 		else
 			memset(buf, 0, DMR_BLOCK_SIZE);
 	}
+	return 0;
+}
+
+/* Writes (dmr_slot_write()) go to the blocks backed by memory only. */
+static int dmr_fake_write(void *ctx, u64 blocknr, u32 nr, const void *buf)
+{
+	struct dmr_fake *f = ctx;
+
+	if (blocknr + nr > T_STORE_BLOCKS)
+		return -EIO;
+	if (f->fail_writes_from && blocknr + nr > f->fail_writes_from)
+		return -EIO;
+	memcpy(f->dev + blocknr * DMR_BLOCK_SIZE, buf, (size_t)nr * DMR_BLOCK_SIZE);
 	return 0;
 }
 
@@ -729,6 +744,128 @@ static void dmr_test_slot_load(struct kunit *test)
 	f->fail_reads_from = 0;
 }
 
+/*
+ * dmr_slot_write() (remapctl check --repair, with the encoders the
+ * module's checkpoint writer uses) writes, byte for byte, the slot the
+ * test's own writer above writes for the same map, and dmr_slot_load()
+ * reads it back.
+ */
+static void dmr_test_slot_write(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	u64 nr_map = f->map.nr_map_blocks;
+	u32 *map_crc = kunit_kzalloc(test, nr_map * sizeof(u32), GFP_KERNEL);
+	u32 *crc_back = kunit_kzalloc(test, nr_map * sizeof(u32), GFP_KERNEL);
+	struct dmr_slot_io io = { .read = dmr_fake_read, .write = dmr_fake_write,
+				  .ctx = f, .bounce = f->buf, .bounce_blocks = 2 };
+	u64 base0 = f->geo.ckpt_offset, base1 = base0 + f->geo.ckpt_slot_blocks, p;
+	struct dmr_ckpt c0 = { .seq = 4 }, c1 = { .seq = 5 };
+	struct dmr_slot_err err;
+	struct dmr_ckpt_layout l;
+	struct dmr_map m;
+	u32 seg;
+
+	if (!map_crc || !crc_back)
+		kunit_skip(test, "cannot allocate the CRC tables");
+	dmr_ckpt_layout(&f->geo, &l);
+	dmr_map_set(&f->map, 0, 5);
+	dmr_map_set(&f->map, 7, 69);
+	dmr_map_set(&f->map, f->geo.logical_blocks - 1, 70);	/* the last entry */
+	f->map.segs[0].flags |= DMR_SEG_USED;
+	f->map.segs[0].seq = 9;
+	f->map.segs[1].flags |= DMR_SEG_USED | DMR_SEG_OPEN | DMR_SEG_MEM;
+	f->map.segs[1].seq = 33;
+	f->map.segs[2].flags |= DMR_SEG_USED | DMR_SEG_PREFREE;	/* empty, sealed */
+	f->map.segs[2].seq = 12;
+
+	dmr_fake_write_slot(f, 0, &f->map, &c0);
+	KUNIT_ASSERT_EQ(test, dmr_slot_write(&io, &f->geo, 1, &f->map, map_crc, &c1), 0);
+	KUNIT_EXPECT_EQ(test, c1.crc_csum, c0.crc_csum);
+	KUNIT_EXPECT_EQ(test, c1.segtab_csum, c0.segtab_csum);
+	KUNIT_EXPECT_EQ(test, memcmp(f->dev + (base0 + 1) * DMR_BLOCK_SIZE,
+				     f->dev + (base1 + 1) * DMR_BLOCK_SIZE,
+				     (size_t)(f->geo.ckpt_slot_blocks - 1) * DMR_BLOCK_SIZE), 0);
+	/* the header is the caller's: not written */
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(f->dev + base1 * DMR_BLOCK_SIZE, 0,
+					    DMR_BLOCK_SIZE));
+	for (p = 0; p < nr_map; p++)
+		KUNIT_EXPECT_EQ(test, map_crc[p],
+				crc32c(~0U, f->dev + (base1 + l.map_offset + p) * DMR_BLOCK_SIZE,
+				       DMR_BLOCK_SIZE));
+
+	dmr_fake_map_init(test, f, &m);
+	KUNIT_ASSERT_EQ(test, dmr_slot_load(&io, &f->geo, 1, &c1, &m, crc_back, &err), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(m.l2p, f->map.l2p, m.nr_logical * sizeof(u32)), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(crc_back, map_crc, nr_map * sizeof(u32)), 0);
+	for (seg = 0; seg < m.nr_segs; seg++) {
+		KUNIT_EXPECT_EQ(test, m.segs[seg].seq, f->map.segs[seg].seq);
+		KUNIT_EXPECT_EQ(test, m.segs[seg].valid, f->map.segs[seg].valid);
+		/* only USED is on disk */
+		KUNIT_EXPECT_EQ(test, m.segs[seg].flags, f->map.segs[seg].flags & DMR_SEG_USED);
+	}
+
+	/* an unmapped map block is all zeroes, and dmr_slot_map_zero() says so */
+	KUNIT_EXPECT_FALSE(test, dmr_slot_map_zero(&f->map, 0));
+	dmr_map_unmap(&f->map, 0);
+	dmr_map_unmap(&f->map, 7);
+	dmr_map_unmap(&f->map, f->geo.logical_blocks - 1);
+	KUNIT_EXPECT_TRUE(test, dmr_slot_map_zero(&f->map, 0));
+	KUNIT_ASSERT_EQ(test, dmr_slot_write(&io, &f->geo, 1, &f->map, map_crc, &c1), 0);
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(f->dev + (base1 + l.map_offset) *
+					    DMR_BLOCK_SIZE, 0, DMR_BLOCK_SIZE));
+
+	/* the writer's error is returned as it is, from any table */
+	f->fail_writes_from = base1 + l.segtab_offset;
+	KUNIT_EXPECT_EQ(test, dmr_slot_write(&io, &f->geo, 1, &f->map, map_crc, &c1), -EIO);
+	f->fail_writes_from = base1 + l.map_offset;
+	KUNIT_EXPECT_EQ(test, dmr_slot_write(&io, &f->geo, 1, &f->map, map_crc, &c1), -EIO);
+	f->fail_writes_from = 0;
+}
+
+/*
+ * After a load the heads' segments, and the ones they reserved, are open
+ * (never free, never prefree), and a head's segment without a unit starts
+ * its use at the sequence number given (dmr_heads_load_states(),
+ * dmr_heads_open(): the module's load and remapctl check --repair).
+ */
+static void dmr_test_heads_states_open(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_geo(test, T_DEV_BLOCKS, false);
+	struct dmr_map *m = &f->map;
+	struct dmr_log_pos pos[DMR_NR_HEADS];
+	unsigned int i;
+
+	KUNIT_ASSERT_GE(test, f->geo.nr_segments, DMR_NR_HEADS + 2);
+	for (i = 0; i < DMR_NR_HEADS; i++)
+		pos[i] = (struct dmr_log_pos){ .segment = i, .offset = 0,
+					       .next_segment = DMR_NO_SEGMENT };
+	pos[0].offset = 9;
+	pos[0].next_segment = DMR_NR_HEADS;		/* reserved */
+	m->track = false;
+	m->segs[0].flags = DMR_SEG_USED;		/* head 0 wrote there */
+	m->segs[0].seq = 40;
+	m->segs[DMR_NR_HEADS + 1].flags = DMR_SEG_USED;	/* sealed, empty */
+	dmr_heads_load_states(m, pos);
+	for (i = 0; i <= DMR_NR_HEADS; i++)
+		KUNIT_EXPECT_TRUE(test, m->segs[i].flags & DMR_SEG_OPEN);
+	KUNIT_EXPECT_FALSE(test, m->segs[DMR_NR_HEADS + 1].flags & DMR_SEG_OPEN);
+	KUNIT_EXPECT_TRUE(test, m->segs[DMR_NR_HEADS + 1].flags & DMR_SEG_PREFREE);
+	KUNIT_EXPECT_EQ(test, m->nr_prefree, 1U);
+	KUNIT_EXPECT_EQ(test, m->nr_free, f->geo.nr_segments - DMR_NR_HEADS - 2);
+	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(m));
+
+	dmr_heads_open(m, pos, 77);
+	KUNIT_EXPECT_EQ(test, m->segs[0].seq, 40ULL);	/* already in use */
+	for (i = 1; i < DMR_NR_HEADS; i++) {
+		KUNIT_EXPECT_TRUE(test, m->segs[i].flags & DMR_SEG_USED);
+		KUNIT_EXPECT_EQ(test, m->segs[i].seq, 77ULL);
+	}
+	/* a reserved segment is not used until a unit goes there */
+	KUNIT_EXPECT_FALSE(test, m->segs[DMR_NR_HEADS].flags & DMR_SEG_USED);
+	KUNIT_EXPECT_EQ(test, m->nr_free, f->geo.nr_segments - DMR_NR_HEADS - 2);
+	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(m));
+}
+
 /* The checkpoint's head positions the loader accepts (dmr_heads_valid()). */
 static void dmr_test_heads_valid(struct kunit *test)
 {
@@ -777,6 +914,8 @@ static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_replay_read_error_and_end),
 	KUNIT_CASE(dmr_test_heads_valid),
 	KUNIT_CASE(dmr_test_slot_load),
+	KUNIT_CASE(dmr_test_slot_write),
+	KUNIT_CASE(dmr_test_heads_states_open),
 	{}
 };
 

@@ -439,6 +439,183 @@ int dmr_slot_load(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
 }
 
 /**
+ * dmr_slot_map_zero() - is a map block all unmapped?
+ * @m: the map
+ * @p: map block
+ *
+ * Return: true if its on-disk form is all zeroes (a checkpoint writes such
+ * a run as write-zeroes; dmr_slot_load() needs no CRC for it).
+ */
+bool dmr_slot_map_zero(const struct dmr_map *m, u64 p)
+{
+	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
+	u64 n = min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK, m->nr_logical - first);
+
+	return !memchr_inv(&m->l2p[first], 0, n * sizeof(u32));
+}
+
+/**
+ * dmr_slot_map_encode() - a map block as a slot holds it
+ * @m: the map
+ * @p: map block
+ * @block: one block, filled: little-endian entries, zero past the map's end
+ *
+ * Return: the block's CRC, its entry in the slot's CRC table.
+ */
+u32 dmr_slot_map_encode(const struct dmr_map *m, u64 p, void *block)
+{
+	__le32 *dst = block;
+	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK, j;
+
+	for (j = 0; j < DMR_MAP_ENTRIES_PER_BLOCK; j++)
+		dst[j] = cpu_to_le32(first + j < m->nr_logical ? m->l2p[first + j] : 0);
+	return crc32c(~0U, block, DMR_BLOCK_SIZE);
+}
+
+/**
+ * dmr_slot_table_encode() - blocks of a slot's CRC table or segment table
+ * @m: the map (its segment table, and its number of map blocks)
+ * @map_crc: the map blocks' CRCs (DMR_SLOT_CRC_TABLE)
+ * @t: DMR_SLOT_CRC_TABLE or DMR_SLOT_SEGTAB
+ * @item: first entry to encode
+ * @buf: @nr_blocks blocks, filled from @item on and zero padded
+ * @nr_blocks: blocks to fill
+ *
+ * Only DMR_SEG_DISK_FLAGS of a segment's flags go to the device; the
+ * in-memory states are rebuilt at load (dmr_map_load_states()).
+ *
+ * Return: the entry the next block starts with.
+ */
+u64 dmr_slot_table_encode(const struct dmr_map *m, const u32 *map_crc,
+			  enum dmr_slot_table t, u64 item, void *buf, u32 nr_blocks)
+{
+	bool crc = t == DMR_SLOT_CRC_TABLE;
+	u32 per_block = crc ? DMR_BLOCK_SIZE / 4 : DMR_BLOCK_SIZE / DMR_SEGTAB_ENTRY_SIZE;
+	u64 nr_items = crc ? m->nr_map_blocks : m->nr_segs;
+	u32 k;
+
+	memset(buf, 0, (size_t)nr_blocks * DMR_BLOCK_SIZE);
+	for (k = 0; k < nr_blocks * per_block && item < nr_items; k++, item++) {
+		if (crc) {
+			((__le32 *)buf)[k] = cpu_to_le32(map_crc[item]);
+		} else {
+			struct dmr_disk_segment *d = buf;
+			const struct dmr_seg *s = &m->segs[item];
+
+			d[k].seq = cpu_to_le64(s->seq);
+			d[k].valid = cpu_to_le32(s->valid);
+			d[k].flags = cpu_to_le32(s->flags & DMR_SEG_DISK_FLAGS);
+		}
+	}
+	return item;
+}
+
+/* Write one table of a slot from @m; its checksum goes to @csum. */
+static int dmr_slot_write_table(const struct dmr_slot_io *io, u64 start, u64 nr_blocks,
+				enum dmr_slot_table t, const struct dmr_map *m,
+				const u32 *map_crc, u32 *csum)
+{
+	u64 b, item = 0;
+	int r;
+
+	*csum = ~0U;
+	for (b = 0; b < nr_blocks; ) {
+		u32 n = min_t(u64, nr_blocks - b, io->bounce_blocks);
+
+		item = dmr_slot_table_encode(m, map_crc, t, item, io->bounce, n);
+		*csum = crc32c(*csum, io->bounce, (size_t)n * DMR_BLOCK_SIZE);
+		r = io->write(io->ctx, start + b, n, io->bounce);
+		if (r)
+			return r;
+		b += n;
+	}
+	return 0;
+}
+
+/**
+ * dmr_slot_write() - write a checkpoint slot's tables from a map, whole
+ * @io: where to write (@io->write), and scratch space
+ * @geo: geometry
+ * @slot: slot number
+ * @m: the map and its segment table
+ * @map_crc: one entry per map block, set to the CRC of each block written
+ * @c: its @crc_csum and @segtab_csum are set
+ *
+ * Every map block, the CRC table and the segment table, with the encoders
+ * the module's checkpoint writer uses, so dmr_slot_load() of @slot with
+ * the header @c loads @m back.  The header is the caller's to write, after
+ * a flush (rule 5 in dmr-write.c): until then the slot fails its checksums
+ * and a load uses the other one.
+ *
+ * Return: 0 or the writer's error.
+ */
+int dmr_slot_write(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
+		   unsigned int slot, const struct dmr_map *m, u32 *map_crc,
+		   struct dmr_ckpt *c)
+{
+	u64 base = geo->ckpt_offset + (u64)slot * geo->ckpt_slot_blocks, p;
+	struct dmr_ckpt_layout l;
+	int r;
+
+	dmr_ckpt_layout(geo, &l);
+	for (p = 0; p < m->nr_map_blocks; ) {
+		u32 n = min_t(u64, m->nr_map_blocks - p, io->bounce_blocks), i;
+
+		for (i = 0; i < n; i++)
+			map_crc[p + i] = dmr_slot_map_encode(m, p + i, (u8 *)io->bounce +
+							     (size_t)i * DMR_BLOCK_SIZE);
+		r = io->write(io->ctx, base + l.map_offset + p, n, io->bounce);
+		if (r)
+			return r;
+		p += n;
+	}
+	r = dmr_slot_write_table(io, base + l.crc_offset, l.crc_blocks,
+				 DMR_SLOT_CRC_TABLE, m, map_crc, &c->crc_csum);
+	if (r)
+		return r;
+	return dmr_slot_write_table(io, base + l.segtab_offset, l.segtab_blocks,
+				    DMR_SLOT_SEGTAB, m, map_crc, &c->segtab_csum);
+}
+
+/**
+ * dmr_heads_load_states() - segment states after a load
+ * @m: the map, loaded from a slot and replayed
+ * @pos: DMR_NR_HEADS log positions, where replay left them
+ *
+ * The heads' segments and the ones they reserved are open; every other
+ * segment's state is rebuilt from the segment table (dmr_map_load_states()).
+ */
+void dmr_heads_load_states(struct dmr_map *m, const struct dmr_log_pos *pos)
+{
+	unsigned int i;
+
+	for (i = 0; i < DMR_NR_HEADS; i++) {
+		m->segs[pos[i].segment].flags |= DMR_SEG_OPEN;
+		if (pos[i].next_segment != DMR_NO_SEGMENT)
+			m->segs[pos[i].next_segment].flags |= DMR_SEG_OPEN;
+	}
+	dmr_map_load_states(m);
+}
+
+/**
+ * dmr_heads_open() - start the use of a head's segment that has none yet
+ * @m: the map, after dmr_heads_load_states()
+ * @pos: DMR_NR_HEADS log positions
+ * @seq: first sequence number the heads will write
+ *
+ * A head whose segment holds no unit (not DMR_SEG_USED) starts its use
+ * there, numbered from @seq, so the next checkpoint records it as used.
+ */
+void dmr_heads_open(struct dmr_map *m, const struct dmr_log_pos *pos, u64 seq)
+{
+	unsigned int i;
+
+	for (i = 0; i < DMR_NR_HEADS; i++)
+		if (!(m->segs[pos[i].segment].flags & DMR_SEG_USED))
+			dmr_seg_open(m, pos[i].segment, seq);
+}
+
+/**
  * dmr_log_advance() - move the log position past a unit
  * @pos: position; @pos->next_segment must be set for a segment change
  * @unit_blocks: summary plus data blocks of the unit

@@ -125,14 +125,27 @@ bool dmr_heads_valid(const struct dmr_geometry *geo, const struct dmr_log_pos *p
 typedef int (*dmr_read_fn)(void *ctx, u64 blocknr, u32 nr, void *buf);
 
 /**
- * struct dmr_slot_io - how dmr_slot_load() reads a slot
+ * typedef dmr_write_fn - write blocks (remapctl check --repair)
+ * @ctx: caller's context
+ * @blocknr: first device block
+ * @nr: number of blocks
+ * @buf: source, @nr * DMR_BLOCK_SIZE bytes
+ *
+ * Return: 0 or a negative errno.
+ */
+typedef int (*dmr_write_fn)(void *ctx, u64 blocknr, u32 nr, const void *buf);
+
+/**
+ * struct dmr_slot_io - how dmr_slot_load() reads and dmr_slot_write() writes a slot
  * @read: block reader
- * @ctx: passed to @read
+ * @write: block writer (dmr_slot_write() only)
+ * @ctx: passed to @read and @write
  * @bounce: scratch space of @bounce_blocks blocks
  * @bounce_blocks: at least 1
  */
 struct dmr_slot_io {
 	dmr_read_fn read;
+	dmr_write_fn write;
 	void *ctx;
 	void *bounce;
 	u32 bounce_blocks;
@@ -159,6 +172,19 @@ int __must_check dmr_slot_load(const struct dmr_slot_io *io,
 			       const struct dmr_geometry *geo, unsigned int slot,
 			       const struct dmr_ckpt *c, struct dmr_map *m,
 			       u32 *map_crc, struct dmr_slot_err *err);
+
+/* The slot encoders: the module's checkpoint writer and dmr_slot_write(). */
+bool dmr_slot_map_zero(const struct dmr_map *m, u64 p);
+u32 dmr_slot_map_encode(const struct dmr_map *m, u64 p, void *block);
+u64 dmr_slot_table_encode(const struct dmr_map *m, const u32 *map_crc,
+			  enum dmr_slot_table t, u64 item, void *buf, u32 nr_blocks);
+int __must_check dmr_slot_write(const struct dmr_slot_io *io,
+				const struct dmr_geometry *geo, unsigned int slot,
+				const struct dmr_map *m, u32 *map_crc,
+				struct dmr_ckpt *c);
+
+void dmr_heads_load_states(struct dmr_map *m, const struct dmr_log_pos *pos);
+void dmr_heads_open(struct dmr_map *m, const struct dmr_log_pos *pos, u64 seq);
 
 /**
  * struct dmr_replay - replay parameters and results

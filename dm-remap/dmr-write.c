@@ -36,8 +36,9 @@
  *     reaped the write.
  *  4. After a crash the log's sequence resumes above any number a unit on
  *     the device can carry (dmr_seq_after_recovery(), with the window of
- *     dmr_seq_window_full()), and a checkpoint is written before any new
- *     write.  Heads go on where replay left them: a stale unit there, or
+ *     dmr_seq_window_full(), counted from dmr_ckpt_log_seq_bound() when
+ *     the load fell back past a damaged newer slot), and a checkpoint is
+ *     written before any new write.  Heads go on where replay left them: a stale unit there, or
  *     anywhere in a segment used again, is numbered below what replay
  *     wants and is never taken for a new one.
  *  5. A checkpoint first writes every head's closed units and flushes the

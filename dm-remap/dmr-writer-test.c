@@ -473,6 +473,34 @@ static void dmr_test_seq_window(struct kunit *test)
 	}
 }
 
+/*
+ * Rule 4 when the load falls back past a newer slot: the sequence counts
+ * from the newest completed checkpoint, or from a bound on it when that
+ * slot's header does not decode (dmr_ckpt_log_seq_bound()).
+ */
+static void dmr_test_ckpt_log_seq_bound(struct kunit *test)
+{
+	enum dmr_log_status st[DMR_CKPT_SLOTS] = { DMR_LOG_OK, DMR_LOG_OK };
+	struct dmr_ckpt c[DMR_CKPT_SLOTS] = {
+		{ .seq = 7, .log_seq = 1000 },
+		{ .seq = 8, .log_seq = 1000 + DMR_SEQ_WINDOW / 2 },
+	};
+	u64 newer = c[1].log_seq;
+
+	/* the newest loaded: its own */
+	KUNIT_EXPECT_EQ(test, dmr_ckpt_log_seq_bound(st, c, 1), newer);
+	/* fell back to the older: the newer one's, not the older's */
+	KUNIT_EXPECT_EQ(test, dmr_ckpt_log_seq_bound(st, c, 0), newer);
+	KUNIT_EXPECT_GT(test, dmr_seq_after_recovery(dmr_ckpt_log_seq_bound(st, c, 0), 1001),
+			newer + DMR_SEQ_WINDOW - 1);
+	/* the other header unreadable as a checkpoint: a bound above any it held */
+	st[1] = DMR_LOG_BAD_CSUM;
+	KUNIT_EXPECT_EQ(test, dmr_ckpt_log_seq_bound(st, c, 0), 1000 + DMR_SEQ_WINDOW);
+	KUNIT_EXPECT_GT(test, dmr_ckpt_log_seq_bound(st, c, 0), newer);
+	st[1] = DMR_LOG_BAD_MAGIC;	/* zeroed, or never written */
+	KUNIT_EXPECT_EQ(test, dmr_ckpt_log_seq_bound(st, c, 0), 1000 + DMR_SEQ_WINDOW);
+}
+
 /* Rule 9: a head reserves its next segment before it can be done. */
 static void dmr_test_head_needs_next(struct kunit *test)
 {
@@ -545,6 +573,7 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_ckpt_order),
 	KUNIT_CASE(dmr_test_load_needs_recovery),
 	KUNIT_CASE(dmr_test_seq_window),
+	KUNIT_CASE(dmr_test_ckpt_log_seq_bound),
 	KUNIT_CASE(dmr_test_head_needs_next),
 	KUNIT_CASE(dmr_test_reloc_unit_room),
 	KUNIT_CASE(dmr_test_copy_in_open_unit),

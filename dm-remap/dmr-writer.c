@@ -365,6 +365,32 @@ u64 dmr_seq_after_recovery(u64 ckpt_log_seq, u64 replayed_seq)
 }
 
 /**
+ * dmr_ckpt_log_seq_bound() - the newest completed checkpoint's log sequence, at most
+ * @st: each slot's header status (dmr_ckpt_decode())
+ * @c: the headers that decoded
+ * @slot: the slot loaded
+ *
+ * dmr_seq_after_recovery() counts from the newest completed checkpoint.
+ * That is the slot loaded, unless the load fell back past a newer slot
+ * whose tables are damaged: then it is that slot's, if its header
+ * decodes.  A header that does not decode may be a newer, completed
+ * checkpoint damaged since; it was written at most DMR_SEQ_WINDOW / 2
+ * units (and a request's) after the slot loaded (dmr_seq_window_full()),
+ * so @slot's log sequence plus DMR_SEQ_WINDOW is above it.
+ *
+ * Return: a log sequence number no completed checkpoint's is above.
+ */
+u64 dmr_ckpt_log_seq_bound(const enum dmr_log_status st[DMR_CKPT_SLOTS],
+			   const struct dmr_ckpt c[DMR_CKPT_SLOTS], int slot)
+{
+	int other = slot ^ 1;
+
+	if (st[other] == DMR_LOG_OK)
+		return max_t(u64, c[slot].log_seq, c[other].log_seq);
+	return c[slot].log_seq + DMR_SEQ_WINDOW;
+}
+
+/**
  * dmr_seq_window_full() - must a checkpoint come before more units?
  * @seq: last sequence number used
  * @ckpt_log_seq: last sequence number of the newest completed checkpoint

@@ -85,6 +85,8 @@ bool dmr_load_needs_recovery(const struct dmr_ckpt *c, u64 units,
 #define DMR_SEQ_WINDOW		BIT_ULL(32)
 
 u64 dmr_seq_after_recovery(u64 ckpt_log_seq, u64 replayed_seq);
+u64 dmr_ckpt_log_seq_bound(const enum dmr_log_status st[DMR_CKPT_SLOTS],
+			   const struct dmr_ckpt c[DMR_CKPT_SLOTS], int slot);
 bool dmr_seq_window_full(u64 seq, u64 ckpt_log_seq);
 bool dmr_head_needs_next(u32 next_segment, u32 wp, u32 seg_blocks);
 bool dmr_copy_in_open_unit(u32 entry, u32 seg_blocks, bool unit_open,

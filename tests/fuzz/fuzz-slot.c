@@ -10,8 +10,10 @@
  * stores every map block's CRC in the CRC table, the tables' checksums in
  * the header and the header's own checksum first, so that the fuzzer
  * reaches the entries behind them.  A slot that loads must load the same
- * way twice, and its recount must agree with itself (dmr_map_recount(),
- * dmr_map_consistent() once the segment states are rebuilt).
+ * way twice, written back with dmr_slot_write() (remapctl check --repair,
+ * with the module's encoders) must load the same again, and its recount
+ * must agree with itself (dmr_map_recount(), dmr_map_consistent() once the
+ * segment states are rebuilt).
  */
 #include "fuzz.h"
 
@@ -25,6 +27,8 @@ static struct dmr_ckpt_layout lay;
 static u64 slot_base;
 static u8 slot_img[FUZZ_MAX_SLOT][DMR_BLOCK_SIZE];
 static struct fuzz_dev dev = { .blocks = slot_img };
+static u8 out_img[FUZZ_MAX_SLOT][DMR_BLOCK_SIZE];	/* dmr_slot_write()'s */
+static struct fuzz_dev out = { .blocks = out_img };
 
 static void fuzz_fix_slot(u64 nr_map_blocks)
 {
@@ -45,11 +49,11 @@ static void fuzz_fix_slot(u64 nr_map_blocks)
 	dmr_ckpt_encode(&c, fuzz_uuid, slot_img[0]);
 }
 
-static int fuzz_load(const struct dmr_ckpt *c, struct dmr_map *m, u32 *l2p,
-		     struct dmr_seg *segs, u8 *dirty, u32 *map_crc)
+static int fuzz_load(struct fuzz_dev *from, const struct dmr_ckpt *c, struct dmr_map *m,
+		     u32 *l2p, struct dmr_seg *segs, u8 *dirty, u32 *map_crc)
 {
 	static u8 bounce[2 * DMR_BLOCK_SIZE];
-	const struct dmr_slot_io io = { .read = fuzz_dev_read, .ctx = &dev,
+	const struct dmr_slot_io io = { .read = fuzz_dev_read, .ctx = from,
 					.bounce = bounce, .bounce_blocks = 2 };
 	struct dmr_slot_err err;
 	int r;
@@ -85,6 +89,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		slot_base = geo.ckpt_offset + FUZZ_SLOT * geo.ckpt_slot_blocks;
 		dev = (struct fuzz_dev){ .dev_blocks = geo.device_blocks, .first = slot_base,
 					 .nr = geo.ckpt_slot_blocks, .blocks = slot_img };
+		out = dev;
+		out.blocks = out_img;
 		l2p = calloc(geo.logical_blocks, sizeof(*l2p));
 		l2p2 = calloc(geo.logical_blocks, sizeof(*l2p2));
 		map_crc = calloc(lay.map_blocks, sizeof(*map_crc));
@@ -109,12 +115,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (dmr_ckpt_decode(slot_img[0], slot_base, fuzz_uuid, &c) != DMR_LOG_OK)
 		return 0;
 
-	if (fuzz_load(&c, &m, l2p, segs, dirty, map_crc))
+	if (fuzz_load(&dev, &c, &m, l2p, segs, dirty, map_crc))
 		return 0;
 	/* a loaded slot loads the same way again */
-	FUZZ_ASSERT(fuzz_load(&c, &m2, l2p2, segs2, dirty, map_crc) == 0);
+	FUZZ_ASSERT(fuzz_load(&dev, &c, &m2, l2p2, segs2, dirty, map_crc) == 0);
 	FUZZ_ASSERT(!memcmp(l2p, l2p2, geo.logical_blocks * sizeof(*l2p)));
 	FUZZ_ASSERT(!memcmp(segs, segs2, geo.nr_segments * sizeof(*segs)));
+	/* and what dmr_slot_write() makes of it loads as the same state */
+	{
+		static u8 bounce[3 * DMR_BLOCK_SIZE];
+		const struct dmr_slot_io io = { .write = fuzz_dev_write, .ctx = &out,
+						.bounce = bounce, .bounce_blocks = 3 };
+		struct dmr_ckpt w = c;
+
+		memset(out_img, 0x5a, sizeof(out_img));
+		FUZZ_ASSERT(dmr_slot_write(&io, &geo, FUZZ_SLOT, &m, map_crc, &w) == 0);
+		FUZZ_ASSERT(fuzz_load(&out, &w, &m2, l2p2, segs2, dirty, map_crc) == 0);
+		FUZZ_ASSERT(!memcmp(l2p, l2p2, geo.logical_blocks * sizeof(*l2p)));
+		FUZZ_ASSERT(!memcmp(segs, segs2, geo.nr_segments * sizeof(*segs)));
+	}
 	if (dmr_map_recount(&m))
 		return 0;		/* an entry outside the data area: refused */
 	dmr_map_load_states(&m);

@@ -94,4 +94,14 @@ static inline int fuzz_dev_read(void *ctx, u64 blocknr, u32 nr, void *buf)
 	return 0;
 }
 
+/* dmr_write_fn over a struct fuzz_dev (@ctx): only its blocks are writable */
+static inline int fuzz_dev_write(void *ctx, u64 blocknr, u32 nr, const void *buf)
+{
+	const struct fuzz_dev *d = ctx;
+
+	FUZZ_ASSERT(blocknr >= d->first && blocknr + nr <= d->first + d->nr);
+	memcpy(d->blocks[blocknr - d->first], buf, (size_t)nr * DMR_BLOCK_SIZE);
+	return 0;
+}
+
 #endif /* DMR_FUZZ_H */

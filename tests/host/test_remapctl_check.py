@@ -401,3 +401,163 @@ def test_fallback_slot_problems_reported_once(fmt):
         "error: checkpoint slot 1 (seq 2, the newest): the map blocks' CRC table "
         "does not match its checksum"]
     assert "note: the module loads slot 0; the newer slot 1 is damaged" in p.stdout
+
+
+# ---------------------------------------------------------------------------
+# --repair of a checkpoint slot: rewritten from the slot the module loads
+# and the log replayed after it (tests/integration/test_check.py repairs
+# slots of used devices)
+
+SEQ_WINDOW = 1 << 32          # DMR_SEQ_WINDOW (dm-remap/dmr-writer.h)
+# struct dmr_disk_ckpt: crc_csum, segtab_csum and mapped_blocks
+HDR_CRC_CSUM, HDR_SEGTAB_CSUM, HDR_MAPPED = 104, 108, 112
+
+
+def rewrite_slot0(img, d, entries=None, valid=None):
+    """Slot 0 of a fresh image with map entries {lba: entry} and segment
+    valid counts {segment: n}, every checksum recomputed, so only the
+    cross-checks can find what is wrong."""
+    from test_remapctl_format import crc32c
+    lay = layout(d)
+    base = slot_block(d, 0, "header")
+    entries, valid = entries or {}, valid or {}
+    with open(img, "r+b") as f:
+        f.seek((base + lay["map_offset"]) * BLOCK)
+        mp = bytearray(f.read(BLOCK))
+        for lba, e in entries.items():
+            mp[lba * 4:lba * 4 + 4] = struct.pack("<I", e)
+        f.seek((base + lay["map_offset"]) * BLOCK)
+        f.write(mp)
+        f.seek((base + lay["crc_offset"]) * BLOCK)
+        crcs = bytearray(f.read(lay["crc_blocks"] * BLOCK))
+        crcs[0:4] = struct.pack("<I", crc32c(bytes(mp)))
+        f.seek((base + lay["crc_offset"]) * BLOCK)
+        f.write(crcs)
+        f.seek((base + lay["segtab_offset"]) * BLOCK)
+        seg = bytearray(f.read(lay["segtab_blocks"] * BLOCK))
+        for s, n in valid.items():
+            seg[s * 16 + 8:s * 16 + 12] = struct.pack("<I", n)
+            seg[s * 16 + 12:s * 16 + 16] = struct.pack("<I", 1)     # DMR_SEG_USED
+        f.seek((base + lay["segtab_offset"]) * BLOCK)
+        f.write(seg)
+        f.seek(base * BLOCK)
+        h = bytearray(f.read(BLOCK))
+        h[HDR_CRC_CSUM:HDR_CRC_CSUM + 4] = struct.pack("<I", crc32c(bytes(crcs)))
+        h[HDR_SEGTAB_CSUM:HDR_SEGTAB_CSUM + 4] = struct.pack("<I", crc32c(bytes(seg)))
+        h[HDR_MAPPED:HDR_MAPPED + 8] = struct.pack("<Q", len(entries))
+        h[8:12] = struct.pack("<I", crc32c(bytes(h[12:])) ^ 0xC4EC9017)
+        f.seek(base * BLOCK)
+        f.write(h)
+
+
+def damaged_newer_slot1(img, d):
+    """Slot 1 with a valid header at seq 2 over tables never written."""
+    from test_remapctl_format import ckpt_header
+    hdr, blocknr = ckpt_header(d, 1, seq=2, flags=0, log_seq=0,
+                               log_segment=0, log_offset=0)
+    with open(img, "r+b") as f:
+        f.seek(blocknr * BLOCK)
+        f.write(hdr)
+
+
+def slot_bytes(img, d, slot):
+    from test_remapctl_format import read_blocks
+    return read_blocks(img, slot_block(d, slot, "header"), int(d["ckpt_slot_blocks"]))
+
+
+def repaired_lines(p):
+    return [ln for ln in p.stdout.splitlines() if ln.startswith("repair")]
+
+
+def test_repair_rewrites_the_damaged_newer_slot(fmt):
+    """The newer slot's tables fail: --repair writes slot 1 afresh from
+    slot 0, one seq above it, not clean, with the log sequence jumped a
+    window above the newest header's; slot 0 is not touched; check is
+    clean afterwards, dump shows the new slot, and a second --repair
+    writes nothing."""
+    img, d = fmt
+    damaged_newer_slot1(img, d)
+    slot0 = slot_bytes(img, d, 0)
+    p = check("--repair", img)
+    assert p.returncode == CORRECTED, p.stdout
+    assert errors(p) == [
+        "error: checkpoint slot 1 (seq 2, the newest): the map blocks' CRC table "
+        "does not match its checksum"]
+    assert repaired_lines(p) == [
+        "repairing: a fresh checkpoint from slot 0 and the 0 units replayed after it",
+        f"repaired: checkpoint slot 1 written (seq 2, log seq {SEQ_WINDOW}, not clean: "
+        "the module recovers at the next load)"]
+    assert "checked again after the repair: clean" in p.stdout
+    assert "0 errors, 1 repaired" in p.stdout
+    assert slot_bytes(img, d, 0) == slot0
+    p = check(img)
+    assert p.returncode == CLEAN, p.stdout
+    assert "not shut down cleanly" in p.stdout
+    after = dump(img)
+    assert after["newest_ckpt"] == "1" and after["ckpt1_seq"] == "2"
+    assert after["ckpt1_clean"] == "0" and after["ckpt1_log_seq"] == str(SEQ_WINDOW)
+    for h in range(4):                          # the heads as slot 0 had them
+        assert after[f"ckpt1_head{h}_segment"] == d[f"ckpt0_head{h}_segment"]
+        assert after[f"ckpt1_head{h}_offset"] == d[f"ckpt0_head{h}_offset"]
+    # repair again: nothing to do, nothing written
+    before = slot_bytes(img, d, 0) + slot_bytes(img, d, 1)
+    p = check("--repair", img)
+    assert p.returncode == CLEAN and "0 repaired" in p.stdout
+    assert slot_bytes(img, d, 0) + slot_bytes(img, d, 1) == before
+
+
+def test_repair_of_the_loaded_slots_own_counts(fmt):
+    """The slot loaded records a valid count its map does not have: the
+    state is recounted from the map and, once the damaged slot is written,
+    goes into the loaded slot too, one seq higher."""
+    img, d = fmt
+    rewrite_slot0(img, d, valid={0: 3})
+    damaged_newer_slot1(img, d)
+    p = check("--repair", img)
+    assert p.returncode == CORRECTED, p.stdout
+    assert errors(p)[0] == "error: checkpoint slot 0: segment 0 has valid count 3, its map 0"
+    assert repaired_lines(p)[1:] == [
+        f"repaired: checkpoint slot 1 written (seq 2, log seq {SEQ_WINDOW}, not clean: "
+        "the module recovers at the next load)",
+        f"repaired: checkpoint slot 0 written (seq 3, log seq {SEQ_WINDOW}, not clean: "
+        "the module recovers at the next load)"]
+    assert "0 errors, 2 repaired" in p.stdout
+    assert check(img).returncode == CLEAN
+    assert dump(img)["newest_ckpt"] == "0"
+
+
+def test_repair_of_the_older_header_jumps_past_what_it_held(fmt):
+    """Once both slots are valid, slot 0's header is corrupted: it may
+    have held a newer checkpoint, so the rewrite counts its log sequence
+    from slot 1's plus a window (dmr_ckpt_log_seq_bound()), then jumps a
+    window more."""
+    img, d = fmt
+    damaged_newer_slot1(img, d)
+    assert check("--repair", img).returncode == CORRECTED
+    flip(img, slot_block(d, 0, "header") * BLOCK + 40)
+    p = check("--repair", img)
+    assert p.returncode == CORRECTED, p.stdout
+    assert errors(p) == ["error: checkpoint slot 0 header: torn or corrupted summary"]
+    after = dump(img)
+    assert after["newest_ckpt"] == "0" and after["ckpt0_seq"] == "3"
+    assert after["ckpt0_log_seq"] == str(3 * SEQ_WINDOW)
+    assert check(img).returncode == CLEAN
+
+
+def test_repair_refused_when_the_map_has_problems(fmt):
+    """A damaged newer slot, but the older one maps a block into a free
+    segment that holds no unit: a checkpoint written from that map would
+    keep the problem, so --repair writes nothing and says why."""
+    img, d = fmt
+    seg_blocks = int(d["segment_blocks"])
+    rewrite_slot0(img, d, entries={0: 10 * seg_blocks + 1 + 1}, valid={10: 1})
+    damaged_newer_slot1(img, d)
+    before = Path(img).read_bytes()
+    p = check("--repair", img)
+    assert p.returncode == ERRORS, p.stdout
+    errs = errors(p)
+    assert errs[0].startswith("error: checkpoint slot 1 (seq 2, the newest)"), errs
+    assert any("where a unit holding mapped blocks should be" in e for e in errs), errs
+    assert "not repaired: the checkpoint is not rewritten" in p.stdout
+    assert "repaired: checkpoint" not in p.stdout
+    assert Path(img).read_bytes() == before

@@ -177,7 +177,9 @@ def summary_of(base, info, pba):
 
 def damage_cases(base, info):
     """(name, list of (device block, new content or None to zero),
-    substring check must print, module may load) for a used device."""
+    substring check must print, module may load, check --repair mends it)
+    for a used device.  --repair mends what needs no guess: a superblock
+    copy, and a checkpoint slot (rewritten from the other and the log)."""
     hdrs = ckpt_headers(base, info)
     new = max((h for h in hdrs if h["valid"]), key=lambda h: h["seq"])
     old = hdrs[1 - new["slot"]]
@@ -202,52 +204,68 @@ def damage_cases(base, info):
 
     ns, os_ = new["slot"], old["slot"]
     return [
-        ("superblock copy 0, a byte flipped", flip(0), "superblock copy 0", True),
-        ("superblock copy 1 zeroed", [(1, None)], "superblock copy 1", True),
-        ("superblock copies swapped", swap(0, 1), "no valid superblock", False),
-        ("both superblock copies flipped", flip(0) + flip(1), "no valid superblock",
+        ("superblock copy 0, a byte flipped", flip(0), "superblock copy 0", True, True),
+        ("superblock copy 1 zeroed", [(1, None)], "superblock copy 1", True, True),
+        ("superblock copies swapped", swap(0, 1), "no valid superblock", False,
          False),
+        ("both superblock copies flipped", flip(0) + flip(1), "no valid superblock",
+         False, False),
         ("newest checkpoint header flipped", flip(nb, 20),
-         f"checkpoint slot {ns} header", True),
+         f"checkpoint slot {ns} header", True, True),
         ("newest checkpoint header zeroed", [(nb, None)],
-         f"checkpoint slot {ns} header: lost", True),
+         f"checkpoint slot {ns} header: lost", True, True),
         ("older checkpoint header flipped", flip(slot_base[os_], 20),
-         f"checkpoint slot {os_} header", True),
+         f"checkpoint slot {os_} header", True, True),
         ("checkpoint headers swapped", swap(nb, slot_base[os_]),
-         "no valid checkpoint header", False),
+         "no valid checkpoint header", False, False),
         ("newest map block flipped", flip(nb + lay["map_offset"]),
-         f"checkpoint slot {ns} (seq {new['seq']}, the newest): map block 0", True),
+         f"checkpoint slot {ns} (seq {new['seq']}, the newest): map block 0", True, True),
         ("newest map blocks 0 and 1 swapped",
          swap(nb + lay["map_offset"], nb + lay["map_offset"] + 1),
-         f"checkpoint slot {ns} (seq {new['seq']}, the newest): map block 0", True),
+         f"checkpoint slot {ns} (seq {new['seq']}, the newest): map block 0", True, True),
         ("newest CRC table zeroed", [(nb + lay["crc_offset"], None)],
-         "CRC table does not match", True),
+         "CRC table does not match", True, True),
         ("newest segment table flipped", flip(nb + lay["segtab_offset"], 24),
-         "the segment table does not match", True),
+         "the segment table does not match", True, True),
         ("a mapped data block flipped", flip(data_blk), "do not match its checksum",
-         True),
+         True, False),
         ("the summary of a mapped block flipped", flip(summ, 60),
-         "where a unit holding mapped blocks should be", True),
+         "where a unit holding mapped blocks should be", True,
+         False),
         ("the summary of a mapped block zeroed", [(summ, None)],
-         "no unit (bad magic) where a unit holding mapped", True),
+         "no unit (bad magic) where a unit holding mapped", True,
+         False),
         ("device shrunk by a segment",
-         ("shrink", size_blocks - int(info["segment_blocks"])), "fewer than", False),
+         ("shrink", size_blocks - int(info["segment_blocks"])), "fewer than", False, False),
     ]
+
+
+def content_hash(dev):
+    """sha256 of a whole device, read with O_DIRECT."""
+    return run(["sh", "-c", f"dd if={dev} bs=1M iflag=direct status=none | sha256sum"]
+               ).stdout.split()[0]
 
 
 def test_damage_generator(ram):
     """Every damage case on a copy of a used device: check exits 4 with
     the expected error; the target either refuses to load with a message
-    in the kernel log, or loads and serves a full read of the device."""
+    in the kernel log, or loads and serves a full read of the device.
+    Then check --repair on the same damage: a case it can mend exits 1,
+    checks clean after, and the target serves exactly what it served
+    before the damage; any other case exits 4 and nothing was written."""
     base, info = used_device(ram)
     dm_remove("top")
     assert check(base).returncode == CLEAN
     n = int(info["logical_sectors"])
     size = int(info["device_blocks"])
     pristine = read_blocks_direct(base, 0, size)
+    dm_create("top", f"0 {n} remap {base} 1 read_only")
+    served = content_hash(dm_path("top"))
+    dm_remove("top")
     cases = damage_cases(base, info)
-    refused = loaded = 0
-    for name, edits, expect, may_load in cases:
+    refused = loaded = mended = left = 0
+
+    def damage(edits):
         write_blocks_direct(base, 0, pristine)
         if edits[0] == "shrink":
             dm_remove("base")
@@ -256,6 +274,14 @@ def test_damage_generator(ram):
             for blk, content in edits:
                 write_blocks_direct(base, blk, content if content is not None
                                     else bytes(BLOCK))
+
+    def undamage(edits):
+        if edits[0] == "shrink":
+            dm_remove("base")
+            dm_create("base", f"0 {size * 8} linear {ram} 0")
+
+    for name, edits, expect, may_load, repairable in cases:
+        damage(edits)
         p = check(base)
         assert p.returncode == ERRORS, f"{name}: check exited {p.returncode}\n{p.stdout}"
         assert any(expect in e for e in errors(p)), f"{name}: {errors(p)}"
@@ -271,14 +297,36 @@ def test_damage_generator(ram):
             run(["dd", f"if={dm_path('top')}", "of=/dev/null", "bs=1M",
                  "iflag=direct"])
             dm_remove("top")
-        if edits[0] == "shrink":
-            dm_remove("base")
-            dm_create("base", f"0 {size * 8} linear {ram} 0")
+        undamage(edits)
+
+        damage(edits)
+        blocks = size if edits[0] != "shrink" else edits[1]
+        damaged = read_blocks_direct(base, 0, blocks)
+        p = check(base, "--repair")
+        if repairable:
+            assert p.returncode == CORRECTED, f"{name}: --repair exited {p.returncode}"
+            assert "checked again after the repair: clean" in p.stdout, name
+            assert counts(p)["repaired"] >= 1 and counts(p)["errors"] == 0, name
+            assert check(base).returncode == CLEAN, name
+            dm_create("top", f"0 {n} remap {base}")
+            assert content_hash(dm_path("top")) == served, f"{name}: not what it served"
+            dm_remove("top")
+            assert check(base).returncode == CLEAN, f"{name}: after the module's load"
+            mended += 1
+        else:
+            assert p.returncode == ERRORS, f"{name}: --repair exited {p.returncode}"
+            assert read_blocks_direct(base, 0, blocks) == damaged, \
+                f"{name}: --repair wrote to a device it could not mend"
+            left += 1
+        undamage(edits)
         print(f"damage: {name}: check found it; target "
-              f"{'refused' if r.returncode else 'loaded'}")
+              f"{'refused' if r.returncode else 'loaded'}; --repair "
+              f"{'mended it' if repairable else 'left it'}")
     report_count(f"damage cases tried: {len(cases)} (check found every one; target "
-                 f"refused {refused}, loaded and read back {loaded})")
+                 f"refused {refused}, loaded and read back {loaded}; check --repair "
+                 f"mended {mended}, left {left} untouched)")
     assert refused + loaded == len(cases) >= 16
+    assert mended >= 9
 
 
 def test_activate_from_remaptab(ram, tmp_path):

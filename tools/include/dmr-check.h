@@ -19,8 +19,9 @@
 /**
  * struct dmr_check - one run of the check
  * @read: block reader of the device
- * @write: block writer (NULL: --repair not given); writes one block
- * @ctx: passed to @read and @write
+ * @write: block writer (NULL: --repair not given)
+ * @flush: makes what @write wrote durable (with @write)
+ * @ctx: passed to @read, @write and @flush
  * @dev_blocks: size of the device now, in blocks
  * @progress: report progress on stderr (a terminal)
  * @out: where problems and notes go, one line each
@@ -33,7 +34,8 @@
  */
 struct dmr_check {
 	dmr_read_fn read;
-	int (*write)(void *ctx, u64 blocknr, const void *buf);
+	dmr_write_fn write;
+	int (*flush)(void *ctx);
 	void *ctx;
 	u64 dev_blocks;
 	bool progress;

@@ -28,9 +28,15 @@
  * missing unit at the end of the log is what a crash leaves, and the
  * design's ordering rules make everything before it consistent.
  *
- * Repair (ck->write set) rewrites a superblock copy that is damaged or
- * disagrees from the valid copy with the higher generation: the only
- * repair that needs no guess.  Everything else is reported and left.
+ * Repair (ck->write set) does what needs no guess, and nothing else:
+ *
+ *  - a superblock copy that is damaged or disagrees is rewritten from the
+ *    valid copy with the higher generation;
+ *  - when every other problem is in the checkpoint slots, and the slot
+ *    the module loads, replayed, gives a map without a problem, that
+ *    state is written as a fresh checkpoint (repair_ckpt()).
+ *
+ * Everything else is reported and left.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -56,7 +62,11 @@ struct check_state {
 	u8 *mapped;		/* per data-area block: mapped (bitmap) */
 	void *buf;		/* one segment */
 	struct dmr_ckpt c[DMR_CKPT_SLOTS];
-	struct dmr_log_pos pos[DMR_NR_HEADS];
+	enum dmr_log_status st[DMR_CKPT_SLOTS];	/* each slot's header */
+	unsigned int slot_errors[DMR_CKPT_SLOTS];	/* problems in its tables */
+	struct dmr_log_pos pos[DMR_NR_HEADS];	/* the heads, after replay */
+	u64 seq;		/* last sequence number replay applied */
+	bool recovery;		/* the module would recover at load */
 	unsigned int kind_lines;
 };
 
@@ -169,7 +179,7 @@ static int check_sb(struct check_state *s)
 
 			fix.blocknr = i;
 			dmr_sb_encode(&fix, s->buf);
-			if (ck->write(ck->ctx, i, s->buf)) {
+			if (ck->write(ck->ctx, i, 1, s->buf)) {
 				operational(s, "superblock copy %d: write error", i);
 				return -1;
 			}
@@ -254,7 +264,7 @@ static int load_slot(struct check_state *s, int i, struct dmr_slot_err *err)
 	return dmr_slot_load(&io, g, i, &s->c[i], &s->m, s->map_crc, err);
 }
 
-static int check_one_slot(struct check_state *s, int i, bool newest)
+static int __check_one_slot(struct check_state *s, int i, bool newest)
 {
 	const struct dmr_geometry *g = &s->sb.geo;
 	struct dmr_slot_err err;
@@ -306,11 +316,20 @@ static int check_one_slot(struct check_state *s, int i, bool newest)
 	return 1;
 }
 
+static int check_one_slot(struct check_state *s, int i, bool newest)
+{
+	unsigned int before = s->ck->errors;
+	int r = __check_one_slot(s, i, newest);
+
+	s->slot_errors[i] = s->ck->errors - before;
+	return r;
+}
+
 /* 2. Checkpoint slots; returns the slot the module loads, or -1. */
 static int check_slots(struct check_state *s)
 {
 	const struct dmr_geometry *g = &s->sb.geo;
-	enum dmr_log_status st[DMR_CKPT_SLOTS];
+	enum dmr_log_status *st = s->st;
 	int i, n, bad, order[DMR_CKPT_SLOTS], loads[DMR_CKPT_SLOTS] = {};
 	int chosen = -1;
 
@@ -424,14 +443,11 @@ static int check_replay(struct check_state *s, int slot)
 			"refuses to load)");
 		return -1;
 	}
-	if (dmr_load_needs_recovery(&s->c[slot], rp.units, rp.stop))
+	s->seq = seq;
+	s->recovery = dmr_load_needs_recovery(&s->c[slot], rp.units, rp.stop);
+	if (s->recovery)
 		note(s, "not shut down cleanly: the module recovers (replays the log) at load");
-	for (h = 0; h < DMR_NR_HEADS; h++) {
-		s->segs[s->pos[h].segment].flags |= DMR_SEG_OPEN;
-		if (s->pos[h].next_segment != DMR_NO_SEGMENT)
-			s->segs[s->pos[h].next_segment].flags |= DMR_SEG_OPEN;
-	}
-	dmr_map_load_states(&s->m);
+	dmr_heads_load_states(&s->m, s->pos);
 	return 0;
 }
 
@@ -571,6 +587,89 @@ static int check_units(struct check_state *s)
 	return 0;
 }
 
+/* Write the state loaded and replayed as checkpoint @c, into slot @to. */
+static int write_ckpt(struct check_state *s, unsigned int to, struct dmr_ckpt *c)
+{
+	const struct dmr_geometry *g = &s->sb.geo;
+	struct dmr_check *ck = s->ck;
+	const struct dmr_slot_io io = {
+		.write = ck->write, .ctx = ck->ctx, .bounce = s->buf,
+		.bounce_blocks = g->segment_blocks,
+	};
+
+	c->blocknr = g->ckpt_offset + (u64)to * g->ckpt_slot_blocks;
+	if (dmr_slot_write(&io, g, to, &s->m, s->map_crc, c) || ck->flush(ck->ctx)) {
+		operational(s, "checkpoint slot %u: write error in its tables", to);
+		return -1;
+	}
+	dmr_ckpt_encode(c, s->sb.uuid, s->buf);
+	if (ck->write(ck->ctx, c->blocknr, 1, s->buf) || ck->flush(ck->ctx)) {
+		operational(s, "checkpoint slot %u: write error in its header", to);
+		return -1;
+	}
+	fprintf(ck->out, "repaired: checkpoint slot %u written (seq %llu, log seq %llu, not "
+		"clean: the module recovers at the next load)\n", to,
+		(unsigned long long)c->seq, (unsigned long long)c->log_seq);
+	return 0;
+}
+
+/*
+ * 6. The checkpoint, rewritten (ck->write) from the slot @slot the module
+ * loads and the log replayed after it, when every problem found was in
+ * the slots.  The fresh checkpoint is the one the module's load writes
+ * after a recovery (rule 4 in dm-remap/dmr-write.c), written offline:
+ *
+ *  - into the other slot first: the slot loaded stays as it is until the
+ *    new one is complete, so a repair that is interrupted leaves a slot
+ *    that fails its checksums, and the module loads what it loaded
+ *    before;
+ *  - numbered one above the slot loaded, so the module loads it first;
+ *  - with the log sequence jumped above any unit on the device
+ *    (dmr_seq_after_recovery() from dmr_ckpt_log_seq_bound()): the slot
+ *    overwritten may have held a newer checkpoint, and its log sequence
+ *    goes with it;
+ *  - not clean, so the next load replays after it (and jumps again);
+ *  - its tables first and a flush, then its header and a flush (rule 5).
+ *
+ * If the slot loaded had problems of its own (counts its map does not
+ * have: the state loaded is recounted from the map), the same state goes
+ * into it too, one seq higher, once the first write is complete.
+ *
+ * Return: 0 or -1 (operational error, reported).
+ */
+static int repair_ckpt(struct check_state *s, int slot, unsigned int problems)
+{
+	const struct dmr_ckpt *from = &s->c[slot];
+	struct dmr_ckpt c = {
+		.seq = from->seq + 1,
+		.log_seq = dmr_seq_after_recovery(dmr_ckpt_log_seq_bound(s->st, s->c, slot),
+						  s->seq),
+		.user_blocks = from->user_blocks,
+		.log_blocks = from->log_blocks,
+		.gc_moved = from->gc_moved,
+	};
+	unsigned int h;
+
+	dmr_heads_open(&s->m, s->pos, c.log_seq + 1);
+	for (h = 0; h < DMR_NR_HEADS; h++) {
+		c.heads[h] = s->pos[h];
+		c.heads[h].seq = 0;
+	}
+	c.mapped_blocks = s->m.mapped;
+	fprintf(s->ck->out, "repairing: a fresh checkpoint from slot %d and the %llu units "
+		"replayed after it\n", slot, (unsigned long long)s->ck->replayed);
+	if (write_ckpt(s, slot ^ 1, &c))
+		return -1;
+	if (s->slot_errors[slot]) {
+		c.seq++;
+		if (write_ckpt(s, slot, &c))
+			return -1;
+	}
+	s->ck->errors -= problems;
+	s->ck->repaired += problems;
+	return 0;
+}
+
 /**
  * dmr_check_run() - check a device
  * @ck: the device and where to report
@@ -580,6 +679,7 @@ static int check_units(struct check_state *s)
 int dmr_check_run(struct dmr_check *ck)
 {
 	struct check_state s = { .ck = ck };
+	unsigned int before, in_slots;
 	int slot, ret;
 
 	s.buf = aligned_alloc(DMR_BLOCK_SIZE, DMR_BLOCK_SIZE);
@@ -593,13 +693,23 @@ int dmr_check_run(struct dmr_check *ck)
 	}
 	if (check_sb(&s) < 0 || alloc_state(&s))
 		goto out;
+	before = ck->errors;
 	slot = check_slots(&s);
 	if (slot < 0)
 		goto out;
+	in_slots = ck->errors - before;
 	if (check_replay(&s, slot))
 		goto out;
 	check_map(&s);
-	check_units(&s);
+	if (check_units(&s))
+		goto out;
+	if (!ck->write || !in_slots)
+		goto out;
+	if (before || ck->errors != in_slots)
+		fprintf(ck->out, "not repaired: the checkpoint is not rewritten, because "
+			"the map replay rebuilt has problems of its own (above)\n");
+	else
+		repair_ckpt(&s, slot, in_slots);
 out:
 	if (ck->operational)
 		ret = DMR_CHECK_OPERATIONAL;
