@@ -283,8 +283,9 @@ static int dmr_replay_read(void *ctx, u64 blocknr, u32 nr, void *buf)
 /*
  * Load the map and segment table of one slot whose header validated
  * (dmr_slot_load(), shared with remapctl check), then recount.
- * Return: 0, -EILSEQ if a checksum or count does not match (a torn slot:
- * the other one may be used), or the read error.
+ * Return: 0, -EILSEQ if a checksum or count does not match, or the map
+ * uses a segment the slot records as free (a torn or damaged slot: the
+ * other one may be used), or the read error.
  */
 static int dmr_load_slot(struct dmr_target *rc, unsigned int slot,
 			 const struct dmr_ckpt *c)
@@ -294,13 +295,14 @@ static int dmr_load_slot(struct dmr_target *rc, unsigned int slot,
 		.bounce = rc->bounce, .bounce_blocks = DMR_BOUNCE_BLOCKS,
 	};
 	struct dmr_slot_err err;
+	u32 seg;
 	int r;
 
 	r = dmr_slot_load(&io, &rc->sb.geo, slot, c, &rc->map, rc->map_crc, &err);
 	if (r)
 		return r;
 	r = dmr_map_recount(&rc->map);
-	if (r || rc->map.mapped != c->mapped_blocks)
+	if (r || rc->map.mapped != c->mapped_blocks || dmr_map_free_mapped(&rc->map, &seg))
 		return -EILSEQ;
 	/* this slot now matches memory; the other one is out of date */
 	memset(rc->map.dirty, DMR_DIRTY_SLOT(slot ^ 1), rc->map.nr_map_blocks);
@@ -391,7 +393,7 @@ int dmr_load(struct dmr_target *rc, const char **error)
 			*error = read_error[s];
 			return r;
 		}
-		DMWARN("%s: checkpoint slot %d (seq %llu) fails its checksums, trying the other",
+		DMWARN("%s: checkpoint slot %d (seq %llu) is damaged, trying the other",
 		       rc->dev->name, s, (unsigned long long)c[s].seq);
 	}
 	if (slot < 0) {

@@ -866,6 +866,33 @@ static void dmr_test_heads_states_open(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(m));
 }
 
+/*
+ * A slot whose map uses a segment it records as free is damaged: the
+ * loader passes over it (dmr_map_free_mapped()).
+ */
+static void dmr_test_map_free_mapped(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_geo(test, T_DEV_BLOCKS, false);
+	struct dmr_map *m = &f->map;
+	u32 seg = 99;
+
+	m->track = false;
+	m->segs[0].flags = DMR_SEG_USED;
+	dmr_map_set(m, 3, 1);				/* segment 0 */
+	KUNIT_ASSERT_EQ(test, dmr_map_recount(m), 0);
+	KUNIT_EXPECT_FALSE(test, dmr_map_free_mapped(m, &seg));
+	KUNIT_EXPECT_EQ(test, seg, 99U);
+	dmr_map_set(m, 4, 2 * T_SEG_BLOCKS + 5);	/* segment 2, free */
+	KUNIT_ASSERT_EQ(test, dmr_map_recount(m), 0);
+	KUNIT_EXPECT_TRUE(test, dmr_map_free_mapped(m, &seg));
+	KUNIT_EXPECT_EQ(test, seg, 2U);
+	m->segs[2].flags = DMR_SEG_USED | DMR_SEG_OPEN;
+	KUNIT_EXPECT_FALSE(test, dmr_map_free_mapped(m, &seg));
+	/* open but not used (a reserved segment) with blocks in it is free too */
+	m->segs[2].flags = DMR_SEG_OPEN;
+	KUNIT_EXPECT_TRUE(test, dmr_map_free_mapped(m, &seg));
+}
+
 /* The checkpoint's head positions the loader accepts (dmr_heads_valid()). */
 static void dmr_test_heads_valid(struct kunit *test)
 {
@@ -916,6 +943,7 @@ static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_slot_load),
 	KUNIT_CASE(dmr_test_slot_write),
 	KUNIT_CASE(dmr_test_heads_states_open),
+	KUNIT_CASE(dmr_test_map_free_mapped),
 	{}
 };
 

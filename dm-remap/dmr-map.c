@@ -196,6 +196,31 @@ int dmr_map_recount(struct dmr_map *m)
 }
 
 /**
+ * dmr_map_free_mapped() - a segment the map uses that is not in use
+ * @m: the map, after dmr_map_recount()
+ * @seg: set to the first such segment
+ *
+ * Every segment that holds mapped blocks was opened (DMR_SEG_USED) before
+ * its first unit was written, and a checkpoint records that, so a loaded
+ * slot that maps into a segment it records as free is damaged: the free
+ * segment would be written again over the blocks mapped there.
+ *
+ * Return: true if there is one.
+ */
+bool dmr_map_free_mapped(const struct dmr_map *m, u32 *seg)
+{
+	u32 s;
+
+	for (s = 0; s < m->nr_segs; s++) {
+		if (m->segs[s].valid && !(m->segs[s].flags & DMR_SEG_USED)) {
+			*seg = s;
+			return true;
+		}
+	}
+	return false;
+}
+
+/**
  * dmr_map_load_states() - rebuild segment states after a load
  * @m: the map, with valid counts, DMR_SEG_USED as loaded and replayed, and
  *	DMR_SEG_OPEN set on the heads' segments; @m->ckpt_seq the checkpoint

@@ -113,6 +113,7 @@ void dmr_map_unmap(struct dmr_map *m, u64 lba);
 bool dmr_move_commit(struct dmr_map *m, u64 lba, u32 src, u32 dst);
 u32 dmr_map_run(const struct dmr_map *m, u64 lba, u32 max, u32 *first);
 int __must_check dmr_map_recount(struct dmr_map *m);
+bool dmr_map_free_mapped(const struct dmr_map *m, u32 *seg);
 void dmr_map_load_states(struct dmr_map *m);
 bool dmr_map_consistent(const struct dmr_map *m);
 

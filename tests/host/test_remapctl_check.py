@@ -413,10 +413,10 @@ SEQ_WINDOW = 1 << 32          # DMR_SEQ_WINDOW (dm-remap/dmr-writer.h)
 HDR_CRC_CSUM, HDR_SEGTAB_CSUM, HDR_MAPPED = 104, 108, 112
 
 
-def rewrite_slot0(img, d, entries=None, valid=None):
+def rewrite_slot0(img, d, entries=None, valid=None, used=True):
     """Slot 0 of a fresh image with map entries {lba: entry} and segment
-    valid counts {segment: n}, every checksum recomputed, so only the
-    cross-checks can find what is wrong."""
+    valid counts {segment: n} (DMR_SEG_USED if @used), every checksum
+    recomputed, so only the cross-checks can find what is wrong."""
     from test_remapctl_format import crc32c
     lay = layout(d)
     base = slot_block(d, 0, "header")
@@ -437,7 +437,7 @@ def rewrite_slot0(img, d, entries=None, valid=None):
         seg = bytearray(f.read(lay["segtab_blocks"] * BLOCK))
         for s, n in valid.items():
             seg[s * 16 + 8:s * 16 + 12] = struct.pack("<I", n)
-            seg[s * 16 + 12:s * 16 + 16] = struct.pack("<I", 1)     # DMR_SEG_USED
+            seg[s * 16 + 12:s * 16 + 16] = struct.pack("<I", int(used))  # DMR_SEG_USED
         f.seek((base + lay["segtab_offset"]) * BLOCK)
         f.write(seg)
         f.seek(base * BLOCK)
@@ -561,3 +561,17 @@ def test_repair_refused_when_the_map_has_problems(fmt):
     assert "not repaired: the checkpoint is not rewritten" in p.stdout
     assert "repaired: checkpoint" not in p.stdout
     assert Path(img).read_bytes() == before
+
+
+def test_slot_mapping_into_a_free_segment(fmt):
+    """A slot, checksums and counts right, whose map uses a segment it
+    records as free: the module passes over it (the free segment would be
+    written over the blocks mapped there), and so does check."""
+    img, d = fmt
+    seg_blocks = int(d["segment_blocks"])
+    rewrite_slot0(img, d, entries={0: 10 * seg_blocks + 2}, valid={10: 1}, used=False)
+    p = check(img)
+    assert p.returncode == ERRORS, p.stdout
+    assert errors(p) == [
+        "error: checkpoint slot 0: segment 10 holds 1 mapped blocks but is recorded free",
+        "error: no checkpoint slot loads: the module refuses this device"]

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import kernel_log
+
 REPO = Path(__file__).resolve().parents[2]
 REMAPCTL = str(REPO / "tools" / "remapctl")
 SECTOR = 512
@@ -22,10 +24,6 @@ DM_PREFIX = "dmrt-"
 RAM_MIB = 128           # size of each brd ramdisk
 RAM_COUNT = 8
 MNT = "/tmp/dmrt-mnt"   # the guest root is read-only; /tmp is an overlay
-
-KERNEL_PROBLEMS = re.compile(
-    r"BUG:|WARNING:|Oops|Call Trace|general protection fault|KASAN|UBSAN|"
-    r"blocked for more than")
 
 
 def run(cmd, check=True, input=None):
@@ -85,7 +83,7 @@ def kernel_log_clean():
     """Fail a test whose run made the kernel warn, oops or BUG."""
     mark = Kmsg()
     yield mark
-    bad = [line for line in mark.new() if KERNEL_PROBLEMS.search(line)]
+    bad = kernel_log.problems(mark.new())
     assert not bad, "kernel reported problems:\n" + "\n".join(bad)
 
 

@@ -18,7 +18,8 @@ import time
 
 import pytest
 
-from conftest import (BLOCK, DM_PREFIX, KERNEL_PROBLEMS, MNT, NR_HEADS, REMAPCTL, REPO,
+import kernel_log
+from conftest import (BLOCK, DM_PREFIX, MNT, NR_HEADS, REMAPCTL, REPO,
                       Kmsg, ckpt_layout, dm_create, dm_path, dm_remove, dump,
                       newest_ckpt, read_blocks_direct, remapctl, run,
                       status_fields)
@@ -270,7 +271,7 @@ def test_gc_fio_overwrite_10x_with_readers(ram):
     assert st["throttled"] > 0, st
     assert st["user_blocks"] * BLOCK >= write_size, st
     assert not remap_errors(kmsg), remap_errors(kmsg)
-    splats = [ln for ln in kmsg.new() if KERNEL_PROBLEMS.search(ln)]
+    splats = kernel_log.problems(kmsg.new())
     assert not splats, splats
     waf = float(st["waf_load"])
     assert waf == pytest.approx(st["device_blocks"] / st["user_blocks"],

@@ -15,6 +15,18 @@ rc=$?
 # what the tests counted (tests/integration/conftest.py report_count())
 [ -f "$DMR_OUT/counts.txt" ] && sed 's/^/counts: /' "$DMR_OUT/counts.txt"
 
+# A debug kernel (the vmdebug stage): lockdep must still be on at the
+# end, or the run checked no locking at all.
+if [ -r /proc/lockdep_stats ]; then
+	if grep -qE '^ *debug_locks: +1$' /proc/lockdep_stats; then
+		echo "counts: lockdep on to the end ($(sed -n 's/^ *lock-classes: *//p' \
+			/proc/lockdep_stats) lock classes), KASAN on"
+	else
+		echo "guest: lockdep switched itself off during the run"
+		rc=1
+	fi
+fi
+
 # The module must unload cleanly once every device is gone.
 if ! rmmod dm-remap; then
 	echo "guest: rmmod dm-remap failed"

@@ -11,7 +11,8 @@
 # console.log (serial console: boot log, panics; useful when guest-rc is missing).
 #
 # Env: DMR_VM_KERNEL=/path/to/vmlinuz (default /boot/vmlinuz-$KREL612 from
-# ${DMR_CACHE:-~/.cache/dm-remap}/kernels.env), DMR_VM_ACCEL=tcg|kvm|auto.
+# ${DMR_CACHE:-~/.cache/dm-remap}/kernels.env), DMR_VM_ACCEL=tcg|kvm|auto,
+# DMR_VM_APPEND="kernel boot options".
 # Exit: 0 ok, 1 test failure (rc != 0 or kernel splat), 2 VM infrastructure failure.
 set -euo pipefail
 
@@ -58,6 +59,7 @@ command -v vng >/dev/null || die "vng (virtme-ng) not found"
 # (nested KVM: qemu dies on an MSR assertion with -cpu host, or the guest
 # spins on "KVM internal error"), so TCG is the default (~30-60 s boot).
 base=(--run "$kernel" --force-9p)
+[[ -z ${DMR_VM_APPEND:-} ]] || base+=(--append "$DMR_VM_APPEND")
 accel=${DMR_VM_ACCEL:-tcg}
 if [[ $accel == auto ]]; then
 	if timeout -k 5 60 vng "${base[@]}" --exec true </dev/null >/dev/null 2>&1; then
@@ -145,9 +147,9 @@ if [[ ! -s $out/guest-rc ]]; then
 fi
 grc=$(<"$out/guest-rc")
 echo "run-vm: boot+run ${elapsed}s ($accel, ${mem}MiB, ${cpus} cpus), guest rc=$grc" >&2
-pat='BUG:|WARNING:|Oops|Call Trace|general protection fault|KASAN|UBSAN|hung_task|blocked for more than'
-if grep -E "$pat" "$out/dmesg.txt" >&2; then
-	fail 1 "guest kernel reported problems (lines above, full log $out/dmesg.txt)"
+# the whole boot: the console has what the ring buffer may have lost
+if ! python3 "$repo/tests/integration/kernel_log.py" "$out/console.log" "$out/dmesg.txt" >&2; then
+	fail 1 "guest kernel reported problems (lines above, logs $out/console.log, dmesg.txt)"
 fi
 [[ $grc == 0 ]] || fail 1 "command exited with $grc"
 exit 0

@@ -8,7 +8,9 @@
  *     smaller than when it was formatted.
  *  2. Checkpoint slots: each header that decodes has tables that match
  *     their checksums (dmr_slot_load()), a map with as many mapped blocks
- *     as the header says, and per segment the valid count its map gives.
+ *     as the header says and nothing mapped into a segment it records as
+ *     free (dmr_map_free_mapped(): the module passes over such a slot),
+ *     and per segment the valid count its map gives.
  *  3. Replay from the slot the module would load (dmr_ckpt_order(), then
  *     the first whose tables load), as the module does.
  *  4. The map after replay: every entry inside the data area, no
@@ -305,6 +307,12 @@ static int __check_one_slot(struct check_state *s, int i, bool newest)
 		problem(s, "checkpoint slot %d: %llu blocks mapped, its header says %llu", i,
 			(unsigned long long)s->m.mapped,
 			(unsigned long long)s->c[i].mapped_blocks);
+		kind_done(s);
+		return 0;
+	}
+	if (dmr_map_free_mapped(&s->m, &seg)) {
+		problem(s, "checkpoint slot %d: segment %u holds %u mapped blocks but is "
+			"recorded free", i, seg, s->segs[seg].valid);
 		kind_done(s);
 		return 0;
 	}
