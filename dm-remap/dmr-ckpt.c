@@ -442,7 +442,8 @@ int dmr_load(struct dmr_target *rc, const char **error)
 		return -EINVAL;
 	}
 	rc->replayed = rp.units;
-	recovery = dmr_load_needs_recovery(&c[slot], rp.units, rp.stop);
+	recovery = dmr_load_needs_recovery(&c[slot], rp.units, rp.stop,
+					   dmr_load_fell_back(st, c, slot));
 	rc->seq = recovery ? dmr_seq_after_recovery(dmr_ckpt_log_seq_bound(st, c, slot),
 						    seq) : seq;
 	rc->mode = rc->read_only ? DMR_MODE_READ_ONLY : DMR_MODE_WRITE;

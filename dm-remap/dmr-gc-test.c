@@ -1139,7 +1139,9 @@ static void dmr_gct_victim_greedy(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cursor, 11U);
 	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 3), 11U);
 	KUNIT_EXPECT_EQ(test, cursor, 2U);
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 4), DMR_NO_SEGMENT);
+	/* a window with no candidate (2-5): the next one is searched (6-9) */
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 4), 8U);
+	KUNIT_EXPECT_EQ(test, cursor, 10U);
 
 	/* the fullest segment that still gains a block is a candidate */
 	for (s = 7; s < 12; s++)
@@ -1181,6 +1183,127 @@ static void dmr_gct_victim_cost_benefit(struct kunit *test)
 	/* greedy scores are the blocks freed, whatever the age */
 	KUNIT_EXPECT_EQ(test, dmr_gc_score(&m.segs[0], b, 1000, true), (u64)(b - 4));
 	KUNIT_EXPECT_EQ(test, dmr_gc_score(&m.segs[1], b, 1000, true), (u64)(b - 32));
+}
+
+/*
+ * Issue 24 item 5: a window of segments written once (not collectable)
+ * is no reason to give up: the search goes on, window after window, and
+ * says DMR_NO_SEGMENT only after looking at the whole device.  Run at
+ * the module's window (65536) on 2^17 + 5 segments, past the boundary
+ * where windows start, and on a small map with small windows.
+ */
+static void dmr_gct_victim_window_search(struct kunit *test)
+{
+	const u32 nr = (1U << 17) + 5, win = 65536;
+	struct dmr_map m;
+	u32 cursor, s, v;
+
+	dmr_gct_map_init(test, &m, GCT_LOGICAL, nr, GCT_SEG_BLOCKS);
+	for (s = 0; s < nr; s++)
+		dmr_gct_set_seg(&m, s, DMR_SEG_USED, GCT_SEG_BLOCKS - 1, 1);
+	/* nothing collectable anywhere: every segment was looked at */
+	cursor = 3;
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, win), DMR_NO_SEGMENT);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 100, &cursor, win), DMR_NO_SEGMENT);
+	/* one candidate, two windows past the cursor: found, greedy or not */
+	dmr_gct_set_seg(&m, nr - 2, DMR_SEG_USED, 40, 1);
+	cursor = 0;
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, win), nr - 2);
+	cursor = 0;
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 100, &cursor, win), nr - 2);
+	/* behind the cursor: the search wraps around */
+	cursor = nr - 1;
+	v = dmr_gc_victim(&m, true, 100, &cursor, win);
+	KUNIT_EXPECT_EQ(test, v, nr - 2);
+	/* a candidate in the first window wins there: the window still bounds */
+	dmr_gct_set_seg(&m, 10, DMR_SEG_USED, 60, 1);
+	cursor = 0;
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, win), 10U);
+	KUNIT_EXPECT_EQ(test, cursor, win);
+	/* window 0 means the whole device: the best of all */
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 0), nr - 2);
+}
+
+/*
+ * Issue 24 item 8: collecting must free more than moving costs, counting
+ * a summary per relocation unit (DMR_SUMMARY_WORDS / 2 blocks each).
+ */
+static void dmr_gct_collectable_counts_summaries(struct kunit *test)
+{
+	const u32 per = DMR_SUMMARY_WORDS / 2;
+	struct dmr_seg sg = { .flags = DMR_SEG_USED };
+
+	KUNIT_EXPECT_EQ(test, dmr_gc_move_cost(0), 0U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_move_cost(1), 2U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_move_cost(per), per + 1);
+	KUNIT_EXPECT_EQ(test, dmr_gc_move_cost(per + 1), per + 3);
+	/* 1 MiB segments: one summary, as before */
+	sg.valid = 254;
+	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&sg, 256));
+	sg.valid = 255;
+	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&sg, 256));
+	/* 8 MiB segments written once: 2045 valid would need 2050 blocks */
+	sg.valid = 2045;
+	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&sg, 2048));
+	sg.valid = 2043;	/* 2043 + 5 = 2048: gains nothing */
+	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&sg, 2048));
+	sg.valid = 2042;
+	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&sg, 2048));
+	/* the largest segments (1 GiB) */
+	sg.valid = DMR_MAX_SEGMENT_BLOCKS - dmr_gc_move_cost(DMR_MAX_SEGMENT_BLOCKS) +
+		   DMR_MAX_SEGMENT_BLOCKS;
+	while (dmr_gc_move_cost(sg.valid) >= DMR_MAX_SEGMENT_BLOCKS)
+		sg.valid--;
+	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&sg, DMR_MAX_SEGMENT_BLOCKS));
+	sg.valid++;
+	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&sg, DMR_MAX_SEGMENT_BLOCKS));
+}
+
+/*
+ * Issue 24 item 6: watermarks the spare space cannot hold are refused,
+ * the defaults never are, and a table line and a message set them alike.
+ */
+static void dmr_gct_high_max(struct kunit *test)
+{
+	struct dmr_gc_params p, d;
+	struct dmr_geometry g;
+	u32 max;
+
+	/* the review's device: 255 segments of 256 KiB, 10% over-provisioning */
+	KUNIT_ASSERT_EQ(test, dmr_geometry_compute(255 * 64 + 2 * 64, 64, 10, &g), DMR_GEO_OK);
+	KUNIT_ASSERT_GE(test, g.nr_segments, 250U);
+	max = dmr_gc_high_max(&g);
+	dmr_gc_params_default(g.nr_segments, &d);
+	KUNIT_EXPECT_GE(test, max, d.high);
+	KUNIT_EXPECT_LT(test, max, 20U);
+	p = d;
+	dmr_gc_params_apply(&p, 120, 120);
+	KUNIT_EXPECT_NOT_NULL(test, dmr_gc_params_check(g.nr_segments, max, &p));
+	p = d;
+	dmr_gc_params_apply(&p, 0, max);
+	KUNIT_EXPECT_TRUE(test, !dmr_gc_params_check(g.nr_segments, max, &p));
+	p = d;
+	dmr_gc_params_apply(&p, 0, max + 1);
+	KUNIT_EXPECT_NOT_NULL(test, dmr_gc_params_check(g.nr_segments, max, &p));
+	/* more spare, higher bound */
+	KUNIT_ASSERT_EQ(test, dmr_geometry_compute(255 * 64 + 2 * 64, 64, 40, &g), DMR_GEO_OK);
+	KUNIT_EXPECT_GT(test, dmr_gc_high_max(&g), 2 * max);
+
+	/* one watermark alone moves the other only as far as it must */
+	p = (struct dmr_gc_params){ .reserve = 4, .low = 5, .high = 5, .batch = 2 };
+	dmr_gc_params_apply(&p, 10, 0);
+	KUNIT_EXPECT_EQ(test, p.low, 10U);
+	KUNIT_EXPECT_EQ(test, p.high, 10U);
+	dmr_gc_params_apply(&p, 0, 7);
+	KUNIT_EXPECT_EQ(test, p.low, 7U);
+	KUNIT_EXPECT_EQ(test, p.high, 7U);
+	dmr_gc_params_apply(&p, 0, 12);
+	KUNIT_EXPECT_EQ(test, p.low, 7U);
+	KUNIT_EXPECT_EQ(test, p.high, 12U);
+	/* gc_high 3 alone: refused for gc_high, the one given */
+	dmr_gc_params_apply(&p, 0, 3);
+	KUNIT_EXPECT_STREQ(test, dmr_gc_params_check(1000, 1000, &p),
+			   "gc_high must be at least the GC reserve");
 }
 
 static void dmr_gct_head_may_alloc(struct kunit *test)
@@ -1281,29 +1404,30 @@ static void dmr_gct_params_check(struct kunit *test)
 		.high = DMR_GC_FLOOR + batch,
 	};
 	const u32 nr = 2 * good.high;
-	const char *why[5];
+	const char *why[6];
 	struct dmr_gc_params p;
 	unsigned int i, j;
 
-	KUNIT_EXPECT_TRUE(test, !dmr_gc_params_check(nr, &good));
-	KUNIT_EXPECT_TRUE(test, !dmr_gc_params_check(10 * nr, &good));
+	KUNIT_EXPECT_TRUE(test, !dmr_gc_params_check(nr, nr, &good));
+	KUNIT_EXPECT_TRUE(test, !dmr_gc_params_check(10 * nr, nr, &good));
 
 	p = good;
 	p.batch = 0;
-	why[0] = dmr_gc_params_check(nr, &p);
+	why[0] = dmr_gc_params_check(nr, nr, &p);
 	p = good;
 	p.reserve = DMR_GC_FLOOR + batch - 1;
 	p.low = p.reserve;
 	p.high = p.reserve;
-	why[1] = dmr_gc_params_check(nr, &p);
+	why[1] = dmr_gc_params_check(nr, nr, &p);
 	p = good;
 	p.low = good.reserve - 1;
-	why[2] = dmr_gc_params_check(nr, &p);
+	why[2] = dmr_gc_params_check(nr, nr, &p);
 	p = good;
 	p.high = good.low + 5;
 	p.low = good.low + 6;
-	why[3] = dmr_gc_params_check(4 * nr, &p);
-	why[4] = dmr_gc_params_check(nr - 1, &good);
+	why[3] = dmr_gc_params_check(4 * nr, 4 * nr, &p);
+	why[4] = dmr_gc_params_check(nr - 1, nr, &good);
+	why[5] = dmr_gc_params_check(nr, good.high - 1, &good);
 	for (i = 0; i < ARRAY_SIZE(why); i++)
 		KUNIT_ASSERT_NOT_NULL(test, why[i]);
 	for (i = 0; i < ARRAY_SIZE(why); i++)
@@ -1352,7 +1476,7 @@ static void dmr_gct_params_default(struct kunit *test)
 						   DMR_DEFAULT_OVERPROVISION, &g),
 			DMR_GEO_OK);
 	dmr_gc_params_default(g.nr_segments, &p);
-	why = dmr_gc_params_check(g.nr_segments, &p);
+	why = dmr_gc_params_check(g.nr_segments, dmr_gc_high_max(&g), &p);
 	KUNIT_EXPECT_STREQ(test, why ? why : "(accepted)", "(accepted)");
 	KUNIT_EXPECT_TRUE(test, dmr_head_may_alloc(&p, DMR_HEAD_GC, 1));
 }
@@ -1364,7 +1488,7 @@ static void dmr_gct_gc_decide(struct kunit *test)
 	int a, b;
 
 	dmr_gc_params_default(1000, &p);
-	KUNIT_ASSERT_TRUE(test, !dmr_gc_params_check(1000, &p));
+	KUNIT_ASSERT_TRUE(test, !dmr_gc_params_check(1000, 1000, &p));
 
 	/* nothing wanted: idle, whatever the state */
 	st = (struct dmr_gc_state){ .nr_free = 0, .nr_prefree_ckpt = 1000,
@@ -1489,6 +1613,9 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE_PARAM(dmr_gct_random_accounting, dmr_gct_seed_gen_params),
 	KUNIT_CASE(dmr_gct_victim_greedy),
 	KUNIT_CASE(dmr_gct_victim_cost_benefit),
+	KUNIT_CASE(dmr_gct_victim_window_search),
+	KUNIT_CASE(dmr_gct_collectable_counts_summaries),
+	KUNIT_CASE(dmr_gct_high_max),
 	KUNIT_CASE(dmr_gct_head_may_alloc),
 	KUNIT_CASE(dmr_gct_gc_heads),
 	KUNIT_CASE(dmr_gct_gc_active),

@@ -17,12 +17,19 @@
  */
 #include <linux/bio.h>
 #include <linux/blkdev.h>
+#include <linux/module.h>
 #include <linux/wait.h>
 
 #include "dmr.h"
 
-/* Victims looked at per choice on very large devices. */
-#define DMR_GC_WINDOW	65536U
+/*
+ * Victims looked at per window on very large devices (dmr_gc_victim()
+ * goes on to the next window when one has no candidate).  A parameter so
+ * that the tests can make a small device search in windows.
+ */
+static unsigned int dmr_gc_window = 65536;
+module_param_named(gc_window, dmr_gc_window, uint, 0644);
+MODULE_PARM_DESC(gc_window, "Segments GC looks at per victim window (0: all)");
 
 /*
  * Count prefree segments by what they wait for (dmr_seg_reuse_wait()): a
@@ -271,12 +278,24 @@ out:
 	return r;
 }
 
+/*
+ * The condition GC's wait for reads in flight ends on: a prefree segment
+ * that only waited for its reads (DMR_GC_WAIT_READERS) is reusable now.
+ * Such segments stay prefree until dmr_gc_free_ready() runs, so counting
+ * the prefree segments that wait for readers would stay true until the
+ * timeout; dmr_reader_put()'s wake-up finds them here.  The barrier pairs
+ * with dmr_map_read()'s, as in dmr_gc_free_ready().
+ */
 static bool dmr_gc_readers_gone(struct dmr_target *rc)
 {
-	struct dmr_gc_state st;
+	u32 i;
 
-	dmr_gc_prefree_waiting(rc, &st);
-	return !st.nr_prefree_readers;
+	smp_mb();	/* entries moved out, then counts: see dmr_map_read() */
+	for (i = 0; i < rc->map.nr_segs; i++)
+		if (dmr_seg_reusable(&rc->map.segs[i], rc->map.ckpt_seq,
+				     rc->map.flush_seq, atomic_read(&rc->readers[i])))
+			return true;
+	return false;
 }
 
 /**
@@ -324,7 +343,7 @@ int dmr_gc_run(struct dmr_target *rc, bool urgent)
 	dmr_gc_prefree_waiting(rc, &st);
 	st.active = rc->gc_active;
 	victim = dmr_gc_victim(&rc->map, urgent, rc->seq, &rc->gc_cursor,
-			       DMR_GC_WINDOW);
+			       READ_ONCE(dmr_gc_window));
 	st.victim = victim != DMR_NO_SEGMENT;
 
 	switch (dmr_gc_decide(&p, &st)) {

@@ -38,24 +38,85 @@ void dmr_gc_params_default(u32 nr_segs, struct dmr_gc_params *p)
 }
 
 /**
+ * dmr_gc_high_max() - the highest watermark a device's spare space can hold
+ * @geo: the device's geometry
+ *
+ * GC can free at most the segments the user's data does not need: the
+ * segments less those the whole logical space fills when packed (a unit
+ * of DMR_SUMMARY_WORDS blocks behind each summary) and the heads' open
+ * and reserved segments.  A watermark at that bound makes GC compact the
+ * device completely, at unbounded cost, and one above it can never be
+ * reached, so GC copies without end while writes come.  Half the spare is
+ * accepted: victims then hold at most about half their blocks valid in
+ * steady state.  The default watermarks (dmr_gc_params_default()) are
+ * GC's own floor and are always accepted, even where the spare of the
+ * smallest formats is below them.
+ *
+ * Return: the largest gc_high (and gc_low) dmr_gc_params_check() accepts.
+ */
+u32 dmr_gc_high_max(const struct dmr_geometry *geo)
+{
+	u32 sb = geo->segment_blocks;
+	u64 data = sb - (sb + DMR_SUMMARY_WORDS) / (DMR_SUMMARY_WORDS + 1);
+	u64 live = div64_u64(geo->logical_blocks + data - 1, data);
+	u64 used = live + 2 * DMR_NR_HEADS;
+	struct dmr_gc_params d;
+	u32 spare;
+
+	spare = geo->nr_segments > used ? geo->nr_segments - used : 0;
+	dmr_gc_params_default(geo->nr_segments, &d);
+	return max(spare / 2, d.high);
+}
+
+/**
+ * dmr_gc_params_apply() - set the watermarks a table line or message gives
+ * @p: the current (or default) watermarks; updated
+ * @low: gc_low given, 0 if not
+ * @high: gc_high given, 0 if not
+ *
+ * The table line and the gc_low/gc_high messages both use this, so they
+ * behave the same: a watermark given alone moves the other one only as
+ * far as it must (gc_low 10 alone raises gc_high to 10 if it was lower;
+ * gc_high 3 alone lowers gc_low to 3, and the check then names gc_high,
+ * the one given).  dmr_gc_params_check() then decides.
+ */
+void dmr_gc_params_apply(struct dmr_gc_params *p, u32 low, u32 high)
+{
+	if (low)
+		p->low = low;
+	if (high)
+		p->high = high;
+	if (low && !high && p->high < p->low)
+		p->high = p->low;
+	if (high && !low && p->low > p->high)
+		p->low = p->high;
+}
+
+/**
  * dmr_gc_params_check() - are these watermarks usable?
  * @nr_segs: segments of the device
+ * @high_max: dmr_gc_high_max() of the device
  * @p: the watermarks
  *
  * Return: NULL, or what is wrong with them.
  */
-const char *dmr_gc_params_check(u32 nr_segs, const struct dmr_gc_params *p)
+const char *dmr_gc_params_check(u32 nr_segs, u32 high_max,
+				const struct dmr_gc_params *p)
 {
 	if (!p->batch)
 		return "GC batch must be at least 1";
 	if (p->reserve < DMR_GC_FLOOR + p->batch)
 		return "GC reserve must cover GC's floor (2) and a batch";
+	if (p->high < p->reserve)
+		return "gc_high must be at least the GC reserve";
 	if (p->low < p->reserve)
 		return "gc_low must be at least the GC reserve";
 	if (p->high < p->low)
 		return "gc_high must be at least gc_low";
 	if (p->high > nr_segs / 2)
 		return "gc_high must be at most half the segments";
+	if (p->high > high_max)
+		return "gc_high is above what the spare space can hold";
 	return NULL;
 }
 
@@ -227,19 +288,35 @@ enum dmr_gc_read_step dmr_gc_read_step(bool pending, bool done, bool urgent)
 }
 
 /**
+ * dmr_gc_move_cost() - log blocks moving a segment's valid blocks takes
+ * @valid: valid blocks of the victim
+ *
+ * Each block, and a summary per relocation unit, which lists at most
+ * DMR_SUMMARY_WORDS / 2 blocks (a logical block and its source each).
+ */
+u32 dmr_gc_move_cost(u32 valid)
+{
+	const u32 per_unit = DMR_SUMMARY_WORDS / 2;
+
+	return valid + (valid + per_unit - 1) / per_unit;
+}
+
+/**
  * dmr_seg_collectable() - may GC take this segment as a victim?
  * @s: the segment
  * @seg_blocks: blocks per segment
  *
  * Sealed (written, no head on it, not in memory, not already empty), and
- * collecting it gains something: a segment holds at most @seg_blocks - 1
- * data blocks (one summary at least).
+ * collecting it gains something: moving its valid blocks, with the
+ * summaries of their relocation units (dmr_gc_move_cost()), takes fewer
+ * blocks than the segment frees.  (A written-once segment of 2048 blocks
+ * holds 2045 valid blocks and would need 2050 to move.)
  */
 bool dmr_seg_collectable(const struct dmr_seg *s, u32 seg_blocks)
 {
 	return (s->flags & (DMR_SEG_USED | DMR_SEG_OPEN | DMR_SEG_MEM |
 			    DMR_SEG_PREFREE | DMR_SEG_NOGC)) == DMR_SEG_USED &&
-	       s->valid + 1 < seg_blocks;
+	       s->valid < seg_blocks && dmr_gc_move_cost(s->valid) < seg_blocks;
 }
 
 /* Ages are capped so that the cost-benefit product fits in 64 bits. */
@@ -279,39 +356,49 @@ u64 dmr_gc_score(const struct dmr_seg *s, u32 seg_blocks, u64 now_seq,
  * @greedy: see dmr_gc_score()
  * @now_seq: the log's last sequence number
  * @cursor: where the previous window ended; advanced
- * @window: segments looked at (all of them if @window >= @m->nr_segs)
+ * @window: segments looked at per window (all of them if @window >=
+ *	@m->nr_segs)
  *
  * The best score in the window wins; on a tie the older segment (lower
  * @seq).  A window bounds the cost on very large devices, as F2FS's
- * max_victim_search does.
+ * max_victim_search does.  A window without a collectable segment is not
+ * an answer: the search goes on with the next windows until it finds one
+ * or has looked at every segment, so DMR_NO_SEGMENT always means that no
+ * segment of the device is collectable (a writer waiting for space must
+ * never be refused while one is, and background GC must not go idle on a
+ * window of full segments).
  *
- * Return: a segment, or DMR_NO_SEGMENT if none in the window is collectable.
+ * Return: a segment, or DMR_NO_SEGMENT if none is collectable.
  */
 u32 dmr_gc_victim(const struct dmr_map *m, bool greedy, u64 now_seq,
 		  u32 *cursor, u32 window)
 {
-	u32 i, best = DMR_NO_SEGMENT, start = *cursor % m->nr_segs;
+	u32 i, best = DMR_NO_SEGMENT, start = *cursor % m->nr_segs, seen;
 	u64 best_score = 0;
 
-	if (window >= m->nr_segs) {
+	if (!window || window >= m->nr_segs) {
 		window = m->nr_segs;
 		start = 0;
-	} else {
-		*cursor = (start + window) % m->nr_segs;
 	}
-	for (i = 0; i < window; i++) {
-		u32 n = (start + i) % m->nr_segs;
-		const struct dmr_seg *s = &m->segs[n];
-		u64 score;
+	for (seen = 0; seen < m->nr_segs && best == DMR_NO_SEGMENT; seen += window) {
+		u32 len = min(window, m->nr_segs - seen);
 
-		if (!dmr_seg_collectable(s, m->seg_blocks))
-			continue;
-		score = dmr_gc_score(s, m->seg_blocks, now_seq, greedy);
-		if (best == DMR_NO_SEGMENT || score > best_score ||
-		    (score == best_score && s->seq < m->segs[best].seq)) {
-			best = n;
-			best_score = score;
+		for (i = 0; i < len; i++) {
+			u32 n = (start + seen + i) % m->nr_segs;
+			const struct dmr_seg *s = &m->segs[n];
+			u64 score;
+
+			if (!dmr_seg_collectable(s, m->seg_blocks))
+				continue;
+			score = dmr_gc_score(s, m->seg_blocks, now_seq, greedy);
+			if (best == DMR_NO_SEGMENT || score > best_score ||
+			    (score == best_score && s->seq < m->segs[best].seq)) {
+				best = n;
+				best_score = score;
+			}
 		}
+		if (window < m->nr_segs)
+			*cursor = (start + seen + len) % m->nr_segs;
 	}
 	return best;
 }

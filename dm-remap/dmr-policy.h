@@ -10,6 +10,7 @@
 #ifndef DMR_POLICY_H
 #define DMR_POLICY_H
 
+#include "dmr-codec.h"
 #include "dmr-map.h"
 
 /* Log heads (DMR_NR_HEADS of them). */
@@ -44,7 +45,10 @@ struct dmr_gc_params {
 #define DMR_GC_FLOOR	2U
 
 void dmr_gc_params_default(u32 nr_segs, struct dmr_gc_params *p);
-const char *dmr_gc_params_check(u32 nr_segs, const struct dmr_gc_params *p);
+u32 dmr_gc_high_max(const struct dmr_geometry *geo);
+void dmr_gc_params_apply(struct dmr_gc_params *p, u32 low, u32 high);
+const char *dmr_gc_params_check(u32 nr_segs, u32 high_max,
+				const struct dmr_gc_params *p);
 bool dmr_head_may_alloc(const struct dmr_gc_params *p, unsigned int head,
 			u32 nr_free);
 bool dmr_gc_active(const struct dmr_gc_params *p, bool active, u32 nr_free,
@@ -93,6 +97,7 @@ enum dmr_gc_read_step {
 
 enum dmr_gc_read_step dmr_gc_read_step(bool pending, bool done, bool urgent);
 
+u32 dmr_gc_move_cost(u32 valid);
 bool dmr_seg_collectable(const struct dmr_seg *s, u32 seg_blocks);
 u64 dmr_gc_score(const struct dmr_seg *s, u32 seg_blocks, u64 now_seq,
 		 bool greedy);

@@ -14,8 +14,10 @@
  * Locking: see dmr.h.  The constructor, destructor and suspend hooks run
  * with no I/O in flight; the statistics are atomics.  @dmr_instances_lock
  * protects the list of instances, which the constructor uses to tell a
- * table reload (another instance of the same device is live) from a
- * first load.
+ * table reload (another instance of the same device in the same mapped
+ * device) from a first load, and to refuse a second mapped device on a
+ * device one already uses.  Each instance's @ctl_lock serialises the
+ * checkpoint message with postsuspend, preresume and resume.
  */
 #include <linux/module.h>
 #include <linux/bio.h>
@@ -30,24 +32,36 @@ static LIST_HEAD(dmr_instances);
 static DEFINE_MUTEX(dmr_instances_lock);	/* protects dmr_instances */
 
 /*
- * Add @rc to the instances.  Return: true if another instance of the same
- * device exists: @rc is a reload of a live (or suspended) table, and must
- * not read the metadata before the old instance's postsuspend wrote its
- * last checkpoint.  Device-mapper opens devices exclusively per mapped
- * device, so only a table of the same mapped device can share one.
+ * Add @rc to the instances.  Device-mapper opens every table's devices
+ * with the same holder, so a second mapped device can open a device a
+ * live one already writes: that must be refused (-EBUSY), or two
+ * instances would append to one log.  Another instance of the same
+ * device in the same mapped device is a table reload: @rc must not read
+ * the metadata before the old instance's postsuspend wrote its last
+ * checkpoint (*@shared is set, the load waits for preresume).
+ *
+ * Return: 0 or -EBUSY.
  */
-static bool dmr_register(struct dmr_target *rc)
+static int dmr_register(struct dmr_target *rc, bool *shared)
 {
+	struct mapped_device *md = dm_table_get_md(rc->ti->table);
 	struct dmr_target *o;
-	bool shared = false;
+	int r = 0;
 
+	*shared = false;
 	mutex_lock(&dmr_instances_lock);
-	list_for_each_entry(o, &dmr_instances, node)
-		if (o->dev->bdev == rc->dev->bdev)
-			shared = true;
-	list_add(&rc->node, &dmr_instances);
+	list_for_each_entry(o, &dmr_instances, node) {
+		if (o->dev->bdev != rc->dev->bdev)
+			continue;
+		if (dm_table_get_md(o->ti->table) != md)
+			r = -EBUSY;
+		else
+			*shared = true;
+	}
+	if (!r)
+		list_add(&rc->node, &dmr_instances);
 	mutex_unlock(&dmr_instances_lock);
-	return shared;
+	return r;
 }
 
 static void dmr_unregister(struct dmr_target *rc)
@@ -80,16 +94,9 @@ static int dmr_gc_setup(struct dmr_target *rc, const char **error)
 	const char *why;
 
 	dmr_gc_params_default(rc->sb.geo.nr_segments, &p);
-	if (rc->opts.gc_low)
-		p.low = rc->opts.gc_low;
-	if (rc->opts.gc_high)
-		p.high = rc->opts.gc_high;
-	/* one watermark given: the other keeps its distance from it */
-	if (rc->opts.gc_low && !rc->opts.gc_high && p.high < p.low)
-		p.high = p.low + p.batch;
-	if (rc->opts.gc_high && !rc->opts.gc_low && p.low > p.high)
-		p.low = max(p.reserve, p.high - min(p.high, p.batch));
-	why = dmr_gc_params_check(rc->sb.geo.nr_segments, &p);
+	dmr_gc_params_apply(&p, rc->opts.gc_low, rc->opts.gc_high);
+	why = dmr_gc_params_check(rc->sb.geo.nr_segments,
+				  dmr_gc_high_max(&rc->sb.geo), &p);
 	if (why) {
 		*error = why;
 		return -EINVAL;
@@ -159,6 +166,7 @@ static int dmr_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	}
 	rc->ti = ti;
 	INIT_LIST_HEAD(&rc->node);
+	mutex_init(&rc->ctl_lock);
 
 	r = dmr_options_parse(&rc->opts, argc - 1, argv + 1, &err);
 	if (r)
@@ -190,7 +198,11 @@ static int dmr_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	r = dmr_gc_setup(rc, &err);
 	if (r)
 		goto bad_io;
-	rc->deferred = dmr_register(rc);
+	r = dmr_register(rc, &rc->deferred);
+	if (r) {
+		err = "Device is in use by another dm-remap mapped device";
+		goto bad_io;
+	}
 	if (!rc->deferred) {
 		r = dmr_load(rc, &err);
 		if (r)
@@ -246,17 +258,18 @@ static int dmr_preresume(struct dm_target *ti)
 {
 	struct dmr_target *rc = ti->private;
 	const char *err = "load failed";
-	int r;
+	int r = 0;
 
+	mutex_lock(&rc->ctl_lock);
 	if (!rc->loaded) {
 		r = dmr_load(rc, &err);
-		if (r) {
+		if (r)
 			DMERR("%s: %s (%d)", rc->dev->name, err, r);
-			return r;
-		}
 	}
-	rc->active = true;
-	return 0;
+	if (!r)
+		rc->active = true;
+	mutex_unlock(&rc->ctl_lock);
+	return r;
 }
 
 /*
@@ -267,6 +280,8 @@ static void dmr_postsuspend(struct dm_target *ti)
 {
 	struct dmr_target *rc = ti->private;
 
+	/* a checkpoint message in progress finishes first (@ctl_lock) */
+	mutex_lock(&rc->ctl_lock);
 	WRITE_ONCE(rc->suspended, true);
 	dmr_worker_stop(rc);
 	if (rc->active && READ_ONCE(rc->mode) == DMR_MODE_WRITE &&
@@ -274,14 +289,17 @@ static void dmr_postsuspend(struct dm_target *ti)
 		DMERR("%s: checkpoint at suspend failed; the next load replays the log",
 		      rc->dev->name);
 	rc->active = false;
+	mutex_unlock(&rc->ctl_lock);
 }
 
 static void dmr_resume(struct dm_target *ti)
 {
 	struct dmr_target *rc = ti->private;
 
+	mutex_lock(&rc->ctl_lock);
 	WRITE_ONCE(rc->suspended, false);
 	dmr_worker_start(rc);
+	mutex_unlock(&rc->ctl_lock);
 }
 
 static int dmr_map(struct dm_target *ti, struct bio *bio)
@@ -464,10 +482,11 @@ static int dmr_message(struct dm_target *ti, unsigned int argc, char **argv,
 		spin_lock(&rc->map_lock);
 		p = rc->gc;
 		if (!strcasecmp(argv[0], "gc_low"))
-			p.low = v;
+			dmr_gc_params_apply(&p, v, 0);
 		else
-			p.high = v;
-		why = dmr_gc_params_check(rc->sb.geo.nr_segments, &p);
+			dmr_gc_params_apply(&p, 0, v);
+		why = dmr_gc_params_check(rc->sb.geo.nr_segments,
+					  dmr_gc_high_max(&rc->sb.geo), &p);
 		if (!why)
 			rc->gc = p;
 		spin_unlock(&rc->map_lock);
@@ -478,11 +497,20 @@ static int dmr_message(struct dm_target *ti, unsigned int argc, char **argv,
 		return 0;
 	}
 	if (argc == 1 && !strcasecmp(argv[0], "checkpoint")) {
-		if (READ_ONCE(rc->mode) != DMR_MODE_WRITE)
-			return -EROFS;
-		if (!rc->active)
-			return -EBUSY;	/* suspended: the last one is written */
-		return dmr_checkpoint_now(rc, false);
+		int r;
+
+		/*
+		 * dm holds only SRCU around a message: @ctl_lock keeps it out
+		 * of postsuspend's clean checkpoint and preresume's load,
+		 * which share the worker's checkpoint state.
+		 */
+		mutex_lock(&rc->ctl_lock);
+		r = dmr_message_checkpoint_verdict(READ_ONCE(rc->mode), rc->active,
+						   READ_ONCE(rc->stopping));
+		if (!r)
+			r = dmr_checkpoint_now(rc, false);
+		mutex_unlock(&rc->ctl_lock);
+		return r;
 	}
 	DMWARN("unrecognised message received (%u args, first '%s')",
 	       argc, argc ? argv[0] : "");

@@ -153,7 +153,8 @@ static int dmr_flight_reap(struct dmr_target *rc, struct dmr_flight *f)
 		return f->error;
 	}
 	spin_lock(&rc->map_lock);
-	rc->map.segs[f->segment].flags &= ~DMR_SEG_MEM;
+	if (!WARN_ON_ONCE(f->segment == DMR_NO_SEGMENT))
+		rc->map.segs[f->segment].flags &= ~DMR_SEG_MEM;
 	f->segment = DMR_NO_SEGMENT;
 	spin_unlock(&rc->map_lock);
 	return 0;
@@ -284,6 +285,15 @@ static int __dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync,
 	bool done;
 	int r;
 
+	/*
+	 * Nothing is sealed or written once the target failed: a unit
+	 * numbered after a write that failed (a hole replay stops at) would
+	 * be written for nothing, and a flush after it would acknowledge
+	 * data the next load drops (dmr_flight_reap() reports a failed
+	 * write only once, to whoever reaped it).
+	 */
+	if (READ_ONCE(rc->mode) != DMR_MODE_WRITE)
+		return rc->first_error ?: -EIO;
 	if (h->unit_open && (h->unit->nr_blocks || h->unit->nr_discards))
 		dmr_close_unit(rc, h);
 	h->unit_open = false;
@@ -309,6 +319,11 @@ static int __dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync,
 	}
 	if (r || act == DMR_SEAL_FLUSH)
 		return r;	/* a flush is the caller's (dmr_flush_all()) */
+	/* rule 9: a done segment is left for a reserved one; checked first */
+	if (done && WARN_ON_ONCE(h->pos.next_segment == DMR_NO_SEGMENT)) {
+		dmr_fail(rc, -EIO, "log head without a next segment");
+		return -EIO;
+	}
 	if (act == DMR_SEAL_FLIGHT) {
 		/* the segment is done: the head fills the next in another buffer */
 		swap(h->buf, f->buf);
@@ -346,6 +361,7 @@ static int dmr_seg_leave(struct dmr_target *rc, struct dmr_head *h,
 {
 	u32 seg = h->pos.segment, next = h->pos.next_segment;
 
+	/* for the zero-copy path; __dmr_seal() checks before handing @f over */
 	if (WARN_ON_ONCE(next == DMR_NO_SEGMENT)) {
 		dmr_fail(rc, -EIO, "log head without a next segment");
 		return -EIO;
@@ -384,6 +400,9 @@ int dmr_flush_all(struct dmr_target *rc, bool flush_device)
 	unsigned int i;
 	int carrier = -1, r;
 
+	/* a failed target flushes nothing: every waiting flush fails */
+	if (READ_ONCE(rc->mode) != DMR_MODE_WRITE)
+		return rc->first_error ?: -EIO;
 	if (flush_device) {
 		for (i = 0; i < DMR_NR_HEADS; i++) {
 			struct dmr_head *h = &rc->heads[i];
@@ -806,6 +825,7 @@ static void dmr_group_commit(struct dmr_target *rc)
 		bio_endio(bio);
 	}
 	rc->nr_commit = 0;
+	rc->commit_behind = 0;
 }
 
 static void dmr_do_discard(struct dmr_target *rc, struct bio *bio)
@@ -843,10 +863,22 @@ static void dmr_do_discard(struct dmr_target *rc, struct bio *bio)
 		u->discard[u->nr_discards][0] = lba;
 		u->discard[u->nr_discards][1] = count;
 		u->nr_discards++;
-		spin_lock(&rc->map_lock);
-		for (b = 0; b < count; b++)
-			dmr_map_unmap(&rc->map, lba + b);
-		spin_unlock(&rc->map_lock);
+		/*
+		 * @map_lock is a spin lock the read path takes: held for at
+		 * most DMR_UNMAP_STEP entries at a time (one bio may discard
+		 * the whole device, 2^30 blocks per extent), with a chance to
+		 * reschedule between the steps.  Only the worker changes the
+		 * map, so the extent is consistent between steps.
+		 */
+		for (b = 0; b < count; ) {
+			u64 end = b + dmr_unmap_step(count - b);
+
+			spin_lock(&rc->map_lock);
+			for (; b < end; b++)
+				dmr_map_unmap(&rc->map, lba + b);
+			spin_unlock(&rc->map_lock);
+			cond_resched();
+		}
 		lba += count;
 		nr -= count;
 	}
@@ -893,9 +925,14 @@ void dmr_worker(struct work_struct *work)
 	struct bio *bio;
 
 	for (;;) {
-		if (READ_ONCE(rc->ckpt_due))
+		/*
+		 * A stopping worker writes no checkpoint: postsuspend's clean
+		 * one owns the checkpoint state, and a timer that fired
+		 * between dmr_worker_stop()'s cancels may still queue us.
+		 */
+		if (READ_ONCE(rc->ckpt_due) && !READ_ONCE(rc->stopping))
 			dmr_checkpoint_due(rc);
-		if (READ_ONCE(rc->mode) == DMR_MODE_WRITE &&
+		if (READ_ONCE(rc->mode) == DMR_MODE_WRITE && !READ_ONCE(rc->stopping) &&
 		    dmr_seq_window_full(rc->seq, rc->ckpt_log_seq))
 			dmr_checkpoint(rc, false);
 		if (bio_list_empty(&batch)) {
@@ -906,7 +943,7 @@ void dmr_worker(struct work_struct *work)
 		}
 		bio = bio_list_pop(&batch);
 		if (!bio) {
-			if (dmr_group_commit_now(rc->nr_commit, true)) {
+			if (dmr_group_commit_now(rc->nr_commit, true, rc->commit_behind)) {
 				dmr_group_commit(rc);
 				continue;
 			}
@@ -928,7 +965,9 @@ void dmr_worker(struct work_struct *work)
 		default:
 			bio_io_error(bio);
 		}
-		if (dmr_group_commit_now(rc->nr_commit, false))
+		if (rc->nr_commit)
+			rc->commit_behind++;
+		if (dmr_group_commit_now(rc->nr_commit, false, rc->commit_behind))
 			dmr_group_commit(rc);
 		if (!rc->nr_commit)
 			dmr_gc_background(rc);

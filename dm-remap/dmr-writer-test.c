@@ -113,18 +113,71 @@ static void dmr_test_seal_after_write(struct kunit *test)
 
 /*
  * The group commit waits while requests are queued (they join it), and
- * not past DMR_GROUP_COMMIT_MAX waiting requests; nothing waiting, no
- * commit.
+ * not past DMR_GROUP_COMMIT_MAX waiting requests, nor past
+ * DMR_GROUP_COMMIT_BEHIND other requests handled since the oldest joined
+ * (a queue that never empties); nothing waiting, no commit.
  */
 static void dmr_test_group_commit_now(struct kunit *test)
 {
-	KUNIT_EXPECT_FALSE(test, dmr_group_commit_now(0, true));
-	KUNIT_EXPECT_FALSE(test, dmr_group_commit_now(0, false));
-	KUNIT_EXPECT_TRUE(test, dmr_group_commit_now(1, true));
-	KUNIT_EXPECT_FALSE(test, dmr_group_commit_now(1, false));
-	KUNIT_EXPECT_FALSE(test, dmr_group_commit_now(DMR_GROUP_COMMIT_MAX - 1, false));
-	KUNIT_EXPECT_TRUE(test, dmr_group_commit_now(DMR_GROUP_COMMIT_MAX, false));
-	KUNIT_EXPECT_TRUE(test, dmr_group_commit_now(DMR_GROUP_COMMIT_MAX + 1, false));
+	const u32 b = DMR_GROUP_COMMIT_BEHIND;
+	u32 behind, i;
+
+	KUNIT_EXPECT_FALSE(test, dmr_group_commit_now(0, true, 0));
+	KUNIT_EXPECT_FALSE(test, dmr_group_commit_now(0, false, 0));
+	KUNIT_EXPECT_FALSE(test, dmr_group_commit_now(0, false, b));
+	KUNIT_EXPECT_TRUE(test, dmr_group_commit_now(1, true, 0));
+	KUNIT_EXPECT_FALSE(test, dmr_group_commit_now(1, false, 0));
+	KUNIT_EXPECT_FALSE(test, dmr_group_commit_now(DMR_GROUP_COMMIT_MAX - 1, false, 0));
+	KUNIT_EXPECT_TRUE(test, dmr_group_commit_now(DMR_GROUP_COMMIT_MAX, false, 0));
+	KUNIT_EXPECT_TRUE(test, dmr_group_commit_now(DMR_GROUP_COMMIT_MAX + 1, false, 0));
+	/* the bound on a queue that never empties */
+	KUNIT_EXPECT_FALSE(test, dmr_group_commit_now(1, false, b - 1));
+	KUNIT_EXPECT_TRUE(test, dmr_group_commit_now(1, false, b));
+	KUNIT_EXPECT_TRUE(test, dmr_group_commit_now(1, false, b + 1));
+
+	/*
+	 * The worker's loop as it counts (dmr_worker()): one flush waits,
+	 * and every request after it finds the queue non-empty.  The commit
+	 * comes after DMR_GROUP_COMMIT_BEHIND of them, not never.
+	 */
+	behind = 0;
+	for (i = 0; i < 10 * b; i++) {
+		behind++;
+		if (dmr_group_commit_now(1, false, behind))
+			break;
+	}
+	KUNIT_EXPECT_EQ(test, i + 1, b);
+}
+
+/* The checkpoint message runs only on an active, writing, running target. */
+static void dmr_test_message_checkpoint_verdict(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, dmr_message_checkpoint_verdict(DMR_MODE_WRITE, true, false), 0);
+	KUNIT_EXPECT_EQ(test, dmr_message_checkpoint_verdict(DMR_MODE_WRITE, false, false),
+			-EBUSY);
+	/* postsuspend began: it writes the last one */
+	KUNIT_EXPECT_EQ(test, dmr_message_checkpoint_verdict(DMR_MODE_WRITE, true, true),
+			-EBUSY);
+	KUNIT_EXPECT_EQ(test, dmr_message_checkpoint_verdict(DMR_MODE_FAILED, true, false),
+			-EROFS);
+	KUNIT_EXPECT_EQ(test, dmr_message_checkpoint_verdict(DMR_MODE_READ_ONLY, true, false),
+			-EROFS);
+}
+
+/* A discard unmaps in bounded steps, whatever its size. */
+static void dmr_test_unmap_step(struct kunit *test)
+{
+	u64 left, steps;
+
+	KUNIT_EXPECT_EQ(test, dmr_unmap_step(1), 1U);
+	KUNIT_EXPECT_EQ(test, dmr_unmap_step(DMR_UNMAP_STEP), DMR_UNMAP_STEP);
+	KUNIT_EXPECT_EQ(test, dmr_unmap_step(DMR_UNMAP_STEP + 1), DMR_UNMAP_STEP);
+	/* the largest extent one discard unit holds (2^30 blocks) */
+	KUNIT_EXPECT_EQ(test, dmr_unmap_step(1ULL << 30), DMR_UNMAP_STEP);
+	KUNIT_EXPECT_EQ(test, dmr_unmap_step(1ULL << 40), DMR_UNMAP_STEP);
+	for (left = (1ULL << 20) + 3, steps = 0; left; steps++)
+		left -= dmr_unmap_step(left);
+	KUNIT_EXPECT_EQ(test, steps, (u64)((1U << 20) / DMR_UNMAP_STEP + 1));
 }
 
 /*
@@ -432,19 +485,53 @@ static void dmr_test_load_needs_recovery(struct kunit *test)
 {
 	struct dmr_ckpt clean = { .flags = DMR_CKPT_CLEAN }, dirty = { .flags = 0 };
 
-	KUNIT_EXPECT_FALSE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_MAGIC));
-	KUNIT_EXPECT_FALSE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_END));
-	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 1, DMR_LOG_BAD_MAGIC));
-	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_CSUM));
-	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_SEQ));
-	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_DATA));
+	KUNIT_EXPECT_FALSE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_MAGIC, false));
+	KUNIT_EXPECT_FALSE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_END, false));
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 1, DMR_LOG_BAD_MAGIC, false));
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_CSUM, false));
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_SEQ, false));
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_DATA, false));
 	/* a unit of an earlier use of a reused segment is a normal end */
-	KUNIT_EXPECT_FALSE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_STALE));
-	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_UUID));
+	KUNIT_EXPECT_FALSE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_STALE, false));
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_UUID, false));
 	/* a marked (not clean) checkpoint always recovers: rule 7 */
-	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&dirty, 0, DMR_LOG_BAD_MAGIC));
-	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&dirty, 0, DMR_LOG_END));
-	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&dirty, 0, DMR_LOG_STALE));
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&dirty, 0, DMR_LOG_BAD_MAGIC, false));
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&dirty, 0, DMR_LOG_END, false));
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&dirty, 0, DMR_LOG_STALE, false));
+	/* a clean slot loaded by falling back is a recovery: issue 24 item 7 */
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_BAD_MAGIC, true));
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_END, true));
+	KUNIT_EXPECT_TRUE(test, dmr_load_needs_recovery(&clean, 0, DMR_LOG_STALE, true));
+}
+
+/*
+ * Falling back: the slot loaded is not the newest valid one, or the other
+ * header is present but does not decode.  A slot never written
+ * (DMR_LOG_BAD_MAGIC) is no fall-back.
+ */
+static void dmr_test_load_fell_back(struct kunit *test)
+{
+	struct dmr_ckpt c[DMR_CKPT_SLOTS] = { { .seq = 7 }, { .seq = 8 } };
+	enum dmr_log_status st[DMR_CKPT_SLOTS] = { DMR_LOG_OK, DMR_LOG_OK };
+	static const enum dmr_log_status damaged[] = {
+		DMR_LOG_BAD_CSUM, DMR_LOG_BAD_UUID, DMR_LOG_BAD_LOCATION, DMR_LOG_BAD_COUNTS,
+	};
+	unsigned int i;
+
+	/* both valid: the newest is no fall-back, the older one is */
+	KUNIT_EXPECT_FALSE(test, dmr_load_fell_back(st, c, 1));
+	KUNIT_EXPECT_TRUE(test, dmr_load_fell_back(st, c, 0));
+	c[0].seq = 9;
+	KUNIT_EXPECT_FALSE(test, dmr_load_fell_back(st, c, 0));
+	KUNIT_EXPECT_TRUE(test, dmr_load_fell_back(st, c, 1));
+	/* the other never written (after format) */
+	st[1] = DMR_LOG_BAD_MAGIC;
+	KUNIT_EXPECT_FALSE(test, dmr_load_fell_back(st, c, 0));
+	/* the other torn or damaged: it may be newer */
+	for (i = 0; i < ARRAY_SIZE(damaged); i++) {
+		st[1] = damaged[i];
+		KUNIT_EXPECT_TRUE(test, dmr_load_fell_back(st, c, 0));
+	}
 }
 
 /*
@@ -560,6 +647,8 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_unit_room_and_chunks),
 	KUNIT_CASE(dmr_test_seal_after_write),
 	KUNIT_CASE(dmr_test_group_commit_now),
+	KUNIT_CASE(dmr_test_message_checkpoint_verdict),
+	KUNIT_CASE(dmr_test_unmap_step),
 	KUNIT_CASE(dmr_test_flush_carrier),
 	KUNIT_CASE(dmr_test_discard_at_segment_end),
 	KUNIT_CASE(dmr_test_write_pieces),
@@ -572,6 +661,7 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_ckpt_rearm),
 	KUNIT_CASE(dmr_test_ckpt_order),
 	KUNIT_CASE(dmr_test_load_needs_recovery),
+	KUNIT_CASE(dmr_test_load_fell_back),
 	KUNIT_CASE(dmr_test_seq_window),
 	KUNIT_CASE(dmr_test_ckpt_log_seq_bound),
 	KUNIT_CASE(dmr_test_head_needs_next),

@@ -96,17 +96,39 @@ bool dmr_seal_after_write(bool unit_open, u32 wp, u32 seg_blocks)
  * @waiting: flush and FUA requests whose data is in the log and that wait
  *	for a device flush
  * @queue_empty: no other request waits for the worker
+ * @behind: requests the worker handled since the oldest of them joined
  *
  * Requests that arrive while the worker copies, writes or flushes queue
  * up behind it, and every flush or FUA among them joins the next commit:
  * one write of each head's closed units and one device flush for all of
  * them.  The commit is made once the queue is empty, so every request
- * that came meanwhile has joined it, or once DMR_GROUP_COMMIT_MAX wait,
- * so a steady stream of other requests cannot hold them back.
+ * that came meanwhile has joined it, once DMR_GROUP_COMMIT_MAX wait, or
+ * once DMR_GROUP_COMMIT_BEHIND other requests were handled since the
+ * oldest waiter joined: writers at queue depth that never let the queue
+ * empty cannot hold a flush back longer than that.
  */
-bool dmr_group_commit_now(u32 waiting, bool queue_empty)
+bool dmr_group_commit_now(u32 waiting, bool queue_empty, u32 behind)
 {
-	return waiting && (queue_empty || waiting >= DMR_GROUP_COMMIT_MAX);
+	return waiting && (queue_empty || waiting >= DMR_GROUP_COMMIT_MAX ||
+			   behind >= DMR_GROUP_COMMIT_BEHIND);
+}
+
+/**
+ * dmr_message_checkpoint_verdict() - may a checkpoint message run now?
+ * @mode: enum dmr_mode
+ * @active: the instance owns the device (load to postsuspend)
+ * @stopping: the worker is being stopped (postsuspend or destructor)
+ *
+ * Return: 0, -EROFS (the target does not write), or -EBUSY (suspended or
+ * stopping: the last checkpoint is postsuspend's).
+ */
+int dmr_message_checkpoint_verdict(int mode, bool active, bool stopping)
+{
+	if (mode != DMR_MODE_WRITE)
+		return -EROFS;
+	if (!active || stopping)
+		return -EBUSY;
+	return 0;
 }
 
 /**
@@ -326,10 +348,33 @@ int dmr_ckpt_order(const enum dmr_log_status st[DMR_CKPT_SLOTS],
 }
 
 /**
+ * dmr_load_fell_back() - is the slot loaded other than the newest one?
+ * @st: each slot header's decode status
+ * @c: the decoded headers
+ * @slot: the slot loaded
+ *
+ * True if the other header is valid and newer (its tables were damaged),
+ * or is present but does not decode (a torn or damaged header: not
+ * DMR_LOG_BAD_MAGIC, which a slot never written shows).  Either may be a
+ * newer checkpoint whose log went on past this slot's.
+ */
+bool dmr_load_fell_back(const enum dmr_log_status st[DMR_CKPT_SLOTS],
+			const struct dmr_ckpt c[DMR_CKPT_SLOTS], int slot)
+{
+	int other = slot ^ 1;
+
+	if (st[other] == DMR_LOG_OK)
+		return c[other].seq > c[slot].seq;
+	return st[other] != DMR_LOG_BAD_MAGIC;
+}
+
+/**
  * dmr_load_needs_recovery() - was the target stopped uncleanly?
  * @c: the checkpoint loaded
  * @units: log units replayed after it
  * @stop: why replay stopped (struct dmr_replay's @stop)
+ * @fell_back: the load passed over a newer or damaged slot
+ *	(dmr_load_fell_back())
  *
  * A clean checkpoint is the last thing its instance wrote, and every
  * instance marks its loaded clean checkpoint not-clean before it accepts
@@ -337,11 +382,14 @@ int dmr_ckpt_order(const enum dmr_log_status st[DMR_CKPT_SLOTS],
  * is still the newest nothing can follow: replay must find no unit, and
  * every head's chain must end normally (dmr_log_stop_benign(): a block
  * that never held a unit, or a unit of an earlier use of its segment).
+ * A clean slot that is not the newest proves nothing: units numbered
+ * after it may be on the device, so the sequence must jump (rule 4).
  */
 bool dmr_load_needs_recovery(const struct dmr_ckpt *c, u64 units,
-			     enum dmr_log_status stop)
+			     enum dmr_log_status stop, bool fell_back)
 {
-	return !(c->flags & DMR_CKPT_CLEAN) || units || !dmr_log_stop_benign(stop);
+	return fell_back || !(c->flags & DMR_CKPT_CLEAN) || units ||
+	       !dmr_log_stop_benign(stop);
 }
 
 /**
@@ -436,4 +484,18 @@ bool dmr_copy_in_open_unit(u32 entry, u32 seg_blocks, bool unit_open,
 
 	return unit_open && pba / seg_blocks == segment &&
 	       pba % seg_blocks > unit_offset && pba % seg_blocks < wp;
+}
+
+/**
+ * dmr_unmap_step() - map entries a discard unmaps per hold of the map lock
+ * @left: entries of the extent still to unmap
+ *
+ * Bounds how long the read path can wait for the lock (and how long
+ * preemption is off on the worker's CPU) whatever the discard's size.
+ *
+ * Return: at least 1 (if @left), at most DMR_UNMAP_STEP.
+ */
+u32 dmr_unmap_step(u64 left)
+{
+	return min_t(u64, left, DMR_UNMAP_STEP);
 }

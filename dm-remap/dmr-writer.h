@@ -47,7 +47,11 @@ bool dmr_seal_after_write(bool unit_open, u32 wp, u32 seg_blocks);
 /* Flush and FUA requests one group commit waits for at most. */
 #define DMR_GROUP_COMMIT_MAX	64U
 
-bool dmr_group_commit_now(u32 waiting, bool queue_empty);
+/* Other requests handled before a waiting flush is committed regardless. */
+#define DMR_GROUP_COMMIT_BEHIND	256U
+
+bool dmr_group_commit_now(u32 waiting, bool queue_empty, u32 behind);
+int dmr_message_checkpoint_verdict(int mode, bool active, bool stopping);
 bool dmr_head_unwritten(bool unit_open, const struct dmr_unit *u, u32 offset,
 			u32 written);
 int dmr_flush_carrier(const bool *unwritten, unsigned int nr);
@@ -78,8 +82,10 @@ bool dmr_ckpt_rearm(int mode, bool suspended, bool stopping);
 int __must_check dmr_ckpt_order(const enum dmr_log_status st[DMR_CKPT_SLOTS],
 				const struct dmr_ckpt c[DMR_CKPT_SLOTS],
 				int order[DMR_CKPT_SLOTS], int *bad_slot);
+bool dmr_load_fell_back(const enum dmr_log_status st[DMR_CKPT_SLOTS],
+			const struct dmr_ckpt c[DMR_CKPT_SLOTS], int slot);
 bool dmr_load_needs_recovery(const struct dmr_ckpt *c, u64 units,
-			     enum dmr_log_status stop);
+			     enum dmr_log_status stop, bool fell_back);
 
 /* Units the writer may number past the newest completed checkpoint. */
 #define DMR_SEQ_WINDOW		BIT_ULL(32)
@@ -91,5 +97,10 @@ bool dmr_seq_window_full(u64 seq, u64 ckpt_log_seq);
 bool dmr_head_needs_next(u32 next_segment, u32 wp, u32 seg_blocks);
 bool dmr_copy_in_open_unit(u32 entry, u32 seg_blocks, bool unit_open,
 			   u32 segment, u32 unit_offset, u32 wp);
+
+/* Map entries a discard unmaps under one hold of the map lock. */
+#define DMR_UNMAP_STEP		4096U
+
+u32 dmr_unmap_step(u64 left);
 
 #endif /* DMR_WRITER_H */

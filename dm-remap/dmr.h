@@ -54,6 +54,7 @@
 #include <linux/atomic.h>
 #include <linux/bio.h>
 #include <linux/completion.h>
+#include <linux/mutex.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -222,6 +223,10 @@ enum dmr_gc_mode {
  * @map_crc: CRC32C of each map block as last written to a slot (worker)
  * @bounce: scratch for checkpoint I/O, DMR_BOUNCE_BLOCKS blocks (worker)
  * @replayed: log units applied at load
+ * @ctl_lock: serialises the checkpoint message with postsuspend,
+ *	preresume and resume (dm holds only SRCU around a message)
+ * @commit_behind: requests the worker handled since the oldest flush in
+ *	@commit_bios joined it (worker; dmr_group_commit_now())
  * @stats: counters
  */
 struct dmr_target {
@@ -295,6 +300,8 @@ struct dmr_target {
 	u32 *map_crc;
 	void *bounce;
 	u64 replayed;
+	struct mutex ctl_lock;	/* message vs postsuspend/preresume/resume */
+	u32 commit_behind;
 	struct dmr_stats stats;
 };
 

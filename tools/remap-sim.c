@@ -835,15 +835,8 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	dmr_gc_params_default(geo.nr_segments, &s->p);
 	if (cfg->gc.batch)
 		s->p = cfg->gc;
-	if (cfg->gc_low)
-		s->p.low = cfg->gc_low;
-	if (cfg->gc_high)
-		s->p.high = cfg->gc_high;
-	if (cfg->gc_low && !cfg->gc_high && s->p.high < s->p.low)
-		s->p.high = s->p.low + s->p.batch;
-	if (cfg->gc_high && !cfg->gc_low && s->p.low > s->p.high)
-		s->p.low = max(s->p.reserve, s->p.high - min(s->p.high, s->p.batch));
-	why = dmr_gc_params_check(geo.nr_segments, &s->p);
+	dmr_gc_params_apply(&s->p, cfg->gc_low, cfg->gc_high);
+	why = dmr_gc_params_check(geo.nr_segments, dmr_gc_high_max(&geo), &s->p);
 	if (why)
 		usage_error("GC watermarks refused: %s", why);
 	dmr_ckpt_layout(&geo, &layout);

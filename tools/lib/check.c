@@ -452,7 +452,8 @@ static int check_replay(struct check_state *s, int slot)
 		return -1;
 	}
 	s->seq = seq;
-	s->recovery = dmr_load_needs_recovery(&s->c[slot], rp.units, rp.stop);
+	s->recovery = dmr_load_needs_recovery(&s->c[slot], rp.units, rp.stop,
+					      dmr_load_fell_back(s->st, s->c, slot));
 	if (s->recovery)
 		note(s, "not shut down cleanly: the module recovers (replays the log) at load");
 	dmr_heads_load_states(&s->m, s->pos);
