@@ -187,6 +187,7 @@ int dmr_checkpoint(struct dmr_target *rc, bool clean)
 	rc->map.ckpt_seq = c.seq;
 	spin_unlock(&rc->map_lock);
 	dmr_gc_free_ready(rc);
+	dmr_gc_retry(rc);
 	return 0;
 fail:
 	dmr_fail(rc, r, "checkpoint write");

@@ -1306,6 +1306,56 @@ static void dmr_gct_high_max(struct kunit *test)
 			   "gc_high must be at least the GC reserve");
 }
 
+/*
+ * Issue 24 items 12 and 13: GC verifies a unit's data before it moves its
+ * blocks, and a segment it could not read is left only until
+ * dmr_seg_gc_retry_all(), while one it found inconsistent stays left.
+ */
+static void dmr_gct_gc_refuse_and_verify(struct kunit *test)
+{
+	struct dmr_gct_dev *f = dmr_gct_dev_new(test);
+	struct dmr_map m;
+	struct dmr_unit *u;
+	u8 *data;
+	u32 s;
+
+	dmr_gct_map_init(test, &m, GCT_LOGICAL, 6, GCT_SEG_BLOCKS);
+	for (s = 0; s < 6; s++)
+		dmr_gct_set_seg(&m, s, DMR_SEG_USED, 10, 1);
+	dmr_seg_gc_refuse(&m, 1, DMR_SEG_GCERR);
+	dmr_seg_gc_refuse(&m, 2, DMR_SEG_NOGC);
+	dmr_seg_gc_refuse(&m, 3, DMR_SEG_GCERR);
+	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&m.segs[1], GCT_SEG_BLOCKS));
+	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&m.segs[2], GCT_SEG_BLOCKS));
+	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&m.segs[0], GCT_SEG_BLOCKS));
+	KUNIT_EXPECT_EQ(test, dmr_seg_gc_retry_all(&m), 2U);
+	KUNIT_EXPECT_EQ(test, dmr_seg_gc_retry_all(&m), 0U);
+	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&m.segs[1], GCT_SEG_BLOCKS));
+	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&m.segs[3], GCT_SEG_BLOCKS));
+	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&m.segs[2], GCT_SEG_BLOCKS));
+	/* freeing forgets both */
+	m.segs[2].valid = 0;
+	m.segs[2].flags |= DMR_SEG_PREFREE;
+	dmr_seg_gc_refuse(&m, 2, DMR_SEG_GCERR);
+	dmr_seg_make_free(&m, 2);
+	KUNIT_EXPECT_EQ(test, m.segs[2].flags & (DMR_SEG_NOGC | DMR_SEG_GCERR), 0U);
+
+	/* a unit's data against the checksum its summary carries */
+	u = f->unit;
+	data = kunit_kzalloc(test, 3 * DMR_BLOCK_SIZE, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, data);
+	memset(data, 0x5a, 3 * DMR_BLOCK_SIZE);
+	dmr_unit_reset(u, DMR_UNIT_RELOC);
+	u->nr_blocks = 3;
+	u->data_csum = dmr_data_csum(data, 3);
+	KUNIT_EXPECT_TRUE(test, dmr_unit_data_ok(u, data));
+	data[2 * DMR_BLOCK_SIZE + 4095] ^= 1;	/* the last byte of the last block */
+	KUNIT_EXPECT_FALSE(test, dmr_unit_data_ok(u, data));
+	data[2 * DMR_BLOCK_SIZE + 4095] ^= 1;
+	data[0] ^= 0x80;
+	KUNIT_EXPECT_FALSE(test, dmr_unit_data_ok(u, data));
+}
+
 static void dmr_gct_head_may_alloc(struct kunit *test)
 {
 	const struct dmr_gc_params p = { .reserve = 6, .low = 8, .high = 10, .batch = 2 };
@@ -1616,6 +1666,7 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE(dmr_gct_victim_window_search),
 	KUNIT_CASE(dmr_gct_collectable_counts_summaries),
 	KUNIT_CASE(dmr_gct_high_max),
+	KUNIT_CASE(dmr_gct_gc_refuse_and_verify),
 	KUNIT_CASE(dmr_gct_head_may_alloc),
 	KUNIT_CASE(dmr_gct_gc_heads),
 	KUNIT_CASE(dmr_gct_gc_active),

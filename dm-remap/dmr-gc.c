@@ -217,25 +217,41 @@ void dmr_gc_read_drop(struct dmr_target *rc)
  * the map still points at.  A unit numbered below the segment's first
  * unit belongs to an earlier use of the segment and ends the walk.  The
  * blocks go to the GC head dmr_gc_head() names (hot or cold victim).  The
- * segment is then empty, hence prefree.  If it is not (a map entry points
- * at a block no summary lists), it is never chosen again.  The read's
- * reference is dropped last, so the segment is not reused before the map
- * has left it.
+ * segment is then empty, hence prefree.  The read's reference is dropped
+ * last, so the segment is not reused before the map has left it.
+ *
+ * GC never launders corruption: a unit holding valid blocks is moved only
+ * if its data matches the checksum its summary carries
+ * (dmr_unit_data_ok()), since a move writes them again under a fresh
+ * checksum and nothing could tell them damaged after that.  The blocks
+ * of a unit that fails stay where they are (reads return what the device
+ * holds, and `remapctl check` names them), the segment is never
+ * collected while it holds them (DMR_SEG_NOGC), a kernel message names
+ * it and status counts it (gc_unverified).  Likewise a segment whose
+ * blocks no summary lists.  A victim that cannot be read is left for now
+ * (DMR_SEG_GCERR, counted in gc_read_errors) and becomes a candidate
+ * again after the next checkpoint (dmr_gc_retry()): a read error may be
+ * passing, and the space must not leak for good.
  *
  * Return: 0 or a negative errno from the log writer.
  */
 static int dmr_gc_collect(struct dmr_target *rc)
 {
-	u32 seg = rc->gc_rd_seg, seg_blocks = dmr_seg_blocks(rc), off = 0, i;
+	u32 seg = rc->gc_rd_seg, seg_blocks = dmr_seg_blocks(rc), off = 0, i, live;
 	u64 first_seq = rc->map.segs[seg].seq;
 	unsigned int hid = dmr_gc_head(&rc->map.segs[seg]);
 	struct dmr_unit *u = rc->gc_unit;
+	u32 refuse = DMR_SEG_NOGC;
 	u8 *buf = rc->gc_buf;
+	bool unverified = false;
 	int r = 0;
 
 	if (rc->gc_rd_error) {
-		DMERR_LIMIT("%s: GC cannot read segment %u; it is left alone",
+		atomic64_inc(&rc->stats.gc_read_errors);
+		DMERR_LIMIT("%s: GC cannot read segment %u; retried after a checkpoint",
 			    rc->dev->name, seg);
+		refuse = DMR_SEG_GCERR;
+		rc->gc_retry = true;
 		goto bad;
 	}
 	if (rc->ckpt_clean_on_disk) {
@@ -245,19 +261,29 @@ static int dmr_gc_collect(struct dmr_target *rc)
 	}
 	while (off + 2 <= seg_blocks) {
 		u64 blk = dmr_seg_block(rc, seg, off);
+		u8 *data = buf + (size_t)(off + 1) * DMR_BLOCK_SIZE;
 
 		if (dmr_unit_decode(buf + (size_t)off * DMR_BLOCK_SIZE, blk,
 				    rc->sb.uuid, rc->sb.geo.logical_blocks, u) !=
 		    DMR_LOG_OK || u->seq < first_seq ||
 		    off + 1 + u->nr_blocks > seg_blocks)
 			break;
-		for (i = 0; i < u->nr_blocks; i++) {
+		for (i = 0, live = 0; i < u->nr_blocks; i++)
+			live += rc->map.l2p[u->lba[i]] == seg * seg_blocks + off + 1 + i + 1;
+		if (live && !dmr_unit_data_ok(u, data)) {
+			atomic64_inc(&rc->stats.gc_unverified);
+			DMERR_LIMIT("%s: GC: unit at %llu (segment %u) fails its data checksum",
+				    rc->dev->name, (unsigned long long)blk, seg);
+			unverified = true;
+			live = 0;
+		}
+		for (i = 0; live && i < u->nr_blocks; i++) {
 			u32 src = seg * seg_blocks + off + 1 + i;
 
 			if (rc->map.l2p[u->lba[i]] != src + 1)
 				continue;	/* not valid any more */
 			r = dmr_gc_move(rc, hid, u->lba[i], src,
-					buf + (size_t)(off + 1 + i) * DMR_BLOCK_SIZE);
+					data + (size_t)i * DMR_BLOCK_SIZE);
 			if (r)
 				goto out;
 		}
@@ -266,16 +292,31 @@ static int dmr_gc_collect(struct dmr_target *rc)
 	atomic64_inc(&rc->stats.gc_runs);
 	if (!rc->map.segs[seg].valid)
 		goto out;
-	DMERR_LIMIT("%s: GC left %u blocks in segment %u that no summary lists",
-		    rc->dev->name, rc->map.segs[seg].valid, seg);
+	if (!unverified)
+		DMERR_LIMIT("%s: GC left %u blocks in segment %u that no summary lists",
+			    rc->dev->name, rc->map.segs[seg].valid, seg);
 bad:
 	spin_lock(&rc->map_lock);
-	rc->map.segs[seg].flags |= DMR_SEG_NOGC;
+	dmr_seg_gc_refuse(&rc->map, seg, refuse);
 	spin_unlock(&rc->map_lock);
 out:
 	rc->gc_rd_seg = DMR_NO_SEGMENT;
 	dmr_reader_put(rc, seg);
 	return r;
+}
+
+/**
+ * dmr_gc_retry() - victims GC could not read are candidates again
+ * @rc: target, in the worker or with it stopped; after a checkpoint
+ */
+void dmr_gc_retry(struct dmr_target *rc)
+{
+	if (!rc->gc_retry)
+		return;
+	spin_lock(&rc->map_lock);
+	dmr_seg_gc_retry_all(&rc->map);
+	spin_unlock(&rc->map_lock);
+	rc->gc_retry = false;
 }
 
 /*

@@ -848,3 +848,17 @@ int dmr_replay_log(struct dmr_replay *r, struct dmr_map *m,
 {
 	return dmr_replay_heads(r, m, pos, 1, &pos->seq);
 }
+
+/**
+ * dmr_unit_data_ok() - do a decoded unit's data blocks match its checksum?
+ * @u: the unit, decoded (dmr_unit_decode() set @u->data_csum)
+ * @data: its @u->nr_blocks data blocks, as read
+ *
+ * GC asks this before it moves a unit's blocks (dmr-gc.c): a move writes
+ * them under a fresh checksum, so damage it did not catch here could
+ * never be caught again.
+ */
+bool dmr_unit_data_ok(const struct dmr_unit *u, const void *data)
+{
+	return dmr_data_csum(data, u->nr_blocks) == u->data_csum;
+}

@@ -68,6 +68,7 @@ void dmr_unit_encode(struct dmr_unit *u, const u8 *uuid, const void *data,
 void dmr_unit_encode_body(const struct dmr_unit *u, const u8 *uuid, void *block);
 u32 dmr_unit_finish(void *block, const void *data);
 void dmr_unit_finish_csum(void *block, u32 data_csum);
+bool dmr_unit_data_ok(const struct dmr_unit *u, const void *data);
 bool __must_check dmr_units_finish(void *seg, u32 from, u32 to);
 enum dmr_log_status __must_check
 dmr_unit_decode(const void *block, u64 blocknr, const u8 *uuid,

@@ -416,7 +416,7 @@ void dmr_seg_make_free(struct dmr_map *m, u32 seg)
 {
 	struct dmr_seg *s = &m->segs[seg];
 
-	s->flags &= ~(DMR_SEG_USED | DMR_SEG_PREFREE | DMR_SEG_NOGC | DMR_SEG_MEM |
+	s->flags &= ~(DMR_SEG_USED | DMR_SEG_PREFREE | DMR_SEG_NOGC | DMR_SEG_GCERR | DMR_SEG_MEM |
 		      DMR_SEG_HOT);
 	s->seq = 0;
 	s->free_after = 0;
@@ -432,5 +432,41 @@ u32 dmr_seg_free_count(const struct dmr_map *m)
 
 	for (s = 0; s < m->nr_segs; s++)
 		n += dmr_seg_is_free(&m->segs[s]);
+	return n;
+}
+
+/**
+ * dmr_seg_gc_refuse() - GC leaves a segment alone
+ * @m: the map
+ * @seg: the segment
+ * @why: DMR_SEG_NOGC (it holds blocks no summary lists, or data that fails
+ *	its checksum: never collected while it holds valid blocks), or
+ *	DMR_SEG_GCERR (it could not be read: collectable again after
+ *	dmr_seg_gc_retry_all())
+ *
+ * Either way its blocks stay where they are and are read from there; the
+ * flag goes when the segment is freed (dmr_seg_make_free()).
+ */
+void dmr_seg_gc_refuse(struct dmr_map *m, u32 seg, u32 why)
+{
+	m->segs[seg].flags |= why & (DMR_SEG_NOGC | DMR_SEG_GCERR);
+}
+
+/**
+ * dmr_seg_gc_retry_all() - segments GC could not read become victims again
+ * @m: the map
+ *
+ * Return: how many were waiting (0: nothing changed).
+ */
+u32 dmr_seg_gc_retry_all(struct dmr_map *m)
+{
+	u32 i, n = 0;
+
+	for (i = 0; i < m->nr_segs; i++) {
+		if (m->segs[i].flags & DMR_SEG_GCERR) {
+			m->segs[i].flags &= ~DMR_SEG_GCERR;
+			n++;
+		}
+	}
 	return n;
 }

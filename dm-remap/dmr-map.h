@@ -34,6 +34,7 @@
 #define DMR_SEG_PREFREE	0x400U	/* empty, waiting for the reuse rule */
 #define DMR_SEG_NOGC	0x800U	/* collection found it inconsistent: never again */
 #define DMR_SEG_HOT	0x1000U	/* opened by a hot head since load (dmr_seg_set_head()) */
+#define DMR_SEG_GCERR	0x2000U	/* GC could not read it: tried again after a checkpoint */
 #define DMR_SEG_DISK_FLAGS	DMR_SEG_USED
 
 /*
@@ -132,5 +133,8 @@ static inline u32 dmr_pba_segment(const struct dmr_map *m, u32 pba)
 {
 	return pba / m->seg_blocks;
 }
+
+void dmr_seg_gc_refuse(struct dmr_map *m, u32 seg, u32 why);
+u32 dmr_seg_gc_retry_all(struct dmr_map *m);
 
 #endif /* DMR_MAP_H */

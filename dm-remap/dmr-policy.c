@@ -306,7 +306,8 @@ u32 dmr_gc_move_cost(u32 valid)
  * @s: the segment
  * @seg_blocks: blocks per segment
  *
- * Sealed (written, no head on it, not in memory, not already empty), and
+ * Sealed (written, no head on it, not in memory, not already empty, not
+ * left alone by GC: DMR_SEG_NOGC, DMR_SEG_GCERR), and
  * collecting it gains something: moving its valid blocks, with the
  * summaries of their relocation units (dmr_gc_move_cost()), takes fewer
  * blocks than the segment frees.  (A written-once segment of 2048 blocks
@@ -315,7 +316,7 @@ u32 dmr_gc_move_cost(u32 valid)
 bool dmr_seg_collectable(const struct dmr_seg *s, u32 seg_blocks)
 {
 	return (s->flags & (DMR_SEG_USED | DMR_SEG_OPEN | DMR_SEG_MEM |
-			    DMR_SEG_PREFREE | DMR_SEG_NOGC)) == DMR_SEG_USED &&
+			    DMR_SEG_PREFREE | DMR_SEG_NOGC | DMR_SEG_GCERR)) == DMR_SEG_USED &&
 	       s->valid < seg_blocks && dmr_gc_move_cost(s->valid) < seg_blocks;
 }
 

@@ -85,6 +85,8 @@ static void dmr_clear_stats(struct dmr_stats *s)
 	atomic64_set(&s->device_flushes, 0);
 	atomic64_set(&s->zero_copy_blocks, 0);
 	atomic64_set(&s->zero_copy_recopied, 0);
+	atomic64_set(&s->gc_read_errors, 0);
+	atomic64_set(&s->gc_unverified, 0);
 }
 
 /* GC watermarks: the defaults for the device, or the table's. */
@@ -399,6 +401,9 @@ static const char *dmr_mode_name(int mode)
  *   <gc state> <gc low> <gc high> <gc reserve> <prefree segments>
  *   <gc runs> <gc blocks moved> <segments freed> <throttled writes>
  *   <waf since load> <waf since format> <device flushes>
+ *   <zero-copy blocks> <zero-copy units recopied>
+ *   <gc read errors> <gc unverified units>
+ * (32 fields)
  */
 static void dmr_status(struct dm_target *ti, status_type_t type,
 		       unsigned int status_flags, char *result,
@@ -449,6 +454,9 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 		       (long long)atomic64_read(&rc->stats.device_flushes),
 		       (long long)atomic64_read(&rc->stats.zero_copy_blocks),
 		       (long long)atomic64_read(&rc->stats.zero_copy_recopied));
+		DMEMIT(" %lld %lld",
+		       (long long)atomic64_read(&rc->stats.gc_read_errors),
+		       (long long)atomic64_read(&rc->stats.gc_unverified));
 		break;
 	case STATUSTYPE_TABLE:
 		DMEMIT("%s", rc->dev->name);

@@ -82,6 +82,8 @@ struct dmr_stats {
 	atomic64_t device_flushes;	/* flushes made durable on the device */
 	atomic64_t zero_copy_blocks;	/* user blocks written from their own pages */
 	atomic64_t zero_copy_recopied;	/* zero-copy units written again from a copy */
+	atomic64_t gc_read_errors;	/* victim reads that failed (tried again later) */
+	atomic64_t gc_unverified;	/* victim units failing their data checksum */
 };
 
 /**
@@ -197,6 +199,8 @@ enum dmr_gc_mode {
  * @gc_rd_ended: that read ended (release/acquire with @gc_rd_error)
  * @gc_rd_done: complete while no read's end is running: re-armed at
  *	submission, completed (complete_all()) as the end's last action
+ * @gc_retry: some segment is DMR_SEG_GCERR: dmr_gc_retry() after the next
+ *	checkpoint (worker)
  * @discard_free: discard freed segments on @dev
  * @zero_copy: write large writes from their own pages (table option zero_copy)
  * @zero_copy_min: dmr_zero_copy_min() of the device
@@ -274,6 +278,7 @@ struct dmr_target {
 	unsigned long gc_rd_error;
 	bool gc_rd_ended;
 	struct completion gc_rd_done;
+	bool gc_retry;
 	bool discard_free;
 	bool zero_copy;
 	u32 zero_copy_min;
@@ -360,5 +365,6 @@ bool dmr_gc_background(struct dmr_target *rc);
 void dmr_gc_read_drop(struct dmr_target *rc);
 void dmr_gc_free_ready(struct dmr_target *rc);
 void dmr_gc_prefree_waiting(struct dmr_target *rc, struct dmr_gc_state *st);
+void dmr_gc_retry(struct dmr_target *rc);
 
 #endif /* DMR_H */

@@ -810,7 +810,7 @@ static const char *const status_names[] = {
 	"first_error", "gc_state", "gc_low", "gc_high", "gc_reserve",
 	"prefree_segments", "gc_runs", "gc_moved", "segments_freed", "throttled",
 	"waf_load", "waf_format", "device_flushes", "zero_copy_blocks",
-	"zero_copy_recopied",
+	"zero_copy_recopied", "gc_read_errors", "gc_unverified",
 };
 #define NR_STATUS	ARRAY_SIZE(status_names)
 
@@ -820,7 +820,7 @@ enum {
 	ST_MAP_MEMORY, ST_SB_OK, ST_DISCARDS, ST_FIRST_ERROR, ST_GC_STATE,
 	ST_GC_LOW, ST_GC_HIGH, ST_GC_RESERVE, ST_PREFREE, ST_GC_RUNS, ST_GC_MOVED,
 	ST_FREED, ST_THROTTLED, ST_WAF_LOAD, ST_WAF_FORMAT, ST_DEV_FLUSHES,
-	ST_ZC_BLOCKS, ST_ZC_RECOPIED,
+	ST_ZC_BLOCKS, ST_ZC_RECOPIED, ST_GC_READ_ERRORS, ST_GC_UNVERIFIED,
 };
 
 static bool status_is_word(unsigned int i)
@@ -904,6 +904,10 @@ static void print_status_human(const char *name, char *const f[NR_STATUS],
 		printf("first error:      none\n");
 	printf("zero copy:        %llu blocks, %llu recopied\n", v[ST_ZC_BLOCKS],
 	       v[ST_ZC_RECOPIED]);
+	printf("gc problems:      %llu victim reads failed (tried again after a "
+	       "checkpoint), %llu units left unmoved: data fails its checksum%s\n",
+	       v[ST_GC_READ_ERRORS], v[ST_GC_UNVERIFIED],
+	       v[ST_GC_UNVERIFIED] ? " (run remapctl check after removing the target)" : "");
 }
 
 static void print_status_json(const char *name, char *const f[NR_STATUS],

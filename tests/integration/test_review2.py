@@ -165,3 +165,124 @@ def test_fall_back_to_an_older_clean_slot_is_a_recovery(ram):
     _pattern_check(dm_path("top"), lbas[40:], 1, "after the reload")
     dm_remove("top")
     assert remapctl("check", ram, check=False).returncode == 0
+
+
+# ------------------------------------------------------------------
+# items 12 and 13: what GC does with a victim it cannot trust or read
+
+SEG = 64                         # blocks per segment: --segment-size 256K
+
+
+def _raw_status(name):
+    """dmsetup status fields by position (1-based as documented), as text:
+    usable against a module whose field count the docs do not describe."""
+    st = run(["dmsetup", "status", "dmrt-" + name]).stdout.split()
+    return st[3:]
+
+
+def _victim_setup(under, mib=32):
+    """Format `under` with 256 KiB segments, fill it once sequentially and
+    remove the target cleanly.  Returns (info, n sectors, l2p, X, S, R):
+    logical block X, its segment S, and the logical blocks R mapped in S."""
+    from test_gc import ckpt_map
+    remapctl("format", "--force", "--segment-size", "256K", under)
+    info = dump(under)
+    n = int(info["logical_sectors"])
+    dm_create("top", f"0 {n} remap {under}")
+    run(["dd", "if=/dev/urandom", f"of={dm_path('top')}", "bs=1M",
+         f"count={n * 512 >> 20}", "oflag=direct", "status=none"])
+    dm_remove("top")
+    _, l2p = ckpt_map(under, info)
+    x = 200
+    s = (l2p[x] - 1) // SEG
+    r = [lba for lba, e in enumerate(l2p) if e and (e - 1) // SEG == s]
+    assert x in r and len(r) > 30, (s, r)
+    return info, n, l2p, x, s, r
+
+
+def _empty_but(top, r, x):
+    """Overwrite every block of r but x: its segment keeps one valid block,
+    the best victim there is."""
+    for lba in r:
+        if lba != x:
+            _pwrite(top, lba, block(lba, 7))
+    fd = os.open(top, os.O_WRONLY)
+    os.fsync(fd)
+    os.close(fd)
+
+
+def _churn_after(top, r, n, factor):
+    """Random 4 KiB writes past r, factor times the rest of the device."""
+    off = (max(r) + 1) * BLOCK
+    size = n * 512 - off
+    run(["fio", "--name=churn", f"--filename={top}", "--rw=randwrite", "--bs=4k",
+         "--direct=1", "--ioengine=libaio", "--iodepth=8", "--norandommap",
+         f"--offset={off}", f"--size={size}", f"--io_size={int(size * factor) // 4096 * 4096}",
+         "--randseed=12", "--output-format=terse"])
+
+
+def test_gc_does_not_launder_a_damaged_block(ram):
+    """Item 12: GC relocated blocks without checking their unit's data
+    checksum, so a block the device returned damaged came out under a
+    fresh valid checksum and was never detected again.  Now GC leaves
+    the unit where it is: the block reads back as the device holds it,
+    status counts it (gc_unverified), the kernel log names it, and
+    `remapctl check` still finds it after the target is removed."""
+    from test_gc import small_base
+    base = small_base(ram, 32)
+    info, n, l2p, x, s, r = _victim_setup(base)
+    blk = int(info["data_offset"]) + l2p[x] - 1
+    raw = bytearray(read_blocks_direct(base, blk))
+    raw[1000] ^= 0x08
+    write_blocks_direct(base, blk, bytes(raw))
+    kmsg = Kmsg()
+    dm_create("top", f"0 {n} remap {base}")
+    top = dm_path("top")
+    _empty_but(top, r, x)
+    _churn_after(top, r, n, 2.0)
+    st = _raw_status("top")
+    assert int(st[21]) > 0, st                       # gc_runs
+    assert same(_pread(top, x), bytes(raw)), "the block moved or changed"
+    dm_remove("top")
+    p = remapctl("check", base, check=False)
+    assert p.returncode == 4 and "do not match its checksum" in p.stdout, \
+        f"the damage was laundered:\n{p.stdout}"
+    assert len(st) >= 32 and int(st[31]) >= 1, st   # gc_unverified
+    assert "fails its data checksum" in kmsg.text(), kmsg.text()
+    assert f"(segment {s})" in kmsg.text(), kmsg.text()
+
+
+def test_gc_read_error_is_retried_after_a_checkpoint(ram):
+    """Item 13: a victim GC could not read was marked never-collect for
+    good, and its space leaked.  Now it counts in status
+    (gc_read_errors), the log names it, and after the next checkpoint it
+    is a victim again: once the device reads again, it is collected."""
+    from test_gc import ckpt_map
+    size = 32 * 2048
+    dm_create("under", f"0 {size} linear {ram} 0")
+    under = dm_path("under")
+    info, n, l2p, x, s, r = _victim_setup(under)
+    want = _pread(under, int(info["data_offset"]) + l2p[x] - 1)
+    dm_create("top", f"0 {n} remap {under}")
+    top = dm_path("top")
+    _empty_but(top, r, x)
+    s0 = (int(info["data_offset"]) + s * SEG) * 8
+    table = (f"0 {s0} linear {ram} 0\n{s0} {SEG * 8} error\n"
+             f"{s0 + SEG * 8} {size - s0 - SEG * 8} linear {ram} {s0 + SEG * 8}\n")
+    kmsg = Kmsg()
+    run(["dmsetup", "reload", "dmrt-under"], input=table)
+    run(["dmsetup", "resume", "dmrt-under"])
+    _churn_after(top, r, n, 1.0)
+    st = _raw_status("top")
+    assert st[0] == "write", st
+    assert "GC cannot read segment %d" % s in kmsg.text(), kmsg.text()
+    run(["dmsetup", "reload", "dmrt-under"], input=f"0 {size} linear {ram} 0\n")
+    run(["dmsetup", "resume", "dmrt-under"])
+    run(["dmsetup", "message", "dmrt-top", "0", "checkpoint"])
+    _churn_after(top, r, n, 1.5)
+    assert same(_pread(top, x), want)
+    dm_remove("top")
+    _, l2p = ckpt_map(under, info)
+    assert (l2p[x] - 1) // SEG != s, f"segment {s} was never collected again"
+    assert remapctl("check", under, check=False).returncode == 0
+    assert len(st) >= 32 and int(st[30]) >= 1, st   # gc_read_errors
