@@ -965,6 +965,12 @@ void dmr_worker(struct work_struct *work)
 		default:
 			bio_io_error(bio);
 		}
+		/*
+		 * A queue of large requests (a whole-device discard comes as
+		 * hundreds of 4 GiB bios) must not hold the CPU: without
+		 * preemption the worker would run them all back to back.
+		 */
+		cond_resched();
 		if (rc->nr_commit)
 			rc->commit_behind++;
 		if (dmr_group_commit_now(rc->nr_commit, false, rc->commit_behind))
