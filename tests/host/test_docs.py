@@ -9,7 +9,8 @@ Five things the admin guide lists must be exactly what the code does:
 2. "Messages": the message names dmr_message() accepts, with their
    argument counts.
 3. "Status": the numbered fields, as many as dmr_status() emits for
-   STATUSTYPE_INFO (conversions in its DMEMIT format strings).
+   STATUSTYPE_INFO (conversions in its DMEMIT format strings), and by
+   the names remapctl status prints them under (status_names[]).
 4. "Optional arguments" (Table line): the keywords of dmr_opts[] in
    dmr-table.c, whether each takes a value, and the range where the doc
    gives one.
@@ -636,9 +637,18 @@ def check_messages(root):
     assert doc == code, f"messages (name: arguments): documented {doc}, dmr_message() {code}"
 
 
+def remapctl_status_names(root):
+    text = strip_comments((root / "tools" / "remapctl.c").read_text())
+    m = re.search(r"\bstatus_names\s*\[\s*\]\s*=\s*\{([^}]*)\}", text)
+    assert m, "no status_names[] in tools/remapctl.c"
+    return literals(m.group(1))
+
+
 def check_status_fields(root):
-    doc, code = len(documented_status_fields(root)), dmr_status_conversions(root)
-    assert doc == code, f"{doc} status fields documented, dmr_status() emits {code}"
+    doc, code = documented_status_fields(root), dmr_status_conversions(root)
+    assert len(doc) == code, f"{len(doc)} status fields documented, dmr_status() emits {code}"
+    names = remapctl_status_names(root)
+    assert names == doc, f"remapctl's status_names[] {names} are not the documented {doc}"
 
 
 def check_table_options(root):
@@ -742,6 +752,8 @@ MUTATIONS = {
         SRC / "dmr-target.c", '" %s %u %u %u %u %lld %lld %lld %lld %s %s %lld %lld %lld",',
         '" %s %u %u %u %u %lld %lld %lld %lld %s %s %lld %lld %lld %u",')),
     "doc: a status field dropped": (check_status_fields, lambda root: _drop_last_field(root)),
+    "doc: a status field renamed": (check_status_fields, _sub(
+        DOC, "28. ``device_flushes``", "28. ``device_flush``")),
     # table options
     "doc: an option dropped": (check_table_options, _sub(
         DOC, "``no_discard_passdown``\n", "``no-discard-passdown``\n")),
@@ -785,6 +797,8 @@ def _drop_last_field(root):
 def tree_copy(tmp_path_factory):
     base = tmp_path_factory.mktemp("tree")
     shutil.copytree(REPO / SRC, base / SRC, ignore=shutil.ignore_patterns("*.o", "*.ko", ".*"))
+    (base / "tools").mkdir()
+    shutil.copy(REPO / "tools" / "remapctl.c", base / "tools" / "remapctl.c")
     (base / DOC).parent.mkdir()
     shutil.copy(REPO / DOC, base / DOC)
     return base
