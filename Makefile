@@ -9,6 +9,7 @@
 #   make demo            the main job in a VM
 #   make bench           bare / dm-linear / remapped, medians of 3 rounds (VM)
 #   make profile         perf profile, CPU ns per 4 KiB block (VM)
+#   make transcript      Documentation/dm-remap-transcript.txt from a real run (VM)
 #   make sparse          sparse (make C=2) on the kernel sources, 6.12 and 6.1
 #   make fuzz            the fuzz targets, DMR_FUZZ_SECONDS (default 300) each
 #   make deps            install build/test dependencies (idempotent)
@@ -19,7 +20,7 @@ KDIR ?= /lib/modules/$(shell uname -r)/build
 DMR_CACHE ?= $(HOME)/.cache/dm-remap
 export DMR_CACHE
 
-.PHONY: all module tools check demo bench profile deps kunit vm-test sparse fuzz clean install
+.PHONY: all module tools check demo bench profile transcript deps kunit vm-test sparse fuzz clean install
 
 all: module tools
 
@@ -49,6 +50,9 @@ bench: deps
 
 profile: deps
 	bash scripts/profile.sh
+
+transcript: deps
+	bash scripts/transcript.sh
 
 sparse: deps
 	bash scripts/sparse.sh

@@ -4,8 +4,9 @@
  * dmr-map.c.
  *
  * Pure code.  The map is not locked here: in the module, every mutation
- * happens under struct dmr_target's map_lock (see dmr.h) and lookups from
- * the I/O submission path take the same lock.
+ * happens under struct dmr_target's map_lock (see dmr.h), entries are
+ * stored with WRITE_ONCE(), and lookups from the I/O submission path take
+ * no lock (dmr_map_read() validates what it read instead).
  *
  * Physical block numbers ("pba") are relative to the start of the data
  * area: segment s holds pba s * segment_blocks ... (s + 1) * segment_blocks - 1.

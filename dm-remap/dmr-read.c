@@ -36,7 +36,8 @@ void dmr_reader_put(struct dmr_target *rc, u32 seg)
 
 /*
  * Look up the run starting at @lba (at most @max blocks), clamped to one
- * segment.  Caller holds map_lock or is the worker.
+ * segment.  Called by the worker, which owns the map, or locklessly by
+ * dmr_map_read(), which checks the result (entries are WRITE_ONCE()).
  */
 static u32 dmr_lookup_run(struct dmr_target *rc, u64 lba, u32 max, u32 *entry)
 {

@@ -864,11 +864,12 @@ static void dmr_do_discard(struct dmr_target *rc, struct bio *bio)
 		u->discard[u->nr_discards][1] = count;
 		u->nr_discards++;
 		/*
-		 * @map_lock is a spin lock the read path takes: held for at
-		 * most DMR_UNMAP_STEP entries at a time (one bio may discard
-		 * the whole device, 2^30 blocks per extent), with a chance to
-		 * reschedule between the steps.  Only the worker changes the
-		 * map, so the extent is consistent between steps.
+		 * @map_lock is a spin lock (status and messages take it):
+		 * held for at most DMR_UNMAP_STEP entries at a time, since a
+		 * discard bio holds up to 2^20 blocks and preemption is off
+		 * while it is held, with a chance to reschedule between the
+		 * steps.  Only the worker changes the map, so the extent is
+		 * consistent between steps.
 		 */
 		for (b = 0; b < count; ) {
 			u64 end = b + dmr_unmap_step(count - b);

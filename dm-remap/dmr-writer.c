@@ -490,8 +490,8 @@ bool dmr_copy_in_open_unit(u32 entry, u32 seg_blocks, bool unit_open,
  * dmr_unmap_step() - map entries a discard unmaps per hold of the map lock
  * @left: entries of the extent still to unmap
  *
- * Bounds how long the read path can wait for the lock (and how long
- * preemption is off on the worker's CPU) whatever the discard's size.
+ * Bounds how long preemption is off on the worker's CPU, and how long
+ * status and messages wait for the lock, whatever the discard's size.
  *
  * Return: at least 1 (if @left), at most DMR_UNMAP_STEP.
  */

@@ -31,13 +31,13 @@
  * worker's own reads of them need no lock.
  *
  * Blocks move: GC copies valid blocks out of a victim segment and the
- * segment is written again later.  A read sent down with a location
- * looked up under @map_lock holds a count on that segment in @readers
- * (taken under the lock, dropped at completion, dmr-read.c), and a
- * segment is reused only when its count is zero (dmr_seg_reusable()); a
- * segment only becomes reusable after no map entry points into it, so no
- * new count can be taken on it.  The read thus finds the data it looked
- * up, old or new.
+ * segment is written again later.  A read sent down holds a count on the
+ * segment it looked up in @readers: taken before a second lookup that
+ * must find the same entry (lock-free, dmr_map_read()), or by the worker,
+ * which owns the map; dropped at completion (dmr-read.c).  A segment is
+ * reused only when its count is zero (dmr_seg_reusable()), and becomes
+ * reusable only after no map entry points into it, so no new count can
+ * be taken on it.  The read thus finds the data it looked up, old or new.
  *
  * Lifecycle.  The constructor allocates and, unless another instance of
  * the same device is live (a table reload), loads; otherwise the load

@@ -813,3 +813,30 @@ def test_mutation_is_caught(name, tree_copy, tmp_path):
     mutate(root)
     with pytest.raises(AssertionError):
         check(root)
+
+
+def test_transcript_is_a_run_of_this_tree():
+    """Documentation/dm-remap-transcript.txt comes from `make transcript`
+    (a real run in the VM): every status line in it has the documented
+    number of fields, and the memory remapctl format printed for its
+    device is what dmr_map_memory_bytes() gives today (remapctl format of
+    an image of the same size), so a change to either shows up here until
+    the transcript is made again."""
+    import subprocess
+    import tempfile
+    text = (REPO / "Documentation" / "dm-remap-transcript.txt").read_text()
+    assert "make transcript" in text
+    fields = documented_status_fields(REPO)
+    lines = [ln.split() for ln in text.splitlines() if " remap write " in ln]
+    assert len(lines) >= 2, text
+    for words in lines:
+        assert len(words) == 3 + len(fields), (len(words) - 3, len(fields), words)
+    shown = next(ln for ln in text.splitlines() if ln.startswith("kernel memory when loaded"))
+    with tempfile.TemporaryDirectory() as d:
+        img = Path(d) / "ram0.img"
+        with open(img, "wb") as f:
+            f.truncate(512 << 20)
+        p = subprocess.run([str(REPO / "tools" / "remapctl"), "format", str(img)],
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+    assert shown in p.stdout, (shown, p.stdout)
