@@ -14,6 +14,13 @@
  *                            [--no-discard-passdown] [--gc-low N]
  *                            [--gc-high N] [--zero-copy]
  *   remapctl remove NAME
+ *   remapctl --help | help [COMMAND]
+ *
+ * Every command takes -h and --help (its synopsis and what it does, on
+ * standard output, exit 0, nothing else done) and its options before or
+ * after its arguments (getopt_long() permutes them; "--" ends the
+ * options).  The commands' synopses are in commands[], at the end, which
+ * both kinds of help print.
  *
  * The superblock codec and geometry come from ../dm-remap/dmr-format.c,
  * the very code the kernel module runs.
@@ -58,32 +65,65 @@
 
 const char *dmr_prog = "remapctl";
 
+/*
+ * The commands, their synopses and what each does: "remapctl --help"
+ * prints every synopsis, "remapctl COMMAND --help" (or -h, or "remapctl
+ * help COMMAND") one command's, with its text.
+ */
+struct command {
+	const char *name;
+	const char *synopsis;	/* after "remapctl NAME " */
+	const char *summary;	/* one line, for remapctl --help */
+	const char *text;	/* for remapctl NAME --help */
+	int (*run)(int argc, char **argv);
+};
 
-static void help(void)
+static const struct command *find_command(const char *name);
+
+/* "@lead remapctl NAME SYNOPSIS", its continuation lines under its first argument. */
+static void print_synopsis(const char *lead, const struct command *cmd)
 {
-	printf("Usage:\n"
-	       "  %s format DEV [--segment-size SIZE] [--overprovision PCT] [--label TEXT] [--force]\n"
-	       "  %s dump [--json] DEV\n"
-	       "  %s check DEV [--repair]\n"
-	       "  %s status NAME [--json]\n"
-	       "  %s activate|deactivate [--remaptab FILE] [--dry-run]\n"
-	       "  %s create NAME DEV [--read-only] [--ignore-discard] [--checkpoint-interval SECS]\n"
-	       "                    [--no-discard-passdown] [--gc-low N] [--gc-high N] [--zero-copy]\n"
-	       "  %s remove NAME\n"
-	       "\n"
-	       "SIZE takes a K, M or G suffix (powers of 1024).  The default segment\n"
-	       "size is the smallest whole number of full RAID stripes of at least 1 MiB.\n"
-	       "format refuses a device that is in use or holds a filesystem, RAID, LVM,\n"
-	       "partition table or dm-remap signature, or whose map needs more kernel\n"
-	       "memory than this machine has, unless --force is given.\n"
-	       "check validates an unused device offline and exits like fsck: 0 clean,\n"
-	       "1 corrected (--repair), 4 errors left, 8 could not check.  --repair\n"
-	       "rewrites a damaged superblock copy, and a checkpoint slot from the one\n"
-	       "the module loads and the log after it; nothing that needs a guess.\n"
-	       "activate creates every device of /etc/remaptab (NAME DEV [OPTIONS] per\n"
-	       "line; DEV a path or UUID=<dm-remap uuid>; OPTIONS create's flags without\n"
-	       "the dashes, comma separated: read-only,gc-low=8); deactivate removes them.\n",
-	       dmr_prog, dmr_prog, dmr_prog, dmr_prog, dmr_prog, dmr_prog, dmr_prog);
+	int indent = printf("%s%s %s ", lead, dmr_prog, cmd->name);
+	const char *p, *nl;
+
+	for (p = cmd->synopsis; (nl = strchr(p, '\n')); p = nl + 1)
+		printf("%.*s\n%*s", (int)(nl - p), p, indent, "");
+	printf("%s\n", p);
+}
+
+static void command_help(const char *name)
+{
+	const struct command *cmd = find_command(name);
+
+	print_synopsis("Usage: ", cmd);
+	printf("\n%s\n", cmd->text);
+	printf("Options may come before or after the arguments; -h or --help prints this.\n");
+}
+
+/*
+ * getopt_long() refused an option (it returned '?'): say which, and why.
+ * @optstring: the command's short options, to tell a missing value from
+ * an unknown letter.
+ */
+static void __attribute__((noreturn))
+bad_option(const char *cmd, const char *optstring, char *const argv[])
+{
+	const char *arg = argv[optind - 1], *p;
+
+	if (!strncmp(arg, "--", 2)) {
+		int len = strcspn(arg, "=");
+
+		/* optopt is the option's value for a known long option, else 0 */
+		if (optopt && arg[len])
+			usage_error("%s: option '%.*s' takes no value", cmd, len, arg);
+		if (optopt)
+			usage_error("%s: option '%s' needs a value", cmd, arg);
+		usage_error("%s: unrecognised or ambiguous option '%.*s'", cmd, len, arg);
+	}
+	p = optopt ? strchr(optstring, optopt) : NULL;
+	if (p && p[1] == ':')
+		usage_error("%s: option '-%c' needs a value", cmd, optopt);
+	usage_error("%s: unrecognised option '-%c'", cmd, optopt);
 }
 
 /* Parse "123", "64K", "4M", "1G" into bytes; -1 on error. */
@@ -383,11 +423,12 @@ static int cmd_format(int argc, char **argv)
 	enum dmr_geo_status gst;
 	u32 seg_blocks, stripe_blocks;
 	char *sig, hsize[32], hseg[32];
+	static const char sopts[] = "s:o:l:fh";
 	void *buf, *zero;
 	int c, i;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:o:l:fh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, sopts, lopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			seg_bytes = parse_size(optarg);
@@ -409,11 +450,10 @@ static int cmd_format(int argc, char **argv)
 			force = true;
 			break;
 		case 'h':
-			help();
+			command_help("format");
 			return 0;
 		default:
-			usage_error("format: unrecognised option or missing value '%s'",
-				    argv[optind - 1]);
+			bad_option("format", sopts, argv);
 		}
 	}
 	if (optind != argc - 1)
@@ -625,22 +665,37 @@ static void print_json_kv(const char *text)
 
 static int cmd_dump(int argc, char **argv)
 {
+	static const struct option lopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char sopts[] = "h";
 	struct device d;
 	struct dmr_sb sb;
 	char uuid[40];
-	int copy;
-	bool json = argc >= 2 && !strcmp(argv[1], "--json");
+	int copy, c;
+	bool json = false;
 	FILE *real = stdout;
 	char *text = NULL;
 	size_t len = 0;
 
-	if (json) {
-		argv++;
-		argc--;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, sopts, lopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			command_help("dump");
+			return 0;
+		default:
+			bad_option("dump", sopts, argv);
+		}
 	}
-	if (argc != 2)
+	if (optind != argc - 1)
 		usage_error("dump needs exactly one device");
-	open_device(&d, argv[1], O_RDONLY, false);
+	open_device(&d, argv[optind], O_RDONLY, false);
 	/* --json: the same lines, collected, then printed as one object */
 	if (json) {
 		stdout = open_memstream(&text, &len);
@@ -745,8 +800,10 @@ static int cmd_check(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{ "repair", no_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	static const char sopts[] = "rh";
 	struct dmr_check ck = { .out = stdout };
 	bool repair = false;
 	struct device d = {};
@@ -754,10 +811,17 @@ static int cmd_check(int argc, char **argv)
 	int c, ret;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "r", lopts, NULL)) != -1) {
-		if (c != 'r')
-			usage_error("check: unrecognised option '%s'", argv[optind - 1]);
-		repair = true;
+	while ((c = getopt_long(argc, argv, sopts, lopts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			repair = true;
+			break;
+		case 'h':
+			command_help("check");
+			return 0;
+		default:
+			bad_option("check", sopts, argv);
+		}
 	}
 	if (optind != argc - 1)
 		usage_error("check needs exactly one device");
@@ -934,23 +998,35 @@ static void print_status_json(const char *name, char *const f[NR_STATUS],
 
 static int cmd_status(int argc, char **argv)
 {
+	static const struct option lopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char sopts[] = "h";
 	char out[4096], *f[3 + NR_STATUS + 1], *save = NULL, *tok, *end;
 	unsigned long long v[NR_STATUS] = {};
 	bool json = false;
-	const char *name = NULL;
+	const char *name;
 	unsigned int n = 0, i;
-	int a;
+	int c;
 
-	for (a = 1; a < argc; a++) {
-		if (!strcmp(argv[a], "--json"))
+	optind = 1;
+	while ((c = getopt_long(argc, argv, sopts, lopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
 			json = true;
-		else if (argv[a][0] == '-' || name)
-			usage_error("status: unexpected argument '%s'", argv[a]);
-		else
-			name = argv[a];
+			break;
+		case 'h':
+			command_help("status");
+			return 0;
+		default:
+			bad_option("status", sopts, argv);
+		}
 	}
-	if (!name)
-		usage_error("status needs NAME");
+	if (optind != argc - 1)
+		usage_error("status needs exactly one NAME");
+	name = argv[optind];
 	{
 		char *const args[] = { "dmsetup", "status", (char *)name, NULL };
 
@@ -1007,10 +1083,12 @@ static int cmd_create(int argc, char **argv)
 		{ "checkpoint-interval", required_argument, NULL, 'c' },
 		{ "no-discard-passdown", no_argument, NULL, 'p' },
 		{ "gc-low", required_argument, NULL, 'l' },
-		{ "gc-high", required_argument, NULL, 'h' },
+		{ "gc-high", required_argument, NULL, 'H' },	/* no short option */
 		{ "zero-copy", no_argument, NULL, 'z' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	static const char sopts[] = "rdc:pl:zh";
 	char opts[256] = "", table[1024];
 	unsigned int nopt = 0;
 	struct device d;
@@ -1019,7 +1097,7 @@ static int cmd_create(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "rdc:pl:h:z", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, sopts, lopts, NULL)) != -1) {
 		size_t n = strlen(opts);
 
 		switch (c) {
@@ -1043,7 +1121,7 @@ static int cmd_create(int argc, char **argv)
 			nopt++;
 			break;
 		case 'l':
-		case 'h':
+		case 'H':
 			/* the target's range (dmr-table.c); it checks the pair */
 			if (dmr_parse_u64(optarg, &v) || !v || v > INT_MAX)
 				usage_error("invalid --gc-%s '%s' (1 to %d segments)",
@@ -1056,9 +1134,11 @@ static int cmd_create(int argc, char **argv)
 			snprintf(opts + n, sizeof(opts) - n, " zero_copy");
 			nopt++;
 			break;
+		case 'h':
+			command_help("create");
+			return 0;
 		default:
-			usage_error("create: unrecognised option or missing value '%s'",
-				    argv[optind - 1]);
+			bad_option("create", sopts, argv);
 		}
 	}
 	if (optind != argc - 2)
@@ -1083,10 +1163,25 @@ static int cmd_create(int argc, char **argv)
 
 static int cmd_remove(int argc, char **argv)
 {
-	if (argc != 2)
-		usage_error("remove needs NAME");
+	static const struct option lopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char sopts[] = "h";
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, sopts, lopts, NULL)) != -1) {
+		if (c != 'h')
+			bad_option("remove", sopts, argv);
+		command_help("remove");
+		return 0;
+	}
+	if (optind != argc - 1)
+		usage_error("remove needs exactly one NAME");
 	{
-		char *const args[] = { "dmsetup", "remove", argv[1], NULL };
+		char *const args[] = { "dmsetup", "remove", argv[optind], NULL };
+
 		return run(args) ? 1 : 0;
 	}
 }
@@ -1170,8 +1265,10 @@ static int cmd_activate(int argc, char **argv, bool activate)
 	static const struct option lopts[] = {
 		{ "remaptab", required_argument, NULL, 't' },
 		{ "dry-run", no_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	static const char sopts[] = "t:nh";
 	const char *tab = REMAPTAB, *cmd = activate ? "activate" : "deactivate";
 	char line[1024], self[PATH_MAX], dev[PATH_MAX];
 	unsigned int lineno = 0, bad = 0, done = 0, nrm = 0;
@@ -1182,13 +1279,20 @@ static int cmd_activate(int argc, char **argv, bool activate)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:n", lopts, NULL)) != -1) {
-		if (c == 't')
+	while ((c = getopt_long(argc, argv, sopts, lopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
 			tab = optarg;
-		else if (c == 'n')
+			break;
+		case 'n':
 			dry = true;
-		else
-			usage_error("%s: unrecognised option '%s'", cmd, argv[optind - 1]);
+			break;
+		case 'h':
+			command_help(cmd);
+			return 0;
+		default:
+			bad_option(cmd, sopts, argv);
+		}
 	}
 	if (optind != argc)
 		usage_error("%s takes no arguments besides its options", cmd);
@@ -1200,7 +1304,7 @@ static int cmd_activate(int argc, char **argv, bool activate)
 		die("cannot find my own program: %s", strerror(errno));
 	self[n] = '\0';
 	while (fgets(line, sizeof(line), f)) {
-		char *args[REMAPTAB_ARGS + 8], *w[4], *save = NULL, *hash, *opt;
+		char *args[REMAPTAB_ARGS + 8], *w[4], *save = NULL, *hash, *opt, *refused = NULL;
 		unsigned int nw = 0, na = 0;
 
 		lineno++;
@@ -1247,11 +1351,22 @@ static int cmd_activate(int argc, char **argv, bool activate)
 
 			if (eq)
 				*eq = '\0';
+			/* --help, or a prefix of it: create would print its usage, exit 0 */
+			if (*opt && !strncmp(opt, "help", strlen(opt))) {
+				refused = opt;
+				break;
+			}
 			snprintf(flags[na], sizeof(flags[na]), "--%s", opt);
 			args[na] = flags[na];
 			na++;
 			if (eq)
 				args[na++] = eq + 1;
+		}
+		if (refused) {
+			fprintf(stderr, "%s: %s:%u: %s: '%s' is not an option of create\n",
+				dmr_prog, tab, lineno, w[0], refused);
+			bad++;
+			continue;
 		}
 		args[na++] = w[0];
 		args[na++] = dev;
@@ -1286,29 +1401,113 @@ static int cmd_activate(int argc, char **argv, bool activate)
 	return bad ? 1 : 0;
 }
 
+static int cmd_activate_on(int argc, char **argv)
+{
+	return cmd_activate(argc, argv, true);
+}
+
+static int cmd_deactivate(int argc, char **argv)
+{
+	return cmd_activate(argc, argv, false);
+}
+
+static const struct command commands[] = {
+	{ "format", "DEV [--segment-size SIZE] [--overprovision PCT] [--label TEXT] [--force]",
+	  "write a fresh superblock and an empty checkpoint on DEV",
+	  "Write a fresh superblock and an empty checkpoint.  SIZE takes a K, M or G\n"
+	  "suffix (powers of 1024); the default segment size is the smallest whole\n"
+	  "number of full RAID stripes of at least 1 MiB.  PCT is the share of the\n"
+	  "data area kept spare for garbage collection.  format refuses a device\n"
+	  "that is in use or holds a filesystem, RAID, LVM, partition table or\n"
+	  "dm-remap signature, or whose map needs more kernel memory than this\n"
+	  "machine has, unless --force is given.\n",
+	  cmd_format },
+	{ "dump", "[--json] DEV",
+	  "print DEV's superblock copies and checkpoint headers",
+	  "Print the superblock copies and both checkpoint headers as KEY=VALUE\n"
+	  "lines; --json prints the same keys as one JSON object.\n",
+	  cmd_dump },
+	{ "check", "DEV [--repair]",
+	  "check DEV offline, as fsck does (--repair mends what needs no guess)",
+	  "Check an unused device offline and exit like fsck: 0 clean, 1 corrected\n"
+	  "(--repair), 4 errors left, 8 could not check.  --repair rewrites a\n"
+	  "damaged superblock copy, and a checkpoint slot from the one the module\n"
+	  "loads and the log after it; nothing that needs a guess.\n",
+	  cmd_check },
+	{ "status", "NAME [--json]",
+	  "the status of an active target, in human units or JSON",
+	  "Print the status of the dm-remap target NAME in human units (dmsetup\n"
+	  "status); --json prints every field under its name.\n",
+	  cmd_status },
+	{ "activate", "[--remaptab FILE] [--dry-run]",
+	  "create every device listed in /etc/remaptab",
+	  "Create every device of /etc/remaptab (or FILE): NAME DEV [OPTIONS] per\n"
+	  "line; DEV a path or UUID=<dm-remap uuid>; OPTIONS create's options without\n"
+	  "the dashes, comma separated: read-only,gc-low=8.  --dry-run prints what\n"
+	  "it would create.\n",
+	  cmd_activate_on },
+	{ "deactivate", "[--remaptab FILE] [--dry-run]",
+	  "remove every active device listed in /etc/remaptab",
+	  "Remove the active devices of /etc/remaptab (or FILE), last line first.\n",
+	  cmd_deactivate },
+	{ "create", "NAME DEV [--read-only] [--ignore-discard] [--checkpoint-interval SECS]\n"
+	  "[--no-discard-passdown] [--gc-low N] [--gc-high N] [--zero-copy]",
+	  "create one target over a formatted device",
+	  "Create the dm-remap target NAME over the formatted DEV (dmsetup create),\n"
+	  "the options in its table line in the order given.\n",
+	  cmd_create },
+	{ "remove", "NAME",
+	  "remove one target",
+	  "Remove the target NAME (dmsetup remove).\n",
+	  cmd_remove },
+};
+
+static const struct command *find_command(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(commands); i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+static void commands_help(void)
+{
+	unsigned int i;
+
+	printf("Usage:\n");
+	for (i = 0; i < ARRAY_SIZE(commands); i++)
+		print_synopsis("  ", &commands[i]);
+	printf("\nCommands:\n");
+	for (i = 0; i < ARRAY_SIZE(commands); i++)
+		printf("  %-11s %s\n", commands[i].name, commands[i].summary);
+	printf("\n"
+	       "Options may come before or after the arguments.  '%s COMMAND --help'\n"
+	       "(or -h, or '%s help COMMAND') describes one command.\n",
+	       dmr_prog, dmr_prog);
+}
+
 int main(int argc, char **argv)
 {
-	opterr = 0;	/* usage_error() reports bad options itself */
+	const struct command *cmd;
+
+	opterr = 0;	/* bad_option() reports bad options itself */
 	if (argc < 2)
 		usage_error("missing command");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "help")) {
-		help();
+		if (argc == 2) {
+			commands_help();
+			return 0;
+		}
+		if (argc > 3 || !find_command(argv[2]))
+			usage_error("help takes one command name");
+		command_help(argv[2]);
 		return 0;
 	}
-	if (!strcmp(argv[1], "format"))
-		return cmd_format(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "dump"))
-		return cmd_dump(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "check"))
-		return cmd_check(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "status"))
-		return cmd_status(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "activate") || !strcmp(argv[1], "deactivate"))
-		return cmd_activate(argc - 1, argv + 1, argv[1][0] == 'a');
-	if (!strcmp(argv[1], "create"))
-		return cmd_create(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "remove"))
-		return cmd_remove(argc - 1, argv + 1);
-	usage_error("unknown command '%s'", argv[1]);
+	cmd = find_command(argv[1]);
+	if (!cmd)
+		usage_error("unknown command '%s'", argv[1]);
+	return cmd->run(argc - 1, argv + 1);
 }

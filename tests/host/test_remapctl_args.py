@@ -4,6 +4,7 @@
 Block-device behaviour (in use, RAID stripes, dmsetup) is covered by the
 VM suite in tests/integration.
 """
+import re
 import subprocess
 from pathlib import Path
 
@@ -143,3 +144,197 @@ def test_create_table_options(img, tmp_path):
     assert args[3] == (f"0 {sectors} remap {img} 10 zero_copy gc_low 6 "
                        "no_discard_passdown gc_high 12 checkpoint_interval 9 read_only "
                        "ignore_discard")
+
+
+# ---------------------------------------------------------------------------
+# --help and -h for every command, options before or after the arguments.
+# A stand-in dmsetup on PATH logs every call (the host has no
+# device-mapper), and the devices named do not exist, so a command that
+# went past its options would call dmsetup or fail to open them.
+
+COMMANDS = ["format", "dump", "check", "status", "activate", "deactivate", "create",
+            "remove"]
+
+
+def fake_dmsetup(tmp_path):
+    import os
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    log = tmp_path / "dmsetup.log"
+    fake = bindir / "dmsetup"
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexit 1\n')
+    fake.chmod(0o755)
+    return log, dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+
+
+def command_args(cmd, tmp_path):
+    """Arguments that make @cmd do its work: a device that does not exist,
+    a target name, a remaptab with one line."""
+    missing = str(tmp_path / "missing.img")
+    tab = tmp_path / "remaptab"
+    tab.write_text(f"fast {missing}\n")
+    return {"format": [missing], "dump": [missing], "check": [missing],
+            "status": ["fast"], "activate": ["--remaptab", str(tab)],
+            "deactivate": ["--remaptab", str(tab)], "create": ["fast", missing],
+            "remove": ["fast"]}[cmd]
+
+
+@pytest.mark.parametrize("where", ["first", "last"])
+@pytest.mark.parametrize("opt", ["--help", "-h"])
+@pytest.mark.parametrize("cmd", COMMANDS)
+def test_every_command_answers_help(tmp_path, cmd, opt, where):
+    """CMD --help / -h, before or after the command's arguments: its own
+    synopsis on stdout, exit 0, and nothing done: no dmsetup call, and the
+    device named (which does not exist) never opened."""
+    log, env = fake_dmsetup(tmp_path)
+    args = command_args(cmd, tmp_path)
+    argv = [cmd, opt, *args] if where == "first" else [cmd, *args, opt]
+    p = subprocess.run([REMAPCTL, *argv], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert p.returncode == 0, (argv, p.stdout, p.stderr)
+    assert p.stdout.startswith(f"Usage: remapctl {cmd} "), p.stdout
+    assert p.stderr == ""
+    assert not log.exists(), log.read_text()
+
+
+@pytest.mark.parametrize("cmd", COMMANDS)
+def test_the_same_commands_without_help_do_their_work(tmp_path, cmd):
+    """The arguments of the test above are not inert: without --help each
+    command fails on the missing device or calls dmsetup (which fails)."""
+    log, env = fake_dmsetup(tmp_path)
+    p = subprocess.run([REMAPCTL, cmd, *command_args(cmd, tmp_path)], capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert "Usage:" not in p.stdout
+    assert log.exists() or "No such file" in p.stderr, (cmd, p.stdout, p.stderr)
+
+
+def test_help_synopsis_matches_the_list(tmp_path):
+    """remapctl --help, -h and help list every command with the synopsis
+    that COMMAND --help prints; help COMMAND is COMMAND --help."""
+    top = rc("--help")
+    assert top.returncode == 0 and top.stderr == ""
+    assert rc("-h").stdout == top.stdout == rc("help").stdout
+    for cmd in COMMANDS:
+        own = rc(cmd, "--help").stdout
+        synopsis = own.split("\n\n")[0][len("Usage: "):]
+        first, *rest = synopsis.splitlines()
+        assert f"\n  {first}\n" in top.stdout, cmd
+        for line in rest:                           # continuation lines
+            assert line.strip() in top.stdout, cmd
+        assert re.search(rf"^  {cmd} +\w", top.stdout, re.M), cmd
+        assert rc("help", cmd).stdout == own
+    assert rc("help", "frobnicate").returncode == 2
+
+
+def test_create_h_is_help_and_gc_high_has_no_short_option(img, tmp_path):
+    """-h used to be --gc-high's short option: now it is help, even with a
+    number after it, and --gc-low / --gc-high stay long options."""
+    import os
+    assert rc("format", img).returncode == 0
+    sectors = kv(rc("dump", img).stdout)["logical_sectors"]
+    log, env = fake_dmsetup(tmp_path)
+    p = subprocess.run([REMAPCTL, "create", "-h", "12", "fast", img], capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert p.returncode == 0 and p.stdout.startswith("Usage: remapctl create ")
+    assert not log.exists()
+    p = subprocess.run([REMAPCTL, "create", "--gc-low", "6", "--gc-high=12", "fast", img],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert log.read_text().splitlines() == [
+        f"create fast --table 0 {sectors} remap {img} 4 gc_low 6 gc_high 12"]
+    assert p.returncode == 1                        # the stand-in dmsetup failed
+    os.unlink(log)
+
+
+def test_options_after_the_arguments(img, tmp_path):
+    """dump, check, status, create and format take their options after
+    their arguments as well as before, with the same result."""
+    import json
+    import os
+    p = rc("format", img, "--label", "late", "--overprovision", "20")
+    assert p.returncode == 0, p.stderr
+    d = kv(rc("dump", img).stdout)
+    assert d["label"] == "late" and d["overprovision"] == "20"
+    before, after = rc("dump", "--json", img), rc("dump", img, "--json")
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == before.stdout and json.loads(after.stdout)["label"] == "late"
+    # check DEV --repair: copy 1 of the superblock damaged, and mended
+    with open(img, "r+b") as f:
+        f.seek(4096 + 200)
+        b = f.read(1)
+        f.seek(4096 + 200)
+        f.write(bytes([b[0] ^ 0xFF]))
+    p = rc("check", img, "--repair")
+    assert p.returncode == 1 and "repaired: superblock copy 1" in p.stdout, p.stdout
+    assert rc("check", img).returncode == 0
+    # create NAME --opt DEV --opt: the options in the table in the order given
+    sectors = d["logical_sectors"]
+    log, env = fake_dmsetup(tmp_path)
+    subprocess.run([REMAPCTL, "create", "--zero-copy", "fast", "--gc-low", "6", img,
+                    "--read-only"], capture_output=True, text=True, env=env, timeout=60)
+    assert log.read_text().splitlines() == [
+        f"create fast --table 0 {sectors} remap {img} 4 zero_copy gc_low 6 read_only"]
+    os.unlink(log)
+    # status NAME --json and --json NAME: the stand-in prints a status line
+    from test_remapctl_check import STATUS
+    (tmp_path / "bin" / "dmsetup").write_text(f"#!/bin/sh\necho '{STATUS}'\n")
+    outs = [subprocess.run([REMAPCTL, "status", *a], capture_output=True, text=True,
+                           env=env, timeout=60) for a in (["fast", "--json"],
+                                                          ["--json", "fast"])]
+    assert [o.returncode for o in outs] == [0, 0], [o.stderr for o in outs]
+    assert outs[0].stdout == outs[1].stdout
+    assert json.loads(outs[0].stdout)["name"] == "fast"
+
+
+def test_double_dash_ends_the_options(img):
+    """After "--" a word starting with '-' is an argument, not an option."""
+    p = rc("dump", "--", "--json")
+    assert p.returncode == 1 and "--json: No such file" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["dump", "--bogus", "x"], "dump: unrecognised or ambiguous option '--bogus'"),
+    (["dump", "x", "--json=yes"], "dump: option '--json' takes no value"),
+    (["check", "x", "-q"], "check: unrecognised option '-q'"),
+    (["status", "x", "--bogus"], "status: unrecognised or ambiguous option '--bogus'"),
+    (["activate", "--remaptab"], "activate: option '--remaptab' needs a value"),
+    (["deactivate", "-x"], "deactivate: unrecognised option '-x'"),
+    (["create", "n", "d", "--gc-high"], "create: option '--gc-high' needs a value"),
+    (["create", "n", "d", "-c"], "create: option '-c' needs a value"),
+    (["create", "n", "d", "--gc", "5"], "create: unrecognised or ambiguous option '--gc'"),
+    (["remove", "n", "--force"], "remove: unrecognised or ambiguous option '--force'"),
+    (["format", "x", "--bogus"], "format: unrecognised or ambiguous option '--bogus'"),
+    (["dump", "a", "b"], "dump needs exactly one device"),
+    (["check"], "check needs exactly one device"),
+    (["status"], "status needs exactly one NAME"),
+    (["status", "a", "b"], "status needs exactly one NAME"),
+    (["remove", "a", "b"], "remove needs exactly one NAME"),
+    (["activate", "extra"], "activate takes no arguments besides its options"),
+])
+def test_bad_options_are_named(tmp_path, args, message):
+    """An unknown option, a missing or unwanted value, a wrong number of
+    arguments: exit 2, the problem named on stderr, nothing run."""
+    log, env = fake_dmsetup(tmp_path)
+    p = subprocess.run([REMAPCTL, *args], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert p.returncode == 2, (args, p.stdout, p.stderr)
+    assert p.stderr.startswith(f"remapctl: {message}\n"), p.stderr
+    assert p.stdout == "" and not log.exists()
+
+
+@pytest.mark.parametrize("opt", ["help", "he"])
+def test_activate_refuses_help_as_a_remaptab_option(img, tmp_path, opt):
+    """A remaptab option "help" (or a prefix getopt would take for it) would
+    make create print its usage and exit 0, so the line would count as
+    active: activate refuses the line instead."""
+    import os
+    assert rc("format", img).returncode == 0
+    tab = tmp_path / "remaptab"
+    tab.write_text(f"fast {img} read-only,{opt}\n")
+    log, env = fake_dmsetup(tmp_path)
+    p = subprocess.run([REMAPCTL, "activate", "--remaptab", str(tab)], capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert f"remaptab:1: fast: '{opt}' is not an option of create" in p.stderr
+    assert "activate: 0 done, 1 failed" in p.stdout
+    assert log.read_text().splitlines() == ["info -c --noheadings -o name fast"]
+    os.unlink(log)

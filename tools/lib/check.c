@@ -28,15 +28,19 @@
  *
  * What replay stops at is reported as a note, not a problem: a torn or
  * missing unit at the end of the log is what a crash leaves, and the
- * design's ordering rules make everything before it consistent.
+ * design's ordering rules make everything before it consistent.  So is a
+ * checkpoint header torn by a crash while the other slot loads and its
+ * log replays (torn_header()), and the older slot's tables torn by an
+ * interrupted checkpoint.
  *
  * Repair (ck->write set) does what needs no guess, and nothing else:
  *
  *  - a superblock copy that is damaged or disagrees is rewritten from the
  *    valid copy with the higher generation;
- *  - when every other problem is in the checkpoint slots, and the slot
- *    the module loads, replayed, gives a map without a problem, that
- *    state is written as a fresh checkpoint (repair_ckpt()).
+ *  - when every other problem is in the checkpoint slots (or there is
+ *    none, but a crash tore a checkpoint header), and the slot the module
+ *    loads, replayed, gives a map without a problem, that state is
+ *    written as a fresh checkpoint (repair_ckpt()).
  *
  * Everything else is reported and left.
  */
@@ -69,6 +73,8 @@ struct check_state {
 	struct dmr_log_pos pos[DMR_NR_HEADS];	/* the heads, after replay */
 	u64 seq;		/* last sequence number replay applied */
 	bool recovery;		/* the module would recover at load */
+	int torn;		/* a slot whose header a crash may have torn, or -1 */
+	unsigned int residue;	/* crash residue a checkpoint rewrite mends */
 	unsigned int kind_lines;
 };
 
@@ -333,6 +339,37 @@ static int check_one_slot(struct check_state *s, int i, bool newest)
 	return r;
 }
 
+/*
+ * The header of slot s->torn fails its checksum and the other slot's
+ * decodes: what a crash while a header is written leaves (a checkpoint
+ * into the slot, or rule 7's rewrite of the clean flag in place; see the
+ * comment in check_slots()).  The module passes over it, loads the other
+ * slot, replays the log after it as a recovery and writes its next
+ * checkpoint into the torn slot (dmr_ckpt_order(), dmr_load_fell_back()),
+ * so when that load works (@loads: the other slot's tables check out and
+ * its log replays) this is a note, and --repair still rewrites the slot.
+ * Otherwise it is a problem.  A header that decodes with the checksum
+ * right but a wrong location or uuid is no crash's work: a problem, in
+ * check_slots().
+ */
+static void torn_header(struct check_state *s, bool loads)
+{
+	int i = s->torn;
+
+	if (i < 0)
+		return;
+	s->torn = -1;
+	if (!loads) {
+		problem(s, "checkpoint slot %d header: %s", i, dmr_log_strerror(s->st[i]));
+		kind_done(s);
+		return;
+	}
+	s->residue++;
+	note(s, "checkpoint slot %d header: %s (what a crash while it is written leaves): "
+	     "the module loads slot %d, replays the log after it and writes its next "
+	     "checkpoint into slot %d", i, dmr_log_strerror(s->st[i]), i ^ 1, i);
+}
+
 /* 2. Checkpoint slots; returns the slot the module loads, or -1. */
 static int check_slots(struct check_state *s)
 {
@@ -347,17 +384,29 @@ static int check_slots(struct check_state *s)
 		st[i] = DMR_LOG_READ_ERROR;
 		if (!s->ck->read(s->ck->ctx, blk, 1, s->buf))
 			st[i] = dmr_ckpt_decode(s->buf, blk, s->sb.uuid, &s->c[i]);
+	}
+	s->torn = -1;
+	for (i = 0; i < DMR_CKPT_SLOTS; i++) {
 		if (st[i] == DMR_LOG_OK)
 			note(s, "checkpoint slot %d: seq %llu, log seq %llu%s", i,
 			     (unsigned long long)s->c[i].seq,
 			     (unsigned long long)s->c[i].log_seq,
 			     s->c[i].flags & DMR_CKPT_CLEAN ? ", clean" : "");
+		else if (st[i] == DMR_LOG_BAD_CSUM && st[i ^ 1] == DMR_LOG_OK)
+			s->torn = i;	/* reported once the other slot is loaded */
 		else if (st[i] != DMR_LOG_BAD_MAGIC)
 			problem(s, "checkpoint slot %d header: %s", i, dmr_log_strerror(st[i]));
 		else
 			note(s, "checkpoint slot %d: never written", i);
 	}
-	/* slots alternate from seq 1 in slot 0: from seq 2 on both were written */
+	/*
+	 * Slots alternate from seq 1 in slot 0: from seq 2 on both were
+	 * written, and a slot without a header lost it.  A crash does not do
+	 * that: a header is one block written with FUA, into a slot that held
+	 * a header unless the other is at seq 1 (the first checkpoint after
+	 * format), and the magic of the old and the new header is the same,
+	 * so a torn write leaves the magic and fails the checksum.
+	 */
 	for (i = 0; i < DMR_CKPT_SLOTS; i++)
 		if (st[i] == DMR_LOG_BAD_MAGIC && st[i ^ 1] == DMR_LOG_OK &&
 		    s->c[i ^ 1].seq >= 2)
@@ -387,6 +436,7 @@ static int check_slots(struct check_state *s)
 		}
 	}
 	if (chosen < 0) {
+		torn_header(s, false);
 		problem(s, "no checkpoint slot loads: the module refuses this device");
 		kind_done(s);
 		return -1;
@@ -624,9 +674,11 @@ static int write_ckpt(struct check_state *s, unsigned int to, struct dmr_ckpt *c
 
 /*
  * 6. The checkpoint, rewritten (ck->write) from the slot @slot the module
- * loads and the log replayed after it, when every problem found was in
- * the slots.  The fresh checkpoint is the one the module's load writes
- * after a recovery (rule 4 in dm-remap/dmr-write.c), written offline:
+ * loads and the log replayed after it, when every problem found (@problems
+ * of them) was in the slots, or the only thing found is a header a crash
+ * tore (s->residue, a note: torn_header()).  The fresh checkpoint is the
+ * one the module's load writes after a recovery (rule 4 in
+ * dm-remap/dmr-write.c), written offline:
  *
  *  - into the other slot first: the slot loaded stays as it is until the
  *    new one is complete, so a repair that is interrupted leaves a slot
@@ -675,7 +727,7 @@ static int repair_ckpt(struct check_state *s, int slot, unsigned int problems)
 			return -1;
 	}
 	s->ck->errors -= problems;
-	s->ck->repaired += problems;
+	s->ck->repaired += problems + s->residue;
 	return 0;
 }
 
@@ -687,7 +739,7 @@ static int repair_ckpt(struct check_state *s, int slot, unsigned int problems)
  */
 int dmr_check_run(struct dmr_check *ck)
 {
-	struct check_state s = { .ck = ck };
+	struct check_state s = { .ck = ck, .torn = -1 };
 	unsigned int before, in_slots;
 	int slot, ret;
 
@@ -707,12 +759,15 @@ int dmr_check_run(struct dmr_check *ck)
 	if (slot < 0)
 		goto out;
 	in_slots = ck->errors - before;
-	if (check_replay(&s, slot))
+	if (check_replay(&s, slot)) {
+		torn_header(&s, false);
 		goto out;
+	}
+	torn_header(&s, true);
 	check_map(&s);
 	if (check_units(&s))
 		goto out;
-	if (!ck->write || !in_slots)
+	if (!ck->write || (!in_slots && !s.residue))
 		goto out;
 	if (before || ck->errors != in_slots)
 		fprintf(ck->out, "not repaired: the checkpoint is not rewritten, because "
