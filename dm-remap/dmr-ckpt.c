@@ -24,6 +24,12 @@
  * torn rewrite fails its checksum and the load uses the other slot, whose
  * log chain reaches this one's position (nothing was written after it).
  *
+ * That needs another slot: on a device fresh from format the other slot
+ * was never written (@ckpt_other_blank), and a torn rewrite of the only
+ * header would leave none.  Then a whole (not clean) checkpoint goes
+ * into the other slot instead, and the clean one is left as it is: the
+ * newest header is then not clean, which is all rule 7 asks.
+ *
  * Return: 0 or a negative errno (the target is then in failed mode).
  */
 int dmr_mark_dirty(struct dmr_target *rc)
@@ -31,6 +37,8 @@ int dmr_mark_dirty(struct dmr_target *rc)
 	struct dmr_ckpt c = rc->last_ckpt;
 	int r;
 
+	if (rc->ckpt_other_blank)
+		return dmr_checkpoint(rc, false);
 	c.flags &= ~DMR_CKPT_CLEAN;
 	dmr_ckpt_encode(&c, rc->sb.uuid, rc->bounce);
 	r = dmr_rw(rc, REQ_OP_WRITE | REQ_SYNC | REQ_FUA, c.blocknr, 1, rc->bounce);
@@ -180,6 +188,7 @@ int dmr_checkpoint(struct dmr_target *rc, bool clean)
 	WRITE_ONCE(rc->ckpt_seq, c.seq);
 	rc->ckpt_log_seq = c.log_seq;
 	rc->ckpt_slot ^= 1;
+	rc->ckpt_other_blank = false;
 	rc->last_ckpt = c;
 	rc->ckpt_clean_on_disk = clean;
 	/* the reuse rule counts completed checkpoints */
@@ -406,6 +415,7 @@ int dmr_load(struct dmr_target *rc, const char **error)
 
 	rc->ckpt_seq = c[slot].seq;
 	rc->ckpt_log_seq = c[slot].log_seq;
+	rc->ckpt_other_blank = st[slot ^ 1] == DMR_LOG_BAD_MAGIC;
 	rc->ckpt_slot = slot ^ 1;
 	rc->last_ckpt = c[slot];
 	rc->map.ckpt_seq = c[slot].seq;

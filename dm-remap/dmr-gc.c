@@ -416,6 +416,34 @@ int dmr_gc_run(struct dmr_target *rc, bool urgent)
 }
 
 /**
+ * dmr_gc_collect_now() - the gc_collect message: collect one victim now
+ * @rc: target, in the worker
+ *
+ * Whatever the watermarks: a victim read in flight is waited for and
+ * collected; otherwise the victim background GC would choose
+ * (cost-benefit) is read and collected.  What it frees becomes free by
+ * the reuse rule, as any collection's.
+ *
+ * Return: 0, -ENODATA if no segment is collectable, or a negative errno.
+ */
+int dmr_gc_collect_now(struct dmr_target *rc)
+{
+	u32 victim;
+
+	if (READ_ONCE(rc->mode) != DMR_MODE_WRITE)
+		return -EROFS;
+	if (rc->gc_rd_seg == DMR_NO_SEGMENT) {
+		victim = dmr_gc_victim(&rc->map, false, rc->seq, &rc->gc_cursor,
+				       READ_ONCE(dmr_gc_window));
+		if (victim == DMR_NO_SEGMENT)
+			return -ENODATA;
+		dmr_gc_read_submit(rc, victim);
+	}
+	wait_for_completion(&rc->gc_rd_done);
+	return dmr_gc_collect(rc);
+}
+
+/**
  * dmr_gc_background() - one step of background GC, if it has work
  * @rc: target, in the worker
  *

@@ -520,6 +520,24 @@ static int dmr_message(struct dm_target *ti, unsigned int argc, char **argv,
 		mutex_unlock(&rc->ctl_lock);
 		return r;
 	}
+	if (argc == 1 && !strcasecmp(argv[0], "gc_collect")) {
+		int r;
+
+		/* as checkpoint: serialised with suspend, run by the worker */
+		mutex_lock(&rc->ctl_lock);
+		r = dmr_message_checkpoint_verdict(READ_ONCE(rc->mode), rc->active,
+						   READ_ONCE(rc->stopping));
+		if (!r) {
+			rc->gc_collect_result = -EBUSY;
+			WRITE_ONCE(rc->gc_collect_req, true);
+			queue_work(rc->wq, &rc->work);
+			flush_work(&rc->work);
+			r = READ_ONCE(rc->gc_collect_req) ? -EBUSY : rc->gc_collect_result;
+			WRITE_ONCE(rc->gc_collect_req, false);
+		}
+		mutex_unlock(&rc->ctl_lock);
+		return r;
+	}
 	DMWARN("unrecognised message received (%u args, first '%s')",
 	       argc, argc ? argv[0] : "");
 	return -EINVAL;

@@ -933,6 +933,10 @@ void dmr_worker(struct work_struct *work)
 		 */
 		if (READ_ONCE(rc->ckpt_due) && !READ_ONCE(rc->stopping))
 			dmr_checkpoint_due(rc);
+		if (READ_ONCE(rc->gc_collect_req) && !READ_ONCE(rc->stopping)) {
+			rc->gc_collect_result = dmr_gc_collect_now(rc);
+			WRITE_ONCE(rc->gc_collect_req, false);
+		}
 		if (READ_ONCE(rc->mode) == DMR_MODE_WRITE && !READ_ONCE(rc->stopping) &&
 		    dmr_seq_window_full(rc->seq, rc->ckpt_log_seq))
 			dmr_checkpoint(rc, false);

@@ -224,11 +224,15 @@ enum dmr_gc_mode {
  * @ckpt_seq: sequence number of the last checkpoint written or loaded
  * @ckpt_log_seq: log sequence number the last checkpoint covers (worker)
  * @ckpt_slot: slot the next checkpoint goes to (worker)
+ * @ckpt_other_blank: that slot was never written (a device fresh from
+ *	format): dmr_mark_dirty() writes a checkpoint there (worker)
  * @map_crc: CRC32C of each map block as last written to a slot (worker)
  * @bounce: scratch for checkpoint I/O, DMR_BOUNCE_BLOCKS blocks (worker)
  * @replayed: log units applied at load
  * @ctl_lock: serialises the checkpoint message with postsuspend,
  *	preresume and resume (dm holds only SRCU around a message)
+ * @gc_collect_req: the gc_collect message waits for the worker to collect
+ * @gc_collect_result: what dmr_gc_collect_now() returned for it (worker)
  * @commit_behind: requests the worker handled since the oldest flush in
  *	@commit_bios joined it (worker; dmr_group_commit_now())
  * @stats: counters
@@ -302,10 +306,13 @@ struct dmr_target {
 	u64 ckpt_seq;
 	u64 ckpt_log_seq;
 	unsigned int ckpt_slot;
+	bool ckpt_other_blank;
 	u32 *map_crc;
 	void *bounce;
 	u64 replayed;
 	struct mutex ctl_lock;	/* message vs postsuspend/preresume/resume */
+	bool gc_collect_req;
+	int gc_collect_result;
 	u32 commit_behind;
 	struct dmr_stats stats;
 };
@@ -366,5 +373,6 @@ void dmr_gc_read_drop(struct dmr_target *rc);
 void dmr_gc_free_ready(struct dmr_target *rc);
 void dmr_gc_prefree_waiting(struct dmr_target *rc, struct dmr_gc_state *st);
 void dmr_gc_retry(struct dmr_target *rc);
+int dmr_gc_collect_now(struct dmr_target *rc);
 
 #endif /* DMR_H */

@@ -367,7 +367,7 @@ def test_activate_from_remaptab(ram, tmp_path):
     uuid_b = dump(base_b)["uuid"]
     tab = tmp_path / "remaptab"
     tab.write_text(f"# test\n{DM_PREFIX}a {base_a} read-only\n"
-                   f"{DM_PREFIX}b UUID={uuid_b} gc-low=6,gc-high=9\n")
+                   f"{DM_PREFIX}b UUID={uuid_b} gc-low=5,gc-high=5\n")
     p = remapctl("activate", "--remaptab", str(tab))
     assert "activate: 2 done, 0 failed" in p.stdout, p.stdout
     ta = run(["dmsetup", "table", DM_PREFIX + "a"]).stdout
@@ -376,7 +376,7 @@ def test_activate_from_remaptab(ram, tmp_path):
     maj_min = run(["stat", "-L", "-c", "%t:%T", base_b]).stdout.strip()
     major, minor = (int(x, 16) for x in maj_min.split(":"))
     assert tb.split()[3] == f"{major}:{minor}", (tb, maj_min)
-    assert tb.split()[-5:] == ["4", "gc_low", "6", "gc_high", "9"], tb
+    assert tb.split()[-5:] == ["4", "gc_low", "5", "gc_high", "5"], tb
     assert status_fields("a")["mode"] == "read-only"
     p = remapctl("activate", "--remaptab", str(tab))
     assert f"{DM_PREFIX}a: already active" in p.stdout

@@ -813,9 +813,8 @@ def test_gc_replay_skips_relocation_of_overwritten_block(ram):
     segments (one unit each), segment V (blocks 0 to S-2) overwritten but
     for blocks 0-2 (into another whole segment), so that V is the only
     segment GC may collect (a segment with a second summary, from a flush
-    in its middle, would be another victim); gc_low
-    and gc_high raised so that background GC starts, and collects V (its
-    relocation unit stays open), after a checkpoint; then block 1 is
+    in its middle, would be another victim); the gc_collect message makes
+    GC collect V (its relocation unit stays open); then block 1 is
     overwritten and fsynced, and power is cut."""
     base = small_base(ram, 32)
     s = Stack(base, ["--segment-size", SEG_SIZE])
@@ -850,12 +849,9 @@ def test_gc_replay_skips_relocation_of_overwritten_block(ram):
         checkpoint()
         st = s.status()
         assert st["prefree_segments"] == 0 and st["gc_runs"] == 0, st
-        high = nr_segs // 2
-        assert st["free_segments"] < high, st
-        message("top", "gc_high", high)
-        message("top", "gc_low", high)
-        # the checkpoint runs in the worker, and background GC after it
-        checkpoint()
+        # one collection now, whatever the watermarks (which may no longer
+        # be raised past what the spare space holds: issue 24 item 6)
+        message("top", "gc_collect")
         st = s.status()
         assert st["gc_runs"] == 1 and st["gc_moved"] == 3, \
             f"premise: GC collected segment {v} alone: {st}"
