@@ -85,8 +85,36 @@
 #include <linux/bio.h>
 #include <linux/blkdev.h>
 #include <linux/ioprio.h>
+#include <linux/module.h>
 
 #include "dmr.h"
+
+/*
+ * Test hook (fault injection, as dm-flakey's, for the VM tests): the next
+ * this many segments handed to the second stage fail with -EIO at once,
+ * unwritten, as a device whose write fails would; at once, so that the
+ * next reap finds the failure (a test can then tell which path reaped
+ * it).  0, the default, does nothing.
+ */
+static unsigned int dmr_fault_flight_fail;
+module_param_named(fault_flight_fail, dmr_fault_flight_fail, uint, 0600);
+MODULE_PARM_DESC(fault_flight_fail,
+		 "Test hook: fail the next N segment writes of the second stage");
+
+/* Take one from a fault count; true if there was one to take. */
+static bool dmr_fault_take(unsigned int *count)
+{
+	unsigned int n = READ_ONCE(*count);
+
+	while (n) {
+		unsigned int old = cmpxchg(count, n, n - 1);
+
+		if (old == n)
+			return true;
+		n = old;
+	}
+	return false;
+}
 
 /*
  * Add the checksums to the units in blocks [@from, @from + @nr) of segment
@@ -333,7 +361,12 @@ static int __dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync,
 		reinit_completion(&f->done);
 		f->pending = true;
 		rc->flight_next = (rc->flight_next + 1) % DMR_FLIGHT_SLOTS;
-		queue_work(rc->flight_wq, &f->work);
+		if (unlikely(dmr_fault_take(&dmr_fault_flight_fail))) {
+			f->error = -EIO;	/* the test hook: not written */
+			complete(&f->done);
+		} else {
+			queue_work(rc->flight_wq, &f->work);
+		}
 	} else {
 		r = dmr_write_units(rc, h->buf, from, nr, dmr_seg_block(rc, seg, from),
 				    fua);

@@ -487,3 +487,97 @@ def test_first_write_on_a_fresh_device_keeps_its_only_header(ram):
     dm_create("top", f"0 {n} remap {ram}")
     assert same(_pread(dm_path("top"), 7), block(7, 1))
     dm_remove("top")
+
+
+# ------------------------------------------------------------------
+# item 1: a flush that waits while a write fails
+
+FAULT = Path("/sys/module/dm_remap/parameters/fault_flight_fail")
+AIO_PAIR = str(Path(__file__).resolve().parents[2] / "tools" / "tests" / "aio-pair")
+
+
+def _dev_writes(dev):
+    """Writes completed by a block device (its /sys stat, field 5)."""
+    name = os.path.basename(os.path.realpath(dev))
+    return int(Path(f"/sys/block/{name}/stat").read_text().split()[4])
+
+
+def _dsync_write(dev, lba, gen):
+    fd = os.open(dev, os.O_WRONLY | os.O_DIRECT | os.O_DSYNC)
+    import mmap
+    buf = mmap.mmap(-1, BLOCK)
+    buf.write(block(lba, gen))
+    try:
+        os.pwritev(fd, [buf], lba * BLOCK)
+    finally:
+        os.close(fd)
+
+
+def test_waiting_fua_fails_when_a_segment_write_fails(ram):
+    """Item 1: a failed second-stage write was reported once, to whoever
+    reaped it; a FUA write already waiting for the group commit was then
+    sealed behind the hole and acknowledged, and the next load, whose
+    replay stops at the hole, dropped it.
+
+    Made deterministic: the device below delays writes by 1 s (dm-delay),
+    and a 4 KiB O_DSYNC write G holds the worker in its group commit's
+    write; meanwhile one io_submit() queues a 4 KiB RWF_DSYNC write F and
+    a 512 KiB write W behind it, so the worker takes them in one batch:
+    F waits for the group commit, W fills two 256 KiB segments, the test
+    hook fault_flight_fail fails the first one's write (it holds F's
+    data; it fails at hand-off, so that the next reap finds it), and W's
+    second segment reaps that failure.  F must fail, no
+    write may reach the device after G's, and no acknowledged write may
+    be missing after a reload."""
+    size = sectors(ram)
+    dm_create("under", f"0 {size} linear {ram} 0")
+    under = dm_path("under")
+    info, n = _fmt(under, "--segment-size", "256K")
+    dm_create("top", f"0 {n} remap {under} 2 checkpoint_interval 86400")
+    top = dm_path("top")
+    _pattern_write(top, [0], 1)          # the first write's checkpoint, then quiet
+
+    def slow(on):
+        table = (f"0 {size} delay {ram} 0 0 {ram} 0 1000" if on else
+                 f"0 {size} linear {ram} 0")
+        run(["dmsetup", "reload", "dmrt-under"], input=table + "\n")
+        run(["dmsetup", "resume", "dmrt-under"])
+
+    slow(True)
+    try:
+        c0 = _dev_writes(under)
+        _dsync_write(top, 400, 1)        # how many writes a lone G makes
+        g_writes = _dev_writes(under) - c0
+        before = _dev_writes(under)
+        kmsg = Kmsg()
+        g = threading.Thread(target=_dsync_write, args=(top, 500, 1))
+        g.start()
+        time.sleep(0.4)
+        FAULT.write_text("1")
+        try:
+            p = run([AIO_PAIR, top, str(BLOCK * 1000), str(BLOCK), "dsync",
+                     str(BLOCK * 2000), str(BLOCK * 128), "plain"])
+        finally:
+            FAULT.write_text("0")
+            g.join()
+        after = _dev_writes(under)
+    finally:
+        slow(False)
+    res = {k: int(v) for k, v in (ln.split(": ") for ln in p.stdout.splitlines())}
+    st = _raw_status("top")
+    print(f"G alone: {g_writes} writes; F {res['write 1']}, W {res['write 2']}, "
+          f"mode {st[0]}, writes since G: {after - before}")
+    assert res["write 2"] < 0, f"premise: W's second segment reaped the failure: {res}"
+    assert st[0] == "failed", (st, kmsg.text())
+    assert "log write failed" in kmsg.text(), kmsg.text()
+    acked = res["write 1"] == BLOCK
+    dm_remove("top")
+    dm_create("top", f"0 {n} remap {under}")
+    if acked:
+        assert _pread(dm_path("top"), 1000) == bytes([0x5a]) * BLOCK, \
+            "the FUA write was acknowledged after the failure and is lost"
+    assert res["write 1"] < 0, f"the FUA write was acknowledged after the failure: {res}"
+    assert after - before <= g_writes, \
+        f"{after - before - g_writes} writes reached the device after the failure"
+    assert _pread(dm_path("top"), 0) == block(0, 1)
+    dm_remove("top")
