@@ -108,16 +108,16 @@ run_tests() {	# run_tests NAME LOGFILE CMD...
 # what vmdebug runs (about 15 minutes; the whole suite would take over
 # an hour on that kernel under TCG): the faults from below and read errors
 # at load (test_faults.py, with out of memory at construction), suspend/
-# resume under fio and a busy remove, one power cut and its recovery,
-# checkpoint messages racing suspend/resume (lockdep on ctl_lock), and the
-# large-device tier at 256 GiB (a whole-device discard under the
-# soft-lockup detector)
+# resume under fio and a busy remove, one power cut and its recovery, and
+# checkpoint messages racing suspend/resume (lockdep on ctl_lock).  The
+# large-device tier's whole-device discard runs under the soft-lockup
+# detector on Debian's kernel in the vm stage (it caught 7d92c5b there).
 # Boot options: every KASAN report, not only the first; 4-level paging
 # (under TCG, KASAN with 5-level paging reports a wild access at boot,
 # in the interrupt code, and the taint switches lockdep off for the run);
 # a ring buffer the whole run fits in.
 VMDEBUG_APPEND="kasan_multi_shot no5lvl log_buf_len=16M"
-VMDEBUG_TESTS=${DMR_VMDEBUG_TESTS:-"test_faults or test_suspend_resume_loop or test_check_after_power_cut[0] or test_checkpoint_messages_race or test_large_device"}
+VMDEBUG_TESTS=${DMR_VMDEBUG_TESTS:-"test_faults or test_suspend_resume_loop or test_check_after_power_cut[0] or test_checkpoint_messages_race"}
 
 for s in "${stages[@]}"; do
 	t0=$(date +%s)
@@ -183,7 +183,8 @@ for s in "${stages[@]}"; do
 		echo "== vm: integration suite in a virtme-ng guest"
 		make -s module KDIR="$KDIR612" >/dev/null 2>&1 || true
 		make -s -C tools >/dev/null 2>&1 || true
-		run_tests vm "$out/vm.log" bash tests/vm/run-vm.sh --mem 6144 "$out/vm" -- \
+		# about 28 minutes here; the timeout leaves room for a slower machine
+		run_tests vm "$out/vm.log" bash tests/vm/run-vm.sh --mem 6144 --timeout 2700 "$out/vm" -- \
 			bash tests/vm/guest-integration.sh ;;
 	vmdebug)
 		echo "== vmdebug: VM tests on a KASAN + lockdep + kmemleak + failslab kernel"
@@ -201,8 +202,8 @@ for s in "${stages[@]}"; do
 					env DMR_VM_KERNEL="$kd/arch/x86/boot/bzImage" \
 					DMR_VM_APPEND="$VMDEBUG_APPEND" \
 					bash "$d/tests/vm/run-vm.sh" --mem 6144 --timeout 2400 \
-					"$out/vmdebug" -- env DMR_LARGE_GIB=256 \
-					bash tests/vm/guest-integration.sh -k "$VMDEBUG_TESTS"
+					"$out/vmdebug" -- bash tests/vm/guest-integration.sh \
+					-k "$VMDEBUG_TESTS"
 			else
 				cat "$out/vmdebug-build.log"; count 0 1 vmdebug FAIL
 			fi

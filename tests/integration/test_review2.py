@@ -292,7 +292,7 @@ def test_gc_read_error_is_retried_after_a_checkpoint(ram):
 # ------------------------------------------------------------------
 # the large-device tier: more segments than one GC window (65,536)
 
-# GiB; the vmdebug stage makes it smaller (KASAN slows every step)
+# GiB (DMR_LARGE_GIB): 1 TiB is the size at which 7d92c5b locked up
 LARGE_GIB = int(os.environ.get("DMR_LARGE_GIB", "1024"))
 
 
