@@ -193,7 +193,7 @@ int dmr_checkpoint(struct dmr_target *rc, bool clean)
 	rc->ckpt_clean_on_disk = clean;
 	/* the reuse rule counts completed checkpoints */
 	spin_lock(&rc->map_lock);
-	rc->map.ckpt_seq = c.seq;
+	dmr_map_ckpt_done(&rc->map, c.seq);
 	spin_unlock(&rc->map_lock);
 	dmr_gc_free_ready(rc);
 	dmr_gc_retry(rc);
@@ -343,7 +343,7 @@ static void dmr_heads_restore(struct dmr_target *rc, const struct dmr_log_pos *p
 		if (rc->read_only)
 			continue;	/* nothing is written: read it from the device */
 		/* the blocks before @seg_written are read from the device */
-		rc->map.segs[h->pos.segment].flags |= DMR_SEG_MEM;
+		dmr_seg_set_mem(&rc->map, h->pos.segment, true);
 	}
 }
 

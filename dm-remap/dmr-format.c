@@ -151,8 +151,10 @@ u32 dmr_default_segment_blocks(u32 io_opt_bytes, u32 io_min_bytes)
  * @geo: device geometry
  *
  * What the target allocates when it loads the device: the map (a u32 per
- * logical block), the segment table (a struct dmr_seg and a reader count
- * per segment), a dirty byte and a CRC32C per map block
+ * logical block), the segment table (a struct dmr_seg, with its links on
+ * the map's segment lists, and a reader count per segment), the heads of
+ * those lists (DMR_MAP_LISTS(), a u32 per valid count), a dirty byte and
+ * a CRC32C per map block
  * (DMR_MAP_ENTRIES_PER_BLOCK entries), DMR_SEG_BUFFERS segment buffers
  * (one per log head, DMR_FLIGHT_SLOTS in flight, GC's read buffer) and the
  * checkpoint bounce buffer.  Small fixed allocations (the
@@ -170,6 +172,7 @@ u64 dmr_map_memory_bytes(const struct dmr_geometry *geo)
 
 	return geo->logical_blocks * sizeof(u32) +
 	       geo->nr_segments * (sizeof(struct dmr_seg) + sizeof(u32)) +
+	       (u64)DMR_MAP_LISTS(geo->segment_blocks) * sizeof(u32) +
 	       map_blocks * (1 + sizeof(u32)) +
 	       (u64)DMR_SEG_BUFFERS * geo->segment_blocks * DMR_BLOCK_SIZE +
 	       (u64)DMR_BOUNCE_BLOCKS * DMR_BLOCK_SIZE;

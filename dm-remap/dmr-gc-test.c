@@ -40,10 +40,12 @@ static void dmr_gct_map_init(struct kunit *test, struct dmr_map *m,
 	struct dmr_seg *segs = kunit_kzalloc(test, nr_segs * sizeof(*segs),
 					     GFP_KERNEL);
 	u8 *dirty = kunit_kzalloc(test, nr_map_blocks, GFP_KERNEL);
+	u32 *lists = kunit_kzalloc(test, DMR_MAP_LISTS(seg_blocks) * sizeof(*lists),
+				   GFP_KERNEL);
 
-	if (!l2p || !segs || !dirty)
+	if (!l2p || !segs || !dirty || !lists)
 		kunit_skip(test, "cannot allocate a map");
-	dmr_map_init(m, l2p, nr_logical, segs, nr_segs, seg_blocks, dirty);
+	dmr_map_init(m, l2p, nr_logical, segs, nr_segs, seg_blocks, dirty, lists);
 }
 
 /**
@@ -172,7 +174,7 @@ static u32 dmr_gct_reloc(struct dmr_gct_dev *f, struct dmr_log_pos *pos,
 static void dmr_gct_map_reset(struct dmr_gct_dev *f)
 {
 	dmr_map_init(&f->map, f->map.l2p, GCT_LOGICAL, f->map.segs, GCT_NR_SEGS,
-		     GCT_SEG_BLOCKS, f->map.dirty);
+		     GCT_SEG_BLOCKS, f->map.dirty, f->map.lists);
 }
 
 /*
@@ -698,6 +700,7 @@ static void dmr_gct_reuse_counts_checkpoints(struct kunit *test)
 	/* sa empties at once (an overwrite): two checkpoints from its seal */
 	dmr_map_set(&m, 10, head * b + 1);
 	KUNIT_EXPECT_TRUE(test, m.segs[sa].flags & DMR_SEG_PREFREE);
+	KUNIT_EXPECT_EQ(test, m.nr_wait[DMR_REUSE_CKPT], 1U);
 	KUNIT_EXPECT_EQ(test, dmr_seg_reuse_wait(&m.segs[sa], 8, 1000),
 			DMR_REUSE_CKPT);
 	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sa], 7, 1000, 0));
@@ -717,13 +720,21 @@ static void dmr_gct_reuse_counts_checkpoints(struct kunit *test)
 	 * sb empties long after its seal (a discard, at checkpoint 20 and
 	 * flush 40): no checkpoint is needed any more, only a flush.
 	 */
-	m.ckpt_seq = 20;
-	m.flush_seq = 40;
+	dmr_map_ckpt_done(&m, 20);
+	/* sa now only waits for a flush since it emptied (flush 31) */
+	KUNIT_EXPECT_EQ(test, m.nr_wait[DMR_REUSE_CKPT], 0U);
+	KUNIT_EXPECT_EQ(test, m.nr_wait[DMR_REUSE_FLUSH], 1U);
+	while (m.flush_seq < 40)
+		dmr_map_flush_done(&m);
+	KUNIT_EXPECT_EQ(test, m.nr_wait[DMR_REUSE_READY], 1U);
+	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
 	dmr_map_unmap(&m, 11);
 	KUNIT_EXPECT_FALSE(test, m.segs[sb].flags & DMR_SEG_PREFREE);
 	dmr_map_unmap(&m, 12);
 	KUNIT_EXPECT_TRUE(test, m.segs[sb].flags & DMR_SEG_PREFREE);
 	KUNIT_EXPECT_EQ(test, m.nr_prefree, 2U);
+	KUNIT_EXPECT_EQ(test, m.nr_wait[DMR_REUSE_FLUSH], 1U);
+	KUNIT_EXPECT_EQ(test, m.nr_wait[DMR_REUSE_READY], 1U);
 	KUNIT_EXPECT_EQ(test, dmr_seg_reuse_wait(&m.segs[sb], 20, 40),
 			DMR_REUSE_FLUSH);
 	KUNIT_EXPECT_FALSE(test, dmr_seg_reusable(&m.segs[sb], 20, 40, 0));
@@ -740,12 +751,15 @@ static void dmr_gct_reuse_counts_checkpoints(struct kunit *test)
 						  1000, 0));
 
 	/* freed, it counts as free again */
-	m.flush_seq = 41;
+	dmr_map_flush_done(&m);
+	KUNIT_EXPECT_EQ(test, m.nr_wait[DMR_REUSE_READY], 2U);
 	KUNIT_ASSERT_TRUE(test, dmr_seg_reusable(&m.segs[sa], m.ckpt_seq,
 						 m.flush_seq, 0));
 	dmr_seg_make_free(&m, sa);
 	KUNIT_EXPECT_TRUE(test, dmr_seg_is_free(&m.segs[sa]));
 	KUNIT_EXPECT_EQ(test, m.nr_prefree, 1U);
+	KUNIT_EXPECT_EQ(test, m.nr_wait[DMR_REUSE_READY], 1U);
+	KUNIT_EXPECT_EQ(test, dmr_seg_ready_first(&m), sb);
 	KUNIT_EXPECT_EQ(test, m.nr_free, GCT_NR_SEGS - 2);
 	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
 
@@ -801,8 +815,10 @@ static void dmr_gct_alloc_skips_unfree(struct kunit *test)
 		KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
 
 		/* once the reuse rule allows it, the prefree one is handed out */
-		m.ckpt_seq += DMR_REUSE_CHECKPOINTS;
-		m.flush_seq++;
+		dmr_map_ckpt_done(&m, m.ckpt_seq + DMR_REUSE_CHECKPOINTS);
+		dmr_map_flush_done(&m);
+		KUNIT_EXPECT_EQ(test, m.nr_wait[DMR_REUSE_READY], 1U);
+		KUNIT_EXPECT_EQ(test, dmr_seg_ready_first(&m), prefree);
 		KUNIT_ASSERT_TRUE(test, dmr_seg_reusable(&m.segs[prefree], m.ckpt_seq,
 							 m.flush_seq, 0));
 		dmr_seg_make_free(&m, prefree);
@@ -821,9 +837,10 @@ static void dmr_gct_alloc_skips_unfree(struct kunit *test)
 #define GCT_SIM_LOGICAL		200U
 #define GCT_SIM_STEPS		4000U
 #define GCT_SIM_RESERVE		2U	/* free segments user heads leave to GC */
+#define GCT_SIM_READS		4U	/* reads in flight, at most */
 
 /**
- * struct dmr_gct_sim - a model of the writer, GC and checkpoints
+ * struct dmr_gct_sim - a model of the writer, GC, reads and checkpoints
  * @m: the map
  * @seg: each head's open segment, or DMR_NO_SEGMENT
  * @off: next block in it
@@ -835,11 +852,18 @@ static void dmr_gct_alloc_skips_unfree(struct kunit *test)
  * @sealed: the checkpoint at which each segment was last sealed
  * @was_prefree: each segment's prefree flag after the previous step
  * @was_open: each segment's open flag after the previous step
+ * @inflight: a sealed segment whose write is still in flight
+ *	(DMR_SEG_MEM), or DMR_NO_SEGMENT
+ * @readers: per segment, reads in flight to it
+ * @reads: the segment of each read in flight
+ * @nr_reads: reads in flight
  * @writes: user blocks written
  * @moved: moves committed
  * @lost: moves that lost to a write or discard
  * @collected: victims emptied
  * @freed: segments made free
+ * @kept: times a free pass left a segment on the ready list for its reads
+ * @reaped: in-flight writes completed after their segment was sealed
  */
 struct dmr_gct_sim {
 	struct dmr_map m;
@@ -852,7 +876,11 @@ struct dmr_gct_sim {
 	u64 sealed[GCT_SIM_SEGS];
 	bool was_prefree[GCT_SIM_SEGS];
 	bool was_open[GCT_SIM_SEGS];
-	u32 writes, moved, lost, collected, freed;
+	u32 inflight;
+	u32 readers[GCT_SIM_SEGS];
+	u32 reads[GCT_SIM_READS];
+	u32 nr_reads;
+	u32 writes, moved, lost, collected, freed, kept, reaped;
 };
 
 static u32 dmr_gct_rand(struct dmr_gct_sim *s)
@@ -887,12 +915,49 @@ static u32 dmr_gct_sim_block(struct dmr_gct_sim *s, unsigned int h)
 	return s->seg[h] * m->seg_blocks + s->off[h]++;
 }
 
-/* Seal head @h's segment once its last block is mapped. */
+/*
+ * Seal head @h's segment once its last block is mapped; half the time
+ * its write is still in flight then (DMR_SEG_MEM until dmr_gct_sim_reap()).
+ */
 static void dmr_gct_sim_fill(struct dmr_gct_sim *s, unsigned int h)
 {
-	if (s->seg[h] != DMR_NO_SEGMENT && s->off[h] == s->m.seg_blocks) {
-		dmr_seg_seal(&s->m, s->seg[h]);
-		s->seg[h] = DMR_NO_SEGMENT;
+	u32 seg = s->seg[h];
+
+	if (seg == DMR_NO_SEGMENT || s->off[h] != s->m.seg_blocks)
+		return;
+	if (s->inflight == DMR_NO_SEGMENT && dmr_gct_rand(s) & 1) {
+		dmr_seg_set_mem(&s->m, seg, true);
+		s->inflight = seg;
+	}
+	dmr_seg_seal(&s->m, seg);
+	s->seg[h] = DMR_NO_SEGMENT;
+}
+
+/* The write of the sealed segment in flight completes. */
+static void dmr_gct_sim_reap(struct dmr_gct_sim *s)
+{
+	if (s->inflight == DMR_NO_SEGMENT)
+		return;
+	dmr_seg_set_mem(&s->m, s->inflight, false);
+	s->inflight = DMR_NO_SEGMENT;
+	s->reaped++;
+}
+
+/* A read of @lba starts (a count on its segment), or one in flight ends. */
+static void dmr_gct_sim_read(struct dmr_gct_sim *s, u32 lba, bool start)
+{
+	u32 e = dmr_map_get(&s->m, lba), i;
+
+	if (start) {
+		if (e == DMR_UNMAPPED || s->nr_reads == GCT_SIM_READS)
+			return;
+		i = dmr_pba_segment(&s->m, e - 1);
+		s->readers[i]++;
+		s->reads[s->nr_reads++] = i;
+	} else if (s->nr_reads) {
+		i = lba % s->nr_reads;
+		s->readers[s->reads[i]]--;
+		s->reads[i] = s->reads[--s->nr_reads];
 	}
 }
 
@@ -963,25 +1028,38 @@ static bool dmr_gct_sim_collect(struct dmr_gct_sim *s)
 
 /*
  * A flush (or with @ckpt a checkpoint, which flushes too) completes: free
- * what the reuse rule allows, checking it against the model's own record.
+ * what the reuse rule allows, as dmr_gc_free_ready() does, from the map's
+ * ready list, checking each against the model's own record, and that no
+ * segment a scan finds reusable is left behind.  Return: NULL, or what
+ * went wrong.
  */
-static bool dmr_gct_sim_flush(struct dmr_gct_sim *s, bool ckpt)
+static const char *dmr_gct_sim_flush(struct dmr_gct_sim *s, bool ckpt)
 {
 	struct dmr_map *m = &s->m;
-	u32 i;
+	u32 i, n, next, reusable = 0;
 
-	m->ckpt_seq += ckpt;
-	m->flush_seq++;
-	for (i = 0; i < m->nr_segs; i++) {
-		if (!dmr_seg_reusable(&m->segs[i], m->ckpt_seq, m->flush_seq, 0))
+	if (ckpt)
+		dmr_map_ckpt_done(m, m->ckpt_seq + 1);
+	dmr_map_flush_done(m);
+	for (i = 0; i < m->nr_segs; i++)
+		reusable += dmr_seg_reusable(&m->segs[i], m->ckpt_seq, m->flush_seq,
+					     s->readers[i]);
+	n = m->nr_wait[DMR_REUSE_READY];
+	for (i = dmr_seg_ready_first(m); n; n--, i = next) {
+		next = dmr_seg_next(m, i);
+		if (s->readers[i]) {
+			s->kept++;
 			continue;
-		if (m->ckpt_seq < s->sealed[i] + DMR_REUSE_CHECKPOINTS ||
+		}
+		if (!dmr_seg_reusable(&m->segs[i], m->ckpt_seq, m->flush_seq, 0) ||
+		    m->ckpt_seq < s->sealed[i] + DMR_REUSE_CHECKPOINTS ||
 		    m->flush_seq <= s->emptied[i])
-			return false;
+			return "the ready list holds a segment the reuse rule refuses";
 		dmr_seg_make_free(m, i);
 		s->freed++;
+		reusable--;
 	}
-	return true;
+	return reusable ? "a reusable segment is not on the ready list" : NULL;
 }
 
 /* A head reserves a segment to go on in, and gives it back unused. */
@@ -993,10 +1071,100 @@ static void dmr_gct_sim_reserve(struct dmr_gct_sim *s)
 		dmr_seg_seal(&s->m, seg);
 }
 
-/* The invariants, and when each prefree segment emptied. */
-static bool dmr_gct_sim_ok(struct dmr_gct_sim *s)
+/* GC finds a sealed segment inconsistent (rare: it is never collected again). */
+static void dmr_gct_sim_nogc(struct dmr_gct_sim *s, u32 seg)
 {
-	const struct dmr_map *m = &s->m;
+	if ((s->m.segs[seg].flags & DMR_SEG_GC_MASK) == DMR_SEG_USED)
+		dmr_seg_gc_refuse(&s->m, seg, DMR_SEG_NOGC);
+}
+
+/*
+ * Full scans of the segment table, for the lists to agree with: the
+ * fewest valid blocks of a collectable segment (greedy's score; or
+ * DMR_NO_SEGMENT if none is collectable), and the cost-benefit choice of
+ * a window over the whole device (the best score, the older on a tie).
+ */
+static u32 dmr_gct_scan_fewest(const struct dmr_map *m)
+{
+	u32 i, fewest = DMR_NO_SEGMENT;
+
+	for (i = 0; i < m->nr_segs; i++)
+		if (dmr_seg_collectable(&m->segs[i], m->seg_blocks) &&
+		    (fewest == DMR_NO_SEGMENT || m->segs[i].valid < fewest))
+			fewest = m->segs[i].valid;
+	return fewest;
+}
+
+static u32 dmr_gct_scan_best(const struct dmr_map *m, u64 now_seq)
+{
+	u32 i, best = DMR_NO_SEGMENT;
+	u64 best_score = 0, score;
+
+	for (i = 0; i < m->nr_segs; i++) {
+		if (!dmr_seg_collectable(&m->segs[i], m->seg_blocks))
+			continue;
+		score = dmr_gc_score(&m->segs[i], m->seg_blocks, now_seq, false);
+		if (best == DMR_NO_SEGMENT || score > best_score ||
+		    (score == best_score && m->segs[i].seq < m->segs[best].seq)) {
+			best = i;
+			best_score = score;
+		}
+	}
+	return best;
+}
+
+/*
+ * The prefree segments by what they wait for, by a scan: what
+ * dmr_gc_prefree_waiting() counted before the map kept lists.
+ */
+static bool dmr_gct_scan_prefree(const struct dmr_map *m)
+{
+	u32 n[DMR_REUSE_WAITS] = {}, i;
+
+	for (i = 0; i < m->nr_segs; i++)
+		if (m->segs[i].flags & DMR_SEG_PREFREE)
+			n[dmr_seg_reuse_wait(&m->segs[i], m->ckpt_seq, m->flush_seq)]++;
+	for (i = 0; i < DMR_REUSE_WAITS; i++)
+		if (n[i] != m->nr_wait[i])
+			return false;
+	return true;
+}
+
+/*
+ * The victim choices agree with full scans: greedy takes a segment with
+ * the fewest valid blocks of any collectable one, cost-benefit over the
+ * whole device the scan's segment, and a small window from any cursor
+ * finds a collectable segment whenever one exists.
+ *
+ * Return: NULL, or which choice did not.
+ */
+static const char *dmr_gct_victims_agree(struct dmr_map *m, u64 now_seq, u32 cursor)
+{
+	u32 fewest = dmr_gct_scan_fewest(m), v, cur = 0;
+
+	v = dmr_gc_victim(m, true, now_seq, &cur, 0);
+	if (fewest == DMR_NO_SEGMENT ? v != DMR_NO_SEGMENT :
+	    v == DMR_NO_SEGMENT || m->segs[v].valid != fewest ||
+	    !dmr_seg_collectable(&m->segs[v], m->seg_blocks))
+		return "greedy victim differs from a full scan";
+	v = dmr_gc_victim(m, false, now_seq, &cur, m->nr_segs);
+	if (v != dmr_gct_scan_best(m, now_seq))
+		return "cost-benefit victim differs from a full scan";
+	cur = cursor % m->nr_segs;
+	v = dmr_gc_victim(m, false, now_seq, &cur, 3);
+	if (v == DMR_NO_SEGMENT ? fewest != DMR_NO_SEGMENT :
+	    !dmr_seg_collectable(&m->segs[v], m->seg_blocks))
+		return "windowed victim search missed a collectable segment";
+	return NULL;
+}
+
+/*
+ * The invariants, and when each prefree segment emptied.  Return: NULL,
+ * or the first one broken.
+ */
+static const char *dmr_gct_sim_check(struct dmr_gct_sim *s)
+{
+	struct dmr_map *m = &s->m;
 	u32 i, open = 0, sealed = 0, heads = 0;
 
 	for (i = 0; i < m->nr_segs; i++) {
@@ -1011,12 +1179,12 @@ static bool dmr_gct_sim_ok(struct dmr_gct_sim *s)
 		s->was_open[i] = g->flags & DMR_SEG_OPEN;
 		if (dmr_seg_is_free(g)) {
 			if (g->valid || prefree)
-				return false;
+				return "a free segment holds data";
 		} else if (g->flags & DMR_SEG_OPEN) {
 			open++;
 		} else if (!prefree) {
 			if (!g->valid)
-				return false;	/* sealed, empty, not prefree */
+				return "a sealed empty segment is not prefree";
 			sealed++;
 		}
 	}
@@ -1024,11 +1192,44 @@ static bool dmr_gct_sim_ok(struct dmr_gct_sim *s)
 		if (s->seg[i] == DMR_NO_SEGMENT)
 			continue;
 		if (!(m->segs[s->seg[i]].flags & DMR_SEG_OPEN))
-			return false;
+			return "a head's segment is not open";
 		heads++;
 	}
-	return dmr_map_consistent(m) && open == heads &&
-	       m->nr_free + m->nr_prefree + open + sealed == m->nr_segs;
+	if (!dmr_map_lists_consistent(m))
+		return "segment lists differ from a full scan";
+	if (!dmr_gct_scan_prefree(m))
+		return "prefree list counts differ from a full scan";
+	if (!dmr_map_consistent(m) || open != heads ||
+	    m->nr_free + m->nr_prefree + open + sealed != m->nr_segs)
+		return "accounting";
+	return dmr_gct_victims_agree(m, s->seq, dmr_gct_rand(s));
+}
+
+/* One step of the random workload (@op in 0 ... 199).  Return: NULL, or a broken rule. */
+static const char *dmr_gct_sim_step(struct dmr_gct_sim *s, u32 op, u32 lba)
+{
+	if (op < 90) {
+		dmr_gct_sim_write(s, lba);
+	} else if (op < 110) {
+		dmr_map_unmap(&s->m, lba);
+	} else if (op < 146) {
+		if (!dmr_gct_sim_move(s, lba, dmr_gct_rand(s) % 3))
+			return "a move broke the move rule";
+	} else if (op < 158) {
+		if (!dmr_gct_sim_collect(s))
+			return "a collection broke a rule";
+	} else if (op < 178) {
+		return dmr_gct_sim_flush(s, op < 166);
+	} else if (op < 184) {
+		dmr_gct_sim_reserve(s);
+	} else if (op < 194) {
+		dmr_gct_sim_read(s, lba, op < 189);
+	} else if (op < 199) {
+		dmr_gct_sim_reap(s);
+	} else {
+		dmr_gct_sim_nogc(s, lba % GCT_SIM_SEGS);
+	}
+	return NULL;
 }
 
 static const u32 dmr_gct_seeds[] = { 1, 0x2545f491, 0x9e3779b9, 0xdeadbeef };
@@ -1040,12 +1241,20 @@ static void dmr_gct_seed_desc(const u32 *seed, char *desc)
 
 KUNIT_ARRAY_PARAM(dmr_gct_seed, dmr_gct_seeds, dmr_gct_seed_desc);
 
+/*
+ * A seeded random workload of writes, discards, moves racing with them,
+ * collections, flushes, checkpoints, reservations, reads in flight,
+ * segments written after their seal and segments GC gives up on.  After
+ * every step the accounting holds, the segment lists (buckets and
+ * prefree lists) agree with a full scan of the segment table, and so do
+ * the victim choices and the prefree counts.
+ */
 static void dmr_gct_random_accounting(struct kunit *test)
 {
 	struct dmr_gct_sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
+	const char *why = NULL;
 	u32 step, bad = 0, op, lba;
 	unsigned int h;
-	bool ok;
 
 	if (!s)
 		kunit_skip(test, "cannot allocate the model");
@@ -1054,46 +1263,49 @@ static void dmr_gct_random_accounting(struct kunit *test)
 			 GCT_SIM_SEG_BLOCKS);
 	for (h = 0; h < DMR_NR_HEADS; h++)
 		s->seg[h] = DMR_NO_SEGMENT;
+	s->inflight = DMR_NO_SEGMENT;
 	for (step = 1; step <= GCT_SIM_STEPS && !bad; step++) {
-		op = dmr_gct_rand(s) % 100;
+		op = dmr_gct_rand(s) % 200;
 		lba = dmr_gct_rand(s) % GCT_SIM_LOGICAL;
-		ok = true;
-		if (op < 50)
-			dmr_gct_sim_write(s, lba);
-		else if (op < 60)
-			dmr_map_unmap(&s->m, lba);
-		else if (op < 80)
-			ok = dmr_gct_sim_move(s, lba, dmr_gct_rand(s) % 3);
-		else if (op < 86)
-			ok = dmr_gct_sim_collect(s);
-		else if (op < 90)
-			ok = dmr_gct_sim_flush(s, true);
-		else if (op < 96)
-			ok = dmr_gct_sim_flush(s, false);
-		else
-			dmr_gct_sim_reserve(s);
-		if (!ok || !dmr_gct_sim_ok(s))
+		why = dmr_gct_sim_step(s, op, lba);
+		if (!why)
+			why = dmr_gct_sim_check(s);
+		if (why)
 			bad = step;
 	}
-	/* the first step that broke a rule or an invariant */
+	/* the first step that broke a rule or an invariant, and which */
 	KUNIT_EXPECT_EQ(test, bad, 0U);
+	KUNIT_EXPECT_STREQ(test, why ? why : "(none)", "(none)");
 	/* and the workload went through every path */
 	KUNIT_EXPECT_GT(test, s->writes, GCT_SIM_STEPS / 4);
 	KUNIT_EXPECT_GT(test, s->moved, 0U);
 	KUNIT_EXPECT_GT(test, s->lost, 0U);
 	KUNIT_EXPECT_GT(test, s->collected, 0U);
 	KUNIT_EXPECT_GT(test, s->freed, 0U);
+	KUNIT_EXPECT_GT(test, s->kept, 0U);
+	KUNIT_EXPECT_GT(test, s->reaped, 0U);
 }
 
 /* ------------------------------------------------------------------ */
 /* policy contracts */
 
+/*
+ * Set a segment's state by hand.  The segment lists are out of date until
+ * dmr_gct_victim() rebuilds them (dmr_map_lists_rebuild()).
+ */
 static void dmr_gct_set_seg(struct dmr_map *m, u32 seg, u32 flags, u32 valid,
 			    u64 seq)
 {
 	m->segs[seg].flags = flags;
 	m->segs[seg].valid = valid;
 	m->segs[seg].seq = seq;
+}
+
+static u32 dmr_gct_victim(struct dmr_map *m, bool greedy, u64 now_seq,
+			  u32 *cursor, u32 window)
+{
+	dmr_map_lists_rebuild(m);
+	return dmr_gc_victim(m, greedy, now_seq, cursor, window);
 }
 
 static void dmr_gct_victim_greedy(struct kunit *test)
@@ -1113,41 +1325,48 @@ static void dmr_gct_victim_greedy(struct kunit *test)
 	dmr_gct_set_seg(&m, 6, DMR_SEG_USED, b - 1, 1);		/* full */
 	for (s = 7; s < 12; s++)
 		dmr_gct_set_seg(&m, s, 0, 0, 0);
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 12), DMR_NO_SEGMENT);
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 100, &cursor, 12), DMR_NO_SEGMENT);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100, &cursor, 12), DMR_NO_SEGMENT);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100, &cursor, 12), DMR_NO_SEGMENT);
 	for (s = 0; s < 12; s++)
 		KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&m.segs[s], b));
+	/* the full one is a GC candidate but for its move cost: in a bucket */
+	KUNIT_EXPECT_EQ(test, m.nr_bucketed, 1U);
+	KUNIT_EXPECT_EQ(test, dmr_seg_fewest_valid(&m), 6U);
 
-	/* the fewest valid blocks wins; on a tie, the older (lower seq) */
+	/*
+	 * The fewest valid blocks wins, whatever the age; on a tie, the
+	 * segment that has had its count longest (here: joined its bucket
+	 * first, in segment order at the rebuild).
+	 */
 	dmr_gct_set_seg(&m, 7, DMR_SEG_USED, 20, 10);
 	dmr_gct_set_seg(&m, 8, DMR_SEG_USED, 9, 60);
 	dmr_gct_set_seg(&m, 9, DMR_SEG_USED, 30, 1);	/* oldest: no matter */
 	dmr_gct_set_seg(&m, 10, DMR_SEG_USED, 9, 40);
 	dmr_gct_set_seg(&m, 11, DMR_SEG_USED, 12, 50);
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 12), 10U);
-	dmr_gct_set_seg(&m, 8, DMR_SEG_USED, 9, 30);
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 12), 8U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100, &cursor, 12), 8U);
 	/* a non-candidate with fewer valid blocks never wins */
 	dmr_gct_set_seg(&m, 1, DMR_SEG_USED | DMR_SEG_OPEN, 0, 0);
 	dmr_gct_set_seg(&m, 3, DMR_SEG_USED | DMR_SEG_MEM, 0, 0);
 	dmr_gct_set_seg(&m, 5, DMR_SEG_USED | DMR_SEG_NOGC, 0, 0);
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 12), 8U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100, &cursor, 12), 8U);
+	/* losing a block moves a segment down a bucket: 10 wins now */
+	m.l2p[0] = 10 * b + 1;
+	m.mapped = 1;
+	dmr_map_unmap(&m, 0);
+	KUNIT_EXPECT_EQ(test, m.segs[10].valid, 8U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 12), 10U);
+	KUNIT_EXPECT_TRUE(test, dmr_map_lists_consistent(&m));
 
-	/* a window looks at its segments only, and the cursor moves on */
-	cursor = 9;
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 2), 10U);
-	KUNIT_EXPECT_EQ(test, cursor, 11U);
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 3), 11U);
+	/* greedy looks at the whole device: no window, the cursor stays */
+	cursor = 2;
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100, &cursor, 2), 10U);
 	KUNIT_EXPECT_EQ(test, cursor, 2U);
-	/* a window with no candidate (2-5): the next one is searched (6-9) */
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 4), 8U);
-	KUNIT_EXPECT_EQ(test, cursor, 10U);
 
 	/* the fullest segment that still gains a block is a candidate */
 	for (s = 7; s < 12; s++)
 		dmr_gct_set_seg(&m, s, 0, 0, 0);
 	dmr_gct_set_seg(&m, 9, DMR_SEG_USED, b - 2, 1);
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 12), 9U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100, &cursor, 12), 9U);
 }
 
 static void dmr_gct_victim_cost_benefit(struct kunit *test)
@@ -1160,12 +1379,12 @@ static void dmr_gct_victim_cost_benefit(struct kunit *test)
 	/* same valid count: the older one */
 	dmr_gct_set_seg(&m, 0, DMR_SEG_USED, 16, 900);
 	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 16, 100);
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 1000, &cursor, 4), 1U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 1000, &cursor, 4), 1U);
 	KUNIT_EXPECT_GT(test, dmr_gc_score(&m.segs[1], b, 1000, false),
 			dmr_gc_score(&m.segs[0], b, 1000, false));
 	dmr_gct_set_seg(&m, 0, DMR_SEG_USED, 16, 100);
 	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 16, 900);
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 1000, &cursor, 4), 0U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 1000, &cursor, 4), 0U);
 
 	/*
 	 * (1 - u) * age / u, in blocks as free * age / (valid + 1): young
@@ -1175,11 +1394,11 @@ static void dmr_gct_victim_cost_benefit(struct kunit *test)
 	 */
 	dmr_gct_set_seg(&m, 0, DMR_SEG_USED, 4, 990);
 	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 32, 0);
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 1000, &cursor, 4), 1U);
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 1000, &cursor, 4), 0U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 1000, &cursor, 4), 1U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 1000, &cursor, 4), 0U);
 	/* half full and not much older (age 21: 32 * 21 / 33 = 20): the young one */
 	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 32, 980);
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 1000, &cursor, 4), 0U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 1000, &cursor, 4), 0U);
 	/* greedy scores are the blocks freed, whatever the age */
 	KUNIT_EXPECT_EQ(test, dmr_gc_score(&m.segs[0], b, 1000, true), (u64)(b - 4));
 	KUNIT_EXPECT_EQ(test, dmr_gc_score(&m.segs[1], b, 1000, true), (u64)(b - 32));
@@ -1187,41 +1406,131 @@ static void dmr_gct_victim_cost_benefit(struct kunit *test)
 
 /*
  * Issue 24 item 5: a window of segments written once (not collectable)
- * is no reason to give up: the search goes on, window after window, and
- * says DMR_NO_SEGMENT only after looking at the whole device.  Two
- * windows and a bit (a map of 2^17 segments would not fit one kmalloc
- * under UML; the VM's large-device tier has over 2^20).
+ * is no reason to give up: a cost-benefit choice whose window holds no
+ * candidate takes the greedy one, so DMR_NO_SEGMENT means that no segment
+ * of the device is collectable, and a choice still looks at one window
+ * only.  Two windows of 4096 and a bit (a map of 2^17 segments would not
+ * fit one kmalloc under UML), and a small map with small windows.
  */
 static void dmr_gct_victim_window_search(struct kunit *test)
 {
-	const u32 win = 4096, nr = 2 * win + 5;
+	const u32 win = 4096, nr = 2 * win + 5, b = GCT_SEG_BLOCKS;
 	struct dmr_map m;
 	u32 cursor, s, v;
 
 	dmr_gct_map_init(test, &m, GCT_LOGICAL, nr, GCT_SEG_BLOCKS);
 	for (s = 0; s < nr; s++)
-		dmr_gct_set_seg(&m, s, DMR_SEG_USED, GCT_SEG_BLOCKS - 1, 1);
+		dmr_gct_set_seg(&m, s, DMR_SEG_USED, b - 1, 1);
 	/* nothing collectable anywhere: every segment was looked at */
 	cursor = 3;
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, win), DMR_NO_SEGMENT);
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 100, &cursor, win), DMR_NO_SEGMENT);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100, &cursor, win), DMR_NO_SEGMENT);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100, &cursor, win), DMR_NO_SEGMENT);
 	/* one candidate, two windows past the cursor: found, greedy or not */
 	dmr_gct_set_seg(&m, nr - 2, DMR_SEG_USED, 40, 1);
 	cursor = 0;
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, win), nr - 2);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100, &cursor, win), nr - 2);
 	cursor = 0;
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 100, &cursor, win), nr - 2);
-	/* behind the cursor: the search wraps around */
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100, &cursor, win), nr - 2);
+	KUNIT_EXPECT_EQ(test, cursor, win);	/* one window looked at */
+	/* behind the cursor: found */
 	cursor = nr - 1;
-	v = dmr_gc_victim(&m, true, 100, &cursor, win);
+	v = dmr_gct_victim(&m, false, 100, &cursor, win);
 	KUNIT_EXPECT_EQ(test, v, nr - 2);
-	/* a candidate in the first window wins there: the window still bounds */
+	/* a candidate in the window wins there: the window still bounds */
 	dmr_gct_set_seg(&m, 10, DMR_SEG_USED, 60, 1);
 	cursor = 0;
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, win), 10U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100, &cursor, win), 10U);
 	KUNIT_EXPECT_EQ(test, cursor, win);
+	/* greedy: the fewest valid blocks of the device */
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100, &cursor, win), nr - 2);
 	/* window 0 means the whole device: the best of all */
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 0), nr - 2);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100, &cursor, 0), nr - 2);
+
+	/* small windows on a small map: the cursor moves a window at a time */
+	dmr_gct_map_init(test, &m, GCT_LOGICAL, 12, GCT_SEG_BLOCKS);
+	for (s = 0; s < 12; s++)
+		dmr_gct_set_seg(&m, s, DMR_SEG_USED, b - 1, 1);
+	dmr_gct_set_seg(&m, 2, DMR_SEG_OPEN, 0, 0);
+	dmr_gct_set_seg(&m, 8, DMR_SEG_USED, 9, 60);
+	dmr_gct_set_seg(&m, 9, DMR_SEG_USED, 30, 1);
+	dmr_gct_set_seg(&m, 10, DMR_SEG_USED, 9, 40);
+	dmr_gct_set_seg(&m, 11, DMR_SEG_USED, 12, 50);
+	/* 9 and 10: 10 scores (64 - 9) * 61 / 10 = 335, 9 34 * 100 / 31 = 109 */
+	cursor = 9;
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100, &cursor, 2), 10U);
+	KUNIT_EXPECT_EQ(test, cursor, 11U);
+	/* 11, 0, 1: only 11 */
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100, &cursor, 3), 11U);
+	KUNIT_EXPECT_EQ(test, cursor, 2U);
+	/* 2-5 hold no candidate: the greedy choice, the window moves on */
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100, &cursor, 4), 8U);
+	KUNIT_EXPECT_EQ(test, cursor, 6U);
+}
+
+/*
+ * Issue 24: the greedy choice from the buckets has the score of a full
+ * scan's (the fewest valid blocks of any collectable segment), and a
+ * window over the whole device chooses what a full scan does, on random
+ * maps of random states: every segment state and valid count, segments
+ * moved between lists one by one by the map's own functions.
+ */
+static void dmr_gct_victim_matches_scan(struct kunit *test)
+{
+	static const u32 states[] = {
+		0, DMR_SEG_OPEN, DMR_SEG_USED | DMR_SEG_OPEN, DMR_SEG_USED,
+		DMR_SEG_USED | DMR_SEG_MEM, DMR_SEG_USED | DMR_SEG_NOGC,
+		DMR_SEG_USED | DMR_SEG_HOT,
+	};
+	const u32 nr = 300, b = GCT_SEG_BLOCKS;
+	struct dmr_gct_sim *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
+	struct dmr_map m;
+	u32 round, i, seg, v, cursor = 0;
+	const char *why = NULL;
+
+	if (!r)
+		kunit_skip(test, "cannot allocate the generator");
+	r->rng = 0x1234567;
+	dmr_gct_map_init(test, &m, GCT_LOGICAL, nr, b);
+	for (round = 0; round < 40 && !why; round++) {
+		for (i = 0; i < nr; i++) {
+			u32 st = states[dmr_gct_rand(r) % ARRAY_SIZE(states)];
+
+			/* valid counts crowd near full, as on a real device */
+			dmr_gct_set_seg(&m, i, st, st & DMR_SEG_USED ?
+					b - 1 - dmr_gct_rand(r) % (dmr_gct_rand(r) % b + 1) : 0,
+					dmr_gct_rand(r) % 1000);
+		}
+		dmr_map_lists_rebuild(&m);
+		KUNIT_ASSERT_TRUE(test, dmr_map_lists_consistent(&m));
+		/* then segments change state one by one, through dmr-map.c */
+		for (i = 0; i < 200 && !why; i++) {
+			seg = dmr_gct_rand(r) % nr;
+			switch (dmr_gct_rand(r) % 4) {
+			case 0:
+				dmr_seg_set_mem(&m, seg, !(m.segs[seg].flags & DMR_SEG_MEM));
+				break;
+			case 1:
+				if (m.segs[seg].flags & DMR_SEG_USED &&
+				    !(m.segs[seg].flags & DMR_SEG_OPEN))
+					dmr_seg_gc_refuse(&m, seg, DMR_SEG_NOGC);
+				break;
+			default:	/* a block of it is overwritten */
+				if (m.segs[seg].valid < 2)
+					break;
+				m.l2p[0] = seg * b + 1;
+				m.mapped = 1;
+				dmr_map_unmap(&m, 0);
+			}
+			if (!dmr_map_lists_consistent(&m))
+				why = "segment lists differ from a full scan";
+			else
+				why = dmr_gct_victims_agree(&m, 1000, dmr_gct_rand(r));
+		}
+	}
+	KUNIT_EXPECT_STREQ(test, why ? why : "(none)", "(none)");
+	/* the maps had candidates, and greedy found their fewest */
+	v = dmr_gc_victim(&m, true, 1000, &cursor, 0);
+	KUNIT_EXPECT_NE(test, v, DMR_NO_SEGMENT);
 }
 
 /*
@@ -1413,8 +1722,8 @@ static void dmr_gct_gc_heads(struct kunit *test)
 
 	/* reused by a cold head, a hot segment turns cold */
 	dmr_map_unmap(&m, DMR_HEAD_HOT);
-	m.ckpt_seq += DMR_REUSE_CHECKPOINTS;
-	m.flush_seq++;
+	dmr_map_ckpt_done(&m, m.ckpt_seq + DMR_REUSE_CHECKPOINTS);
+	dmr_map_flush_done(&m);
 	KUNIT_ASSERT_TRUE(test, dmr_seg_reusable(&m.segs[seg[DMR_HEAD_HOT]],
 						 m.ckpt_seq, m.flush_seq, 0));
 	dmr_seg_make_free(&m, seg[DMR_HEAD_HOT]);
@@ -1664,6 +1973,7 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE(dmr_gct_victim_greedy),
 	KUNIT_CASE(dmr_gct_victim_cost_benefit),
 	KUNIT_CASE(dmr_gct_victim_window_search),
+	KUNIT_CASE(dmr_gct_victim_matches_scan),
 	KUNIT_CASE(dmr_gct_collectable_counts_summaries),
 	KUNIT_CASE(dmr_gct_high_max),
 	KUNIT_CASE(dmr_gct_gc_refuse_and_verify),

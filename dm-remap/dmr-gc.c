@@ -23,48 +23,35 @@
 #include "dmr.h"
 
 /*
- * Victims looked at per window on very large devices (dmr_gc_victim()
- * goes on to the next window when one has no candidate).  A parameter so
+ * Segments a cost-benefit (background) victim choice looks at on very
+ * large devices (dmr_gc_victim(); greedy choices and the question whether
+ * any segment is collectable take O(1) on any device).  A parameter so
  * that the tests can make a small device search in windows.
  */
 static unsigned int dmr_gc_window = 65536;
 module_param_named(gc_window, dmr_gc_window, uint, 0644);
-MODULE_PARM_DESC(gc_window, "Segments GC looks at per victim window (0: all)");
+MODULE_PARM_DESC(gc_window, "Segments a background GC victim choice looks at (0: all)");
 
 /*
  * Count prefree segments by what they wait for (dmr_seg_reuse_wait()): a
- * checkpoint, a flush, or (ready otherwise) reads in flight.
+ * checkpoint, a flush, or (ready otherwise) reads in flight.  The map
+ * keeps them on a list each (struct dmr_map), with its count.
  */
 void dmr_gc_prefree_waiting(struct dmr_target *rc, struct dmr_gc_state *st)
 {
-	u32 i;
-
-	st->nr_prefree_ckpt = 0;
-	st->nr_prefree_flush = 0;
-	st->nr_prefree_readers = 0;
-	if (!rc->map.nr_prefree)
-		return;
-	for (i = 0; i < rc->map.nr_segs; i++) {
-		const struct dmr_seg *s = &rc->map.segs[i];
-
-		if (!(s->flags & DMR_SEG_PREFREE))
-			continue;
-		switch (dmr_seg_reuse_wait(s, rc->map.ckpt_seq, rc->map.flush_seq)) {
-		case DMR_REUSE_CKPT:
-			st->nr_prefree_ckpt++;
-			break;
-		case DMR_REUSE_FLUSH:
-			st->nr_prefree_flush++;
-			break;
-		default:
-			st->nr_prefree_readers++;
-		}
-	}
+	st->nr_prefree_ckpt = rc->map.nr_wait[DMR_REUSE_CKPT];
+	st->nr_prefree_flush = rc->map.nr_wait[DMR_REUSE_FLUSH];
+	st->nr_prefree_readers = rc->map.nr_wait[DMR_REUSE_READY];
 }
 
 /**
  * dmr_gc_free_ready() - free every segment the reuse rule allows
  * @rc: target, in the worker or with it stopped
+ *
+ * Looks only at the prefree segments that wait for nothing but their
+ * reads in flight (the map's ready list): a segment leaves it only here,
+ * in the worker, so it can be walked without @map_lock, which is taken
+ * for each segment freed.  Those with reads in flight stay on it.
  *
  * Each is discarded on the device below first when that is enabled (the
  * no_discard_passdown option is not given and the device supports
@@ -78,12 +65,14 @@ void dmr_gc_prefree_waiting(struct dmr_target *rc, struct dmr_gc_state *st)
  */
 void dmr_gc_free_ready(struct dmr_target *rc)
 {
-	u32 i, seg_blocks = dmr_seg_blocks(rc);
+	u32 seg_blocks = dmr_seg_blocks(rc), n, i, next;
 
-	if (!rc->map.nr_prefree)
+	n = rc->map.nr_wait[DMR_REUSE_READY];
+	if (!n)
 		return;
 	smp_mb();	/* entries moved out, then counts: see dmr_map_read() */
-	for (i = 0; i < rc->map.nr_segs; i++) {
+	for (i = dmr_seg_ready_first(&rc->map); n; n--, i = next) {
+		next = dmr_seg_next(&rc->map, i);
 		if (!dmr_seg_reusable(&rc->map.segs[i], rc->map.ckpt_seq,
 				      rc->map.flush_seq, atomic_read(&rc->readers[i])))
 			continue;
@@ -324,15 +313,17 @@ void dmr_gc_retry(struct dmr_target *rc)
  * that only waited for its reads (DMR_GC_WAIT_READERS) is reusable now.
  * Such segments stay prefree until dmr_gc_free_ready() runs, so counting
  * the prefree segments that wait for readers would stay true until the
- * timeout; dmr_reader_put()'s wake-up finds them here.  The barrier pairs
- * with dmr_map_read()'s, as in dmr_gc_free_ready().
+ * timeout; dmr_reader_put()'s wake-up finds them here.  Only the map's
+ * ready list is looked at: the worker waits here, and only the worker
+ * changes it.  The barrier pairs with dmr_map_read()'s, as in
+ * dmr_gc_free_ready().
  */
 static bool dmr_gc_readers_gone(struct dmr_target *rc)
 {
-	u32 i;
+	u32 n = rc->map.nr_wait[DMR_REUSE_READY], i;
 
 	smp_mb();	/* entries moved out, then counts: see dmr_map_read() */
-	for (i = 0; i < rc->map.nr_segs; i++)
+	for (i = dmr_seg_ready_first(&rc->map); n; n--, i = dmr_seg_next(&rc->map, i))
 		if (dmr_seg_reusable(&rc->map.segs[i], rc->map.ckpt_seq,
 				     rc->map.flush_seq, atomic_read(&rc->readers[i])))
 			return true;

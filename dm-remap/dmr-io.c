@@ -89,6 +89,7 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	u32 *l2p;
 	struct dmr_seg *segs;
 	u8 *dirty;
+	u32 *lists;
 	bool ok;
 
 	spin_lock_init(&rc->map_lock);
@@ -126,12 +127,13 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	l2p = dmr_alloc_array(geo->logical_blocks, sizeof(u32));
 	segs = dmr_alloc_array(geo->nr_segments, sizeof(*segs));
 	dirty = dmr_alloc_array(nr_map_blocks, 1);
+	lists = dmr_alloc_array(DMR_MAP_LISTS(geo->segment_blocks), sizeof(u32));
 	rc->readers = dmr_alloc_array(geo->nr_segments, sizeof(atomic_t));
 	rc->map_crc = dmr_alloc_array(nr_map_blocks, sizeof(u32));
 	rc->gc_buf = vmalloc(seg_bytes);
 	rc->bounce = vmalloc((size_t)DMR_BOUNCE_BLOCKS * DMR_BLOCK_SIZE);
 	rc->gc_unit = kzalloc(sizeof(*rc->gc_unit), GFP_KERNEL);
-	ok = l2p && segs && dirty && rc->readers && rc->map_crc &&
+	ok = l2p && segs && dirty && lists && rc->readers && rc->map_crc &&
 	     rc->gc_buf && rc->bounce && rc->gc_unit;
 	for (i = 0; i < DMR_FLIGHT_SLOTS; i++) {
 		rc->flight[i].buf = vmalloc(seg_bytes);
@@ -149,6 +151,7 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	rc->map.l2p = l2p;
 	rc->map.segs = segs;
 	rc->map.dirty = dirty;
+	rc->map.lists = lists;
 	if (!ok) {
 		*error = "Cannot allocate the map";
 		return -ENOMEM;
@@ -156,7 +159,7 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	memset(rc->bounce, 0, DMR_BLOCK_SIZE);
 	rc->zero_crc = crc32c(~0U, rc->bounce, DMR_BLOCK_SIZE);
 	dmr_map_init(&rc->map, l2p, geo->logical_blocks, segs, geo->nr_segments,
-		     geo->segment_blocks, dirty);
+		     geo->segment_blocks, dirty, lists);
 
 	rc->io_client = dm_io_client_create();
 	if (IS_ERR(rc->io_client)) {
@@ -205,6 +208,7 @@ void dmr_io_exit(struct dmr_target *rc)
 		vfree(rc->flight[i].buf);
 	kvfree(rc->map_crc);
 	kvfree(rc->readers);
+	kvfree(rc->map.lists);
 	kvfree(rc->map.dirty);
 	kvfree(rc->map.segs);
 	kvfree(rc->map.l2p);

@@ -83,11 +83,13 @@ static void dmr_fake_map_init(struct kunit *test, struct dmr_fake *f,
 	struct dmr_seg *segs = kunit_kzalloc(test, f->geo.nr_segments * sizeof(*segs),
 					     GFP_KERNEL);
 	u8 *dirty = kunit_kzalloc(test, nr_map_blocks, GFP_KERNEL);
+	u32 *lists = kunit_kzalloc(test, DMR_MAP_LISTS(f->geo.segment_blocks) *
+				   sizeof(*lists), GFP_KERNEL);
 
-	if (!l2p || !segs || !dirty)
+	if (!l2p || !segs || !dirty || !lists)
 		kunit_skip(test, "cannot allocate the map");
 	dmr_map_init(m, l2p, f->geo.logical_blocks, segs, f->geo.nr_segments,
-		     f->geo.segment_blocks, dirty);
+		     f->geo.segment_blocks, dirty, lists);
 }
 
 static struct dmr_fake *dmr_fake_geo(struct kunit *test, u64 dev_blocks,

@@ -6,9 +6,115 @@
  * Invariants kept by every function here (dmr_map_consistent()): the sum
  * of the segments' valid counts equals @mapped, and equals the number of
  * non-zero map entries; @nr_free and @nr_prefree count the free and
- * prefree segments.
+ * prefree segments; while @track is on, every segment is on the list its
+ * state names and no other (dmr_map_lists_consistent()).
+ *
+ * The lists: a segment's state changes only here, each change between
+ * dmr_seg_unlist() and dmr_seg_list(), so each costs O(1) whatever the
+ * device size.
  */
 #include "dmr-map.h"
+
+/* Which list @s belongs on (DMR_SEG_LIST_*), its index in @m->lists in @list. */
+static u32 dmr_seg_list_want(const struct dmr_map *m, const struct dmr_seg *s,
+			     u32 *list)
+{
+	u32 wait;
+
+	if (s->flags & DMR_SEG_PREFREE) {
+		wait = dmr_seg_reuse_wait(s, m->ckpt_seq, m->flush_seq);
+		*list = m->seg_blocks + 1 + wait;
+		return DMR_SEG_LIST_PREFREE + wait;
+	}
+	if ((s->flags & DMR_SEG_GC_MASK) == DMR_SEG_USED && s->valid <= m->seg_blocks) {
+		*list = s->valid;
+		return DMR_SEG_LIST_BUCKET;
+	}
+	return DMR_SEG_LIST_NONE;
+}
+
+/* The list @s is on (its DMR_SEG_LIST_* bits and, in a bucket, its count). */
+static u32 dmr_seg_list_of(const struct dmr_map *m, const struct dmr_seg *s)
+{
+	u32 kind = (s->flags & DMR_SEG_LIST_MASK) >> DMR_SEG_LIST_SHIFT;
+
+	return kind == DMR_SEG_LIST_BUCKET ? s->valid :
+	       m->seg_blocks + 1 + kind - DMR_SEG_LIST_PREFREE;
+}
+
+/* Unlink segment @seg from list @list (links and head only). */
+static void dmr_list_del(struct dmr_map *m, u32 list, u32 seg)
+{
+	struct dmr_seg *s = &m->segs[seg];
+	u32 *head = &m->lists[list];
+
+	if (s->next == seg) {
+		*head = DMR_NO_SEGMENT;
+		return;
+	}
+	m->segs[s->prev].next = s->next;
+	m->segs[s->next].prev = s->prev;
+	if (*head == seg)
+		*head = s->next;
+}
+
+/* Link segment @seg at the tail of list @list (links and head only). */
+static void dmr_list_add(struct dmr_map *m, u32 list, u32 seg)
+{
+	struct dmr_seg *s = &m->segs[seg];
+	u32 *head = &m->lists[list];
+	struct dmr_seg *first;
+
+	if (*head == DMR_NO_SEGMENT) {
+		*head = seg;
+		s->next = seg;
+		s->prev = seg;
+		return;
+	}
+	first = &m->segs[*head];
+	s->next = *head;
+	s->prev = first->prev;
+	m->segs[first->prev].next = seg;
+	first->prev = seg;
+}
+
+/* Take segment @seg off its list, if it is on one. */
+static void dmr_seg_unlist(struct dmr_map *m, u32 seg)
+{
+	struct dmr_seg *s = &m->segs[seg];
+	u32 kind = (s->flags & DMR_SEG_LIST_MASK) >> DMR_SEG_LIST_SHIFT;
+
+	if (kind == DMR_SEG_LIST_NONE || !m->track)
+		return;
+	dmr_list_del(m, dmr_seg_list_of(m, s), seg);
+	s->flags &= ~DMR_SEG_LIST_MASK;
+	if (kind == DMR_SEG_LIST_BUCKET)
+		m->nr_bucketed--;
+	else
+		m->nr_wait[kind - DMR_SEG_LIST_PREFREE]--;
+}
+
+/* Put segment @seg, on no list, at the tail of the list its state names. */
+static void dmr_seg_list(struct dmr_map *m, u32 seg)
+{
+	struct dmr_seg *s = &m->segs[seg];
+	u32 kind, list;
+
+	if (!m->track)
+		return;
+	kind = dmr_seg_list_want(m, s, &list);
+	if (kind == DMR_SEG_LIST_NONE)
+		return;
+	dmr_list_add(m, list, seg);
+	s->flags |= kind << DMR_SEG_LIST_SHIFT;
+	if (kind == DMR_SEG_LIST_BUCKET) {
+		m->nr_bucketed++;
+		if (list < m->bucket_min)
+			m->bucket_min = list;
+	} else {
+		m->nr_wait[kind - DMR_SEG_LIST_PREFREE]++;
+	}
+}
 
 /**
  * dmr_map_init() - set up an empty map over caller-allocated arrays
@@ -19,12 +125,14 @@
  * @nr_segs: segments
  * @seg_blocks: blocks per segment
  * @dirty: one byte per map block (DIV_ROUND_UP(@nr_logical, 1024))
+ * @lists: DMR_MAP_LISTS(@seg_blocks) entries
  *
  * Every map block starts dirty for both checkpoint slots, every segment
- * free, and segment states are tracked.
+ * free (on no list), and segment states are tracked.
  */
 void dmr_map_init(struct dmr_map *m, u32 *l2p, u64 nr_logical,
-		  struct dmr_seg *segs, u32 nr_segs, u32 seg_blocks, u8 *dirty)
+		  struct dmr_seg *segs, u32 nr_segs, u32 seg_blocks, u8 *dirty,
+		  u32 *lists)
 {
 	m->l2p = l2p;
 	m->nr_logical = nr_logical;
@@ -43,6 +151,8 @@ void dmr_map_init(struct dmr_map *m, u32 *l2p, u64 nr_logical,
 	memset(l2p, 0, nr_logical * sizeof(*l2p));
 	memset(segs, 0, (size_t)nr_segs * sizeof(*segs));
 	memset(dirty, DMR_DIRTY_ALL, m->nr_map_blocks);
+	m->lists = lists;
+	dmr_map_lists_rebuild(m);
 }
 
 static void dmr_map_dirty(struct dmr_map *m, u64 lba)
@@ -74,14 +184,31 @@ static bool dmr_seg_empty_sealed(const struct dmr_seg *s)
 	       (s->flags & (DMR_SEG_USED | DMR_SEG_OPEN | DMR_SEG_PREFREE)) == DMR_SEG_USED;
 }
 
+/*
+ * A block of segment @seg stops being valid.  A GC candidate moves down
+ * one bucket (the common case: its flags, which the read path reads
+ * without the lock, are not written), or to a prefree list once empty.
+ */
 static void dmr_map_drop(struct dmr_map *m, u32 entry)
 {
-	struct dmr_seg *s = &m->segs[dmr_pba_segment(m, entry - 1)];
+	u32 seg = dmr_pba_segment(m, entry - 1);
+	struct dmr_seg *s = &m->segs[seg];
 
-	s->valid--;
 	m->mapped--;
+	if (m->track && s->valid > 1 &&
+	    (s->flags & DMR_SEG_LIST_MASK) == DMR_SEG_LIST_BUCKET << DMR_SEG_LIST_SHIFT) {
+		dmr_list_del(m, s->valid, seg);
+		s->valid--;
+		dmr_list_add(m, s->valid, seg);
+		if (s->valid < m->bucket_min)
+			m->bucket_min = s->valid;
+		return;
+	}
+	dmr_seg_unlist(m, seg);
+	s->valid--;
 	if (m->track && dmr_seg_empty_sealed(s))
 		dmr_seg_prefree(m, s);
+	dmr_seg_list(m, seg);
 }
 
 /**
@@ -94,12 +221,14 @@ static void dmr_map_drop(struct dmr_map *m, u32 entry)
  */
 void dmr_map_set(struct dmr_map *m, u64 lba, u32 pba)
 {
-	u32 old = m->l2p[lba];
+	u32 old = m->l2p[lba], seg = dmr_pba_segment(m, pba);
 
 	if (old != DMR_UNMAPPED)
 		dmr_map_drop(m, old);
 	WRITE_ONCE(m->l2p[lba], pba + 1);	/* read locklessly: dmr-read.c */
-	m->segs[dmr_pba_segment(m, pba)].valid++;
+	dmr_seg_unlist(m, seg);		/* a head's segment: on no list */
+	m->segs[seg].valid++;
+	dmr_seg_list(m, seg);
 	m->mapped++;
 	dmr_map_dirty(m, lba);
 }
@@ -170,7 +299,8 @@ u32 dmr_map_run(const struct dmr_map *m, u64 lba, u32 max, u32 *first)
  * dmr_map_recount() - rebuild valid counts and @mapped from the map
  * @m: the map
  *
- * Used after a checkpoint was loaded.
+ * Used after a checkpoint was loaded, with tracking off (the segment
+ * lists are rebuilt by dmr_map_load_states()).
  *
  * Return: 0, or -EINVAL if an entry points outside the data area.
  */
@@ -230,7 +360,7 @@ bool dmr_map_free_mapped(const struct dmr_map *m, u32 *seg)
  * emptied it is durable, is not known at load: every segment written
  * counts as sealed now, and an empty one as emptied now (it waits for
  * DMR_REUSE_CHECKPOINTS checkpoints, which flush too).  Tracking is
- * switched on.
+ * switched on, and the segment lists are built.
  */
 void dmr_map_load_states(struct dmr_map *m)
 {
@@ -249,6 +379,84 @@ void dmr_map_load_states(struct dmr_map *m)
 		else if (dmr_seg_empty_sealed(s))
 			dmr_seg_prefree(m, s);
 	}
+	dmr_map_lists_rebuild(m);
+}
+
+/**
+ * dmr_map_lists_rebuild() - put every segment on the list its state names
+ * @m: the map, tracking on
+ *
+ * At load (dmr_map_load_states()), and for tests that set segment states
+ * by hand.  Segments join their lists in segment order.
+ */
+void dmr_map_lists_rebuild(struct dmr_map *m)
+{
+	u32 i;
+
+	for (i = 0; i < DMR_MAP_LISTS(m->seg_blocks); i++)
+		m->lists[i] = DMR_NO_SEGMENT;
+	m->nr_bucketed = 0;
+	for (i = 0; i < DMR_REUSE_WAITS; i++)
+		m->nr_wait[i] = 0;
+	m->bucket_min = m->seg_blocks + 1;
+	for (i = 0; i < m->nr_segs; i++) {
+		m->segs[i].flags &= ~DMR_SEG_LIST_MASK;
+		dmr_seg_list(m, i);
+	}
+}
+
+/**
+ * dmr_map_lists_consistent() - check the segment lists against the table
+ * @m: the map, tracking on
+ *
+ * A full scan: every segment is on the list its state names (its bucket
+ * or its prefree list, or none), each list is well linked, holds only
+ * segments that belong on it and as many as its count says, and no
+ * bucket below @bucket_min holds one.
+ *
+ * Return: true if they agree.
+ */
+bool dmr_map_lists_consistent(const struct dmr_map *m)
+{
+	u32 wait[DMR_REUSE_WAITS] = {}, i, list, listed = 0, bucketed = 0, seen = 0;
+
+	for (i = 0; i < m->nr_segs; i++) {
+		const struct dmr_seg *s = &m->segs[i];
+		u32 kind = dmr_seg_list_want(m, s, &list);
+
+		if (kind != (s->flags & DMR_SEG_LIST_MASK) >> DMR_SEG_LIST_SHIFT)
+			return false;
+		if (kind == DMR_SEG_LIST_BUCKET)
+			bucketed++;
+		else if (kind != DMR_SEG_LIST_NONE)
+			wait[kind - DMR_SEG_LIST_PREFREE]++;
+		listed += kind != DMR_SEG_LIST_NONE;
+	}
+	if (bucketed != m->nr_bucketed)
+		return false;
+	for (i = 0; i < DMR_REUSE_WAITS; i++)
+		if (wait[i] != m->nr_wait[i])
+			return false;
+	for (list = 0; list < DMR_MAP_LISTS(m->seg_blocks); list++) {
+		u32 first = m->lists[list], seg = first, n = 0;
+
+		if (first == DMR_NO_SEGMENT)
+			continue;
+		if (list < m->bucket_min)
+			return false;
+		do {
+			const struct dmr_seg *s = &m->segs[seg];
+
+			if (seg >= m->nr_segs || n++ == m->nr_segs ||
+			    s->next >= m->nr_segs || m->segs[s->next].prev != seg ||
+			    (s->flags & DMR_SEG_LIST_MASK) == 0 ||
+			    dmr_seg_list_of(m, s) != list)
+				return false;
+			seg = s->next;
+		} while (seg != first);
+		seen += n;
+	}
+	return seen == listed;
 }
 
 /**
@@ -279,7 +487,54 @@ bool dmr_map_consistent(const struct dmr_map *m)
 	for (lba = 0; lba < m->nr_logical; lba++)
 		nonzero += m->l2p[lba] != DMR_UNMAPPED;
 	return sum == m->mapped && nonzero == m->mapped &&
-	       prefree == m->nr_prefree && dmr_seg_free_count(m) == m->nr_free;
+	       prefree == m->nr_prefree && dmr_seg_free_count(m) == m->nr_free &&
+	       (!m->track || dmr_map_lists_consistent(m));
+}
+
+/*
+ * The segments of prefree list @wait whose wait may be over: moved to the
+ * list they wait on now.  A segment leaves the checkpoint list after at
+ * most DMR_REUSE_CHECKPOINTS checkpoints and the flush list at the next
+ * flush, so each is looked at a bounded number of times.
+ */
+static void dmr_map_rewait(struct dmr_map *m, enum dmr_reuse_wait wait)
+{
+	u32 seg = m->lists[m->seg_blocks + 1 + wait], n = m->nr_wait[wait], next;
+
+	for (; n; n--, seg = next) {
+		next = m->segs[seg].next;
+		if (dmr_seg_reuse_wait(&m->segs[seg], m->ckpt_seq, m->flush_seq) == wait)
+			continue;
+		dmr_seg_unlist(m, seg);
+		dmr_seg_list(m, seg);
+	}
+}
+
+/**
+ * dmr_map_ckpt_done() - a checkpoint completed
+ * @m: the map
+ * @ckpt_seq: its sequence number (the reuse rule counts from it)
+ *
+ * Only the segments waiting for a checkpoint may change lists.
+ */
+void dmr_map_ckpt_done(struct dmr_map *m, u64 ckpt_seq)
+{
+	m->ckpt_seq = ckpt_seq;
+	if (m->track)
+		dmr_map_rewait(m, DMR_REUSE_CKPT);
+}
+
+/**
+ * dmr_map_flush_done() - a device flush made every unit closed before it durable
+ * @m: the map
+ *
+ * Only the segments waiting for a flush may change lists.
+ */
+void dmr_map_flush_done(struct dmr_map *m)
+{
+	m->flush_seq++;
+	if (m->track)
+		dmr_map_rewait(m, DMR_REUSE_FLUSH);
 }
 
 /* Return: true if @s may be handed to a head. */
@@ -330,6 +585,7 @@ void dmr_seg_open(struct dmr_map *m, u32 seg, u64 seq)
 
 	if (dmr_seg_is_free(s))
 		m->nr_free--;
+	dmr_seg_unlist(m, seg);
 	s->flags |= DMR_SEG_USED | DMR_SEG_OPEN;
 	s->seq = seq;
 }
@@ -349,12 +605,14 @@ void dmr_seg_seal(struct dmr_map *m, u32 seg)
 {
 	struct dmr_seg *s = &m->segs[seg];
 
+	dmr_seg_unlist(m, seg);
 	s->flags &= ~DMR_SEG_OPEN;
 	s->free_after = m->ckpt_seq + DMR_REUSE_CHECKPOINTS;
 	if (!(s->flags & DMR_SEG_USED))
 		m->nr_free++;
 	else if (m->track && dmr_seg_empty_sealed(s))
 		dmr_seg_prefree(m, s);
+	dmr_seg_list(m, seg);
 }
 
 /**
@@ -416,6 +674,7 @@ void dmr_seg_make_free(struct dmr_map *m, u32 seg)
 {
 	struct dmr_seg *s = &m->segs[seg];
 
+	dmr_seg_unlist(m, seg);
 	s->flags &= ~(DMR_SEG_USED | DMR_SEG_PREFREE | DMR_SEG_NOGC | DMR_SEG_GCERR | DMR_SEG_MEM |
 		      DMR_SEG_HOT);
 	s->seq = 0;
@@ -444,17 +703,24 @@ u32 dmr_seg_free_count(const struct dmr_map *m)
  *	DMR_SEG_GCERR (it could not be read: collectable again after
  *	dmr_seg_gc_retry_all())
  *
- * Either way its blocks stay where they are and are read from there; the
- * flag goes when the segment is freed (dmr_seg_make_free()).
+ * Either way its blocks stay where they are and are read from there, and
+ * it leaves its bucket; the flag goes when the segment is freed
+ * (dmr_seg_make_free()).
  */
 void dmr_seg_gc_refuse(struct dmr_map *m, u32 seg, u32 why)
 {
+	dmr_seg_unlist(m, seg);
 	m->segs[seg].flags |= why & (DMR_SEG_NOGC | DMR_SEG_GCERR);
+	dmr_seg_list(m, seg);
 }
 
 /**
  * dmr_seg_gc_retry_all() - segments GC could not read become victims again
  * @m: the map
+ *
+ * A scan of every segment, made only after a checkpoint while some segment
+ * is DMR_SEG_GCERR (the glue's @gc_retry), i.e. after a read error: not a
+ * per-step cost.
  *
  * Return: how many were waiting (0: nothing changed).
  */
@@ -464,9 +730,49 @@ u32 dmr_seg_gc_retry_all(struct dmr_map *m)
 
 	for (i = 0; i < m->nr_segs; i++) {
 		if (m->segs[i].flags & DMR_SEG_GCERR) {
+			dmr_seg_unlist(m, i);
 			m->segs[i].flags &= ~DMR_SEG_GCERR;
+			dmr_seg_list(m, i);
 			n++;
 		}
 	}
 	return n;
+}
+
+/**
+ * dmr_seg_set_mem() - a segment's blocks are read from memory, or no longer
+ * @m: the map
+ * @seg: the segment
+ * @mem: set or clear DMR_SEG_MEM
+ *
+ * A sealed segment whose write completes becomes a GC candidate here.
+ */
+void dmr_seg_set_mem(struct dmr_map *m, u32 seg, bool mem)
+{
+	dmr_seg_unlist(m, seg);
+	if (mem)
+		m->segs[seg].flags |= DMR_SEG_MEM;
+	else
+		m->segs[seg].flags &= ~DMR_SEG_MEM;
+	dmr_seg_list(m, seg);
+}
+
+/**
+ * dmr_seg_fewest_valid() - a GC candidate with the fewest valid blocks
+ * @m: the map, tracking on
+ *
+ * The segment that joined the lowest non-empty bucket first.  O(1)
+ * amortised: @bucket_min moves up past empty buckets here, and comes down
+ * only by one bucket when a candidate loses a block, or to the bucket of
+ * a segment joining (once per segment sealed or loaded).
+ *
+ * Return: the segment, or DMR_NO_SEGMENT if there is no candidate.
+ */
+u32 dmr_seg_fewest_valid(struct dmr_map *m)
+{
+	if (!m->nr_bucketed)
+		return DMR_NO_SEGMENT;
+	while (m->lists[m->bucket_min] == DMR_NO_SEGMENT)
+		m->bucket_min++;
+	return m->lists[m->bucket_min];
 }

@@ -39,6 +39,25 @@
 #define DMR_SEG_DISK_FLAGS	DMR_SEG_USED
 
 /*
+ * The flags that decide whether GC may take a segment: exactly
+ * DMR_SEG_USED of them (sealed, written, not in memory, not empty, not
+ * found inconsistent, not unreadable); dmr_seg_collectable() adds the move cost.
+ */
+#define DMR_SEG_GC_MASK		(DMR_SEG_USED | DMR_SEG_OPEN | DMR_SEG_MEM | \
+				 DMR_SEG_PREFREE | DMR_SEG_NOGC | DMR_SEG_GCERR)
+
+/*
+ * Which of the map's segment lists a segment is on (in memory, kept by
+ * dmr-map.c alone): none, the bucket of its valid count, or the prefree
+ * list of what it waits for (DMR_SEG_LIST_PREFREE + enum dmr_reuse_wait).
+ */
+#define DMR_SEG_LIST_SHIFT	16
+#define DMR_SEG_LIST_MASK	(7U << DMR_SEG_LIST_SHIFT)
+#define DMR_SEG_LIST_NONE	0U
+#define DMR_SEG_LIST_BUCKET	1U
+#define DMR_SEG_LIST_PREFREE	2U
+
+/*
  * Checkpoints that must complete after a segment is sealed before its
  * reuse: then neither slot's log positions lead into it.
  */
@@ -52,6 +71,8 @@
  * @flush_after: prefree: flush count from which what emptied it is durable
  * @valid: mapped logical blocks whose data lives in the segment
  * @flags: DMR_SEG_*
+ * @next: the next segment on its list (see struct dmr_map), if it is on one
+ * @prev: the previous one
  */
 struct dmr_seg {
 	u64 seq;
@@ -59,6 +80,8 @@ struct dmr_seg {
 	u64 flush_after;
 	u32 valid;
 	u32 flags;
+	u32 next;
+	u32 prev;
 };
 
 /* What a prefree segment waits for before the reuse rule allows it. */
@@ -66,7 +89,11 @@ enum dmr_reuse_wait {
 	DMR_REUSE_READY,	/* nothing (reads in flight are the caller's) */
 	DMR_REUSE_FLUSH,	/* a device flush */
 	DMR_REUSE_CKPT,		/* a checkpoint */
+	DMR_REUSE_WAITS
 };
+
+/* Entries of the list heads array of a map of @seg_blocks-block segments. */
+#define DMR_MAP_LISTS(seg_blocks)	((seg_blocks) + 1 + DMR_REUSE_WAITS)
 
 /* Per map block dirty bits: one per checkpoint slot. */
 #define DMR_DIRTY_SLOT(slot)	(1U << (slot))
@@ -90,6 +117,35 @@ enum dmr_reuse_wait {
  * @nr_free: free segments
  * @nr_prefree: prefree segments
  * @track: keep segment states as blocks are dropped (off while loading)
+ * @lists: DMR_MAP_LISTS(@seg_blocks) list heads (the first segment of each
+ *	list, or DMR_NO_SEGMENT): first the buckets, one per valid count
+ *	0 ... @seg_blocks, then the prefree lists, one per enum
+ *	dmr_reuse_wait
+ * @nr_bucketed: segments in the buckets
+ * @nr_wait: prefree segments on each prefree list
+ * @bucket_min: no bucket below this one holds a segment
+ *
+ * The segment lists make every GC step cost the same on any device size
+ * (nothing scans the segment table).  Each is a circular doubly linked
+ * list through struct dmr_seg's @next and @prev, in the order segments
+ * joined it; a segment's DMR_SEG_LIST_* bits say which one it is on:
+ *
+ * - the bucket of its valid count: sealed segments GC may collect but for
+ *   the move cost (DMR_SEG_GC_MASK is DMR_SEG_USED), so the one with the
+ *   fewest valid blocks (dmr_seg_fewest_valid(), greedy GC) is found in
+ *   O(1) amortised: @bucket_min only comes down by one when a segment
+ *   loses a block, or when a segment joins (once per segment written);
+ * - the prefree list of what it waits for (dmr_seg_reuse_wait()): a
+ *   checkpoint or a flush completing moves only the segments of the one
+ *   list it can change (dmr_map_ckpt_done(), dmr_map_flush_done()), and
+ *   freeing looks only at the segments that wait for nothing but their
+ *   reads in flight (DMR_REUSE_READY): their counts are the caller's and
+ *   change without the map's lock, so they are read when freeing, never
+ *   kept in the lists.
+ *
+ * Every change of a segment's valid count, flags or list goes through
+ * dmr-map.c, under the same lock as the rest of the map; the lists hold
+ * while @track is on (they are rebuilt by dmr_map_load_states()).
  */
 struct dmr_map {
 	u32 *l2p;
@@ -105,10 +161,15 @@ struct dmr_map {
 	u32 nr_free;
 	u32 nr_prefree;
 	bool track;
+	u32 *lists;
+	u32 nr_bucketed;
+	u32 nr_wait[DMR_REUSE_WAITS];
+	u32 bucket_min;
 };
 
 void dmr_map_init(struct dmr_map *m, u32 *l2p, u64 nr_logical,
-		  struct dmr_seg *segs, u32 nr_segs, u32 seg_blocks, u8 *dirty);
+		  struct dmr_seg *segs, u32 nr_segs, u32 seg_blocks, u8 *dirty,
+		  u32 *lists);
 u32 dmr_map_get(const struct dmr_map *m, u64 lba);
 void dmr_map_set(struct dmr_map *m, u64 lba, u32 pba);
 void dmr_map_unmap(struct dmr_map *m, u64 lba);
@@ -117,7 +178,11 @@ u32 dmr_map_run(const struct dmr_map *m, u64 lba, u32 max, u32 *first);
 int __must_check dmr_map_recount(struct dmr_map *m);
 bool dmr_map_free_mapped(const struct dmr_map *m, u32 *seg);
 void dmr_map_load_states(struct dmr_map *m);
+void dmr_map_lists_rebuild(struct dmr_map *m);
+bool dmr_map_lists_consistent(const struct dmr_map *m);
 bool dmr_map_consistent(const struct dmr_map *m);
+void dmr_map_ckpt_done(struct dmr_map *m, u64 ckpt_seq);
+void dmr_map_flush_done(struct dmr_map *m);
 
 bool dmr_seg_is_free(const struct dmr_seg *s);
 u32 dmr_seg_alloc(struct dmr_map *m, u32 *cursor);
@@ -129,6 +194,23 @@ bool dmr_seg_reusable(const struct dmr_seg *s, u64 ckpt_seq, u64 flush_seq,
 		      u32 readers);
 void dmr_seg_make_free(struct dmr_map *m, u32 seg);
 u32 dmr_seg_free_count(const struct dmr_map *m);
+void dmr_seg_set_mem(struct dmr_map *m, u32 seg, bool mem);
+u32 dmr_seg_fewest_valid(struct dmr_map *m);
+
+/*
+ * The prefree segments that wait for nothing but their reads in flight:
+ * @m->nr_wait[DMR_REUSE_READY] of them from dmr_seg_ready_first(), each
+ * followed by dmr_seg_next() (read @next before freeing a segment).
+ */
+static inline u32 dmr_seg_ready_first(const struct dmr_map *m)
+{
+	return m->lists[m->seg_blocks + 1 + DMR_REUSE_READY];
+}
+
+static inline u32 dmr_seg_next(const struct dmr_map *m, u32 seg)
+{
+	return m->segs[seg].next;
+}
 
 static inline u32 dmr_pba_segment(const struct dmr_map *m, u32 pba)
 {

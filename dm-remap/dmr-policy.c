@@ -315,8 +315,7 @@ u32 dmr_gc_move_cost(u32 valid)
  */
 bool dmr_seg_collectable(const struct dmr_seg *s, u32 seg_blocks)
 {
-	return (s->flags & (DMR_SEG_USED | DMR_SEG_OPEN | DMR_SEG_MEM |
-			    DMR_SEG_PREFREE | DMR_SEG_NOGC | DMR_SEG_GCERR)) == DMR_SEG_USED &&
+	return (s->flags & DMR_SEG_GC_MASK) == DMR_SEG_USED &&
 	       s->valid < seg_blocks && dmr_gc_move_cost(s->valid) < seg_blocks;
 }
 
@@ -353,55 +352,65 @@ u64 dmr_gc_score(const struct dmr_seg *s, u32 seg_blocks, u64 now_seq,
 
 /**
  * dmr_gc_victim() - choose the segment to collect
- * @m: the map
+ * @m: the map, tracking on
  * @greedy: see dmr_gc_score()
  * @now_seq: the log's last sequence number
- * @cursor: where the previous window ended; advanced
- * @window: segments looked at per window (all of them if @window >=
- *	@m->nr_segs)
+ * @cursor: where the previous cost-benefit window ended; advanced
+ * @window: segments a cost-benefit choice looks at (all of them if
+ *	@window is 0 or >= @m->nr_segs)
  *
- * The best score in the window wins; on a tie the older segment (lower
- * @seq).  A window bounds the cost on very large devices, as F2FS's
- * max_victim_search does.  A window without a collectable segment is not
- * an answer: the search goes on with the next windows until it finds one
- * or has looked at every segment, so DMR_NO_SEGMENT always means that no
- * segment of the device is collectable (a writer waiting for space must
- * never be refused while one is, and background GC must not go idle on a
- * window of full segments).
+ * Greedy: the candidate with the fewest valid blocks, from the map's
+ * buckets (dmr_seg_fewest_valid()), O(1) amortised on any device: the
+ * best score of the whole device (on a tie, the one that has had its
+ * count longest).  Its count also answers, in O(1), whether any segment
+ * is collectable: the move cost grows with the valid count, so if the
+ * fewest is not worth moving, none is.
+ *
+ * Cost-benefit: the best score in one window of segments from @cursor;
+ * on a tie the older segment (lower @seq).  The window bounds the cost on
+ * very large devices, as F2FS's max_victim_search does.  A window without
+ * a collectable segment is not an answer: the greedy choice is taken
+ * then, so DMR_NO_SEGMENT always means that no segment of the device is
+ * collectable (a writer waiting for space must never be refused while one
+ * is, and background GC must not go idle on a window of full segments),
+ * and a choice never looks at more than one window.
  *
  * Return: a segment, or DMR_NO_SEGMENT if none is collectable.
  */
-u32 dmr_gc_victim(const struct dmr_map *m, bool greedy, u64 now_seq,
-		  u32 *cursor, u32 window)
+u32 dmr_gc_victim(struct dmr_map *m, bool greedy, u64 now_seq, u32 *cursor,
+		  u32 window)
 {
-	u32 i, best = DMR_NO_SEGMENT, start = *cursor % m->nr_segs, seen;
+	u32 i, best, start = *cursor % m->nr_segs, fewest;
 	u64 best_score = 0;
 
+	fewest = dmr_seg_fewest_valid(m);
+	if (fewest == DMR_NO_SEGMENT ||
+	    !dmr_seg_collectable(&m->segs[fewest], m->seg_blocks))
+		return DMR_NO_SEGMENT;
+	if (greedy)
+		return fewest;
 	if (!window || window >= m->nr_segs) {
 		window = m->nr_segs;
 		start = 0;
 	}
-	for (seen = 0; seen < m->nr_segs && best == DMR_NO_SEGMENT; seen += window) {
-		u32 len = min(window, m->nr_segs - seen);
+	best = DMR_NO_SEGMENT;
+	for (i = 0; i < window; i++) {
+		u32 n = start + i < m->nr_segs ? start + i : start + i - m->nr_segs;
+		const struct dmr_seg *s = &m->segs[n];
+		u64 score;
 
-		for (i = 0; i < len; i++) {
-			u32 n = (start + seen + i) % m->nr_segs;
-			const struct dmr_seg *s = &m->segs[n];
-			u64 score;
-
-			if (!dmr_seg_collectable(s, m->seg_blocks))
-				continue;
-			score = dmr_gc_score(s, m->seg_blocks, now_seq, greedy);
-			if (best == DMR_NO_SEGMENT || score > best_score ||
-			    (score == best_score && s->seq < m->segs[best].seq)) {
-				best = n;
-				best_score = score;
-			}
+		if (!dmr_seg_collectable(s, m->seg_blocks))
+			continue;
+		score = dmr_gc_score(s, m->seg_blocks, now_seq, false);
+		if (best == DMR_NO_SEGMENT || score > best_score ||
+		    (score == best_score && s->seq < m->segs[best].seq)) {
+			best = n;
+			best_score = score;
 		}
-		if (window < m->nr_segs)
-			*cursor = (start + seen + len) % m->nr_segs;
 	}
-	return best;
+	if (window < m->nr_segs)
+		*cursor = (start + window) % m->nr_segs;
+	return best != DMR_NO_SEGMENT ? best : fewest;
 }
 
 /**

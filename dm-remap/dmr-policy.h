@@ -101,7 +101,7 @@ u32 dmr_gc_move_cost(u32 valid);
 bool dmr_seg_collectable(const struct dmr_seg *s, u32 seg_blocks);
 u64 dmr_gc_score(const struct dmr_seg *s, u32 seg_blocks, u64 now_seq,
 		 bool greedy);
-u32 dmr_gc_victim(const struct dmr_map *m, bool greedy, u64 now_seq,
+u32 dmr_gc_victim(struct dmr_map *m, bool greedy, u64 now_seq,
 		  u32 *cursor, u32 window);
 
 /**

@@ -389,8 +389,9 @@ static void dmr_test_default_segment(struct kunit *test)
  * @logical_blocks: expected logical blocks
  * @bytes: expected dmr_map_memory_bytes(), worked out by hand below as
  *	map (4 * logical, logical = (segments - 10) * segment_blocks *
- *	(100 - overprovision) / 100) + segment table and reader counts
- *	((32 + 4) * segments) + map block bookkeeping
+ *	(100 - overprovision) / 100) + segment table, with its list links,
+ *	and reader counts ((40 + 4) * segments) + the segment lists' heads
+ *	(4 * (segment_blocks + 4)) + map block bookkeeping
  *	(5 * ceil(logical / 1024)) + eight segment buffers (four heads,
  *	three in flight, GC's: 8 * 4096 * segment_blocks) + bounce buffer
  *	(64 * 4096)
@@ -405,20 +406,20 @@ struct dmr_mem_case {
 };
 
 static const struct dmr_mem_case dmr_mem_cases[] = {
-	/* 48844 + 2268 + 5 * 12 + 8388608 + 262144 */
-	{ "64 MiB", 16384, 256, 10, 63, 12211, 8701924ULL, false },
-	/* 2182857952 + 79114896 + 5 * 532925 + 8388608 + 262144 */
+	/* 48844 + 2772 + 1040 + 5 * 12 + 8388608 + 262144 */
+	{ "64 MiB", 16384, 256, 10, 63, 12211, 8703468ULL, false },
+	/* 2182857952 + 96695984 + 1040 + 5 * 532925 + 8388608 + 262144 */
 	{ "2.1 TiB, 3% overprovision", 563714457ULL, 256, 3,
-	  2197636, 545714488ULL, 2273288225ULL, true },
-	/* 2170000280 + 84765996 + 5 * 529786 + 8388608 + 262144 */
+	  2197636, 545714488ULL, 2290870353ULL, true },
+	/* 2170000280 + 103602884 + 1040 + 5 * 529786 + 8388608 + 262144 */
 	{ "2.25 TiB", 603979776ULL, 256, 10,
-	  2354611, 542500070ULL, 2266065958ULL, true },
-	/* 7715716300 + 37674756 + 5 * 1883720 + 67108864 + 262144 */
+	  2354611, 542500070ULL, 2284903886ULL, true },
+	/* 7715716300 + 46046924 + 8208 + 5 * 1883720 + 67108864 + 262144 */
 	{ "8 TiB, 8 MiB segments", 1ULL << 31, 2048, 10,
-	  1046521, 1928929075ULL, 7830180664ULL, true },
-	/* 15461872128 + 603979740 + 5 * 3774872 + 8388608 + 262144 */
+	  1046521, 1928929075ULL, 7838561040ULL, true },
+	/* 15461872128 + 738197460 + 1040 + 5 * 3774872 + 8388608 + 262144 */
 	{ "largest, ~16 TiB", 4303512319ULL, 256, 10,
-	  16777215, 3865468032ULL, 16093376980ULL, true },
+	  16777215, 3865468032ULL, 16227595740ULL, true },
 };
 
 static void dmr_mem_desc(const struct dmr_mem_case *c, char *desc)

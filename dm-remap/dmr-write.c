@@ -182,7 +182,7 @@ static int dmr_flight_reap(struct dmr_target *rc, struct dmr_flight *f)
 	}
 	spin_lock(&rc->map_lock);
 	if (!WARN_ON_ONCE(f->segment == DMR_NO_SEGMENT))
-		rc->map.segs[f->segment].flags &= ~DMR_SEG_MEM;
+		dmr_seg_set_mem(&rc->map, f->segment, false);
 	f->segment = DMR_NO_SEGMENT;
 	spin_unlock(&rc->map_lock);
 	return 0;
@@ -252,7 +252,7 @@ void dmr_head_enter(struct dmr_target *rc, struct dmr_head *h, u32 seg)
 	h->unit_open = false;
 	dmr_seg_open(&rc->map, seg, rc->seq + 1);
 	dmr_seg_set_head(&rc->map.segs[seg], h - rc->heads);
-	rc->map.segs[seg].flags |= DMR_SEG_MEM;
+	dmr_seg_set_mem(&rc->map, seg, true);
 }
 
 /*
@@ -403,7 +403,7 @@ static int dmr_seg_leave(struct dmr_target *rc, struct dmr_head *h,
 	if (f)
 		f->segment = seg;	/* still read from the slot's buffer */
 	else
-		rc->map.segs[seg].flags &= ~DMR_SEG_MEM;
+		dmr_seg_set_mem(&rc->map, seg, false);
 	dmr_seg_seal(&rc->map, seg);
 	dmr_head_enter(rc, h, next);
 	spin_unlock(&rc->map_lock);
@@ -462,7 +462,7 @@ int dmr_flush_all(struct dmr_target *rc, bool flush_device)
 	atomic64_inc(&rc->stats.device_flushes);
 	/* every unit closed so far is durable: the reuse rule counts this */
 	spin_lock(&rc->map_lock);
-	rc->map.flush_seq++;
+	dmr_map_flush_done(&rc->map);
 	spin_unlock(&rc->map_lock);
 	return 0;
 }

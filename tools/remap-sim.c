@@ -326,10 +326,6 @@ struct sim {
 	u32 gc_cursor;
 	unsigned int ckpt_slot;
 	u64 ckpt_fixed;		/* CRC table, segment table and header blocks */
-	/* prefree_waiting()'s cache */
-	bool pw_valid;
-	u32 pw_prefree, pw_ckpt, pw_flush;
-	u64 pw_ckpt_seq, pw_flush_seq;
 	bool gc_active;
 	bool single;
 	struct sim_counters c;
@@ -389,17 +385,17 @@ static void seal(struct sim *s, struct sim_head *h, bool sync)
 	head_enter(s, h, h->next);
 }
 
-/* dmr_gc_free_ready(), with no read in flight */
+/* dmr_gc_free_ready(), with no read in flight: the map's ready list */
 static void free_ready(struct sim *s)
 {
-	u32 i;
+	u32 n = s->m.nr_wait[DMR_REUSE_READY], i, next;
 
-	if (!s->m.nr_prefree)
-		return;
-	for (i = 0; i < s->m.nr_segs; i++)
-		if (dmr_seg_reusable(&s->m.segs[i], s->m.ckpt_seq,
-				     s->m.flush_seq, 0))
-			dmr_seg_make_free(&s->m, i);
+	for (i = dmr_seg_ready_first(&s->m); n; n--, i = next) {
+		next = dmr_seg_next(&s->m, i);
+		if (!dmr_seg_reusable(&s->m.segs[i], s->m.ckpt_seq, s->m.flush_seq, 0))
+			sim_fail(s, "a segment on the ready list is not reusable");
+		dmr_seg_make_free(&s->m, i);
+	}
 }
 
 /* seal every head (dmr_flush_all()), then the device flush */
@@ -409,7 +405,7 @@ static void flush_log(struct sim *s)
 
 	for (i = 0; i < DMR_NR_HEADS; i++)
 		seal(s, &s->heads[i], true);
-	s->m.flush_seq++;
+	dmr_map_flush_done(&s->m);
 }
 
 /*
@@ -433,7 +429,7 @@ static void checkpoint(struct sim *s)
 	}
 	s->c.ckpt_blocks += s->ckpt_fixed;
 	s->ckpt_slot ^= 1;
-	s->m.ckpt_seq++;
+	dmr_map_ckpt_done(&s->m, s->m.ckpt_seq + 1);
 	free_ready(s);
 	s->c.ckpts++;
 }
@@ -543,48 +539,32 @@ static void gc_collect(struct sim *s, u32 seg)
 
 /*
  * dmr_gc_prefree_waiting(): prefree segments waiting for a checkpoint
- * (@ckpt) and for a flush only (@flush).  With no read in flight, one
- * that waits for neither was freed by free_ready() after the flush or
- * checkpoint that made it so.  The counts change only when a segment
- * empties or is freed, or a flush or checkpoint completes, so the scan is
- * cached on those.
+ * (@ckpt) and for a flush only (@flush), the counts of the map's prefree
+ * lists.  With no read in flight, one that waits for neither was freed by
+ * free_ready() after the flush or checkpoint that made it so.
  */
 static void prefree_waiting(struct sim *s, u32 *ckpt, u32 *flush)
 {
-	u32 i;
+	*ckpt = s->m.nr_wait[DMR_REUSE_CKPT];
+	*flush = s->m.nr_wait[DMR_REUSE_FLUSH];
+	if (s->m.nr_wait[DMR_REUSE_READY])
+		sim_fail(s, "a reusable segment was not freed");
+}
 
-	if (s->pw_valid && s->pw_prefree == s->m.nr_prefree &&
-	    s->pw_ckpt_seq == s->m.ckpt_seq && s->pw_flush_seq == s->m.flush_seq) {
-		*ckpt = s->pw_ckpt;
-		*flush = s->pw_flush;
-		return;
-	}
-	*ckpt = 0;
-	*flush = 0;
-	for (i = 0; s->m.nr_prefree && i < s->m.nr_segs; i++) {
-		const struct dmr_seg *g = &s->m.segs[i];
+/*
+ * The same by a scan of the segment table (what dmr_gc_prefree_waiting()
+ * did before the lists): a check of the lists' counts.
+ */
+static void prefree_scan(struct sim *s)
+{
+	u32 i, n[DMR_REUSE_WAITS] = {};
 
-		if (!(g->flags & DMR_SEG_PREFREE))
-			continue;
-		switch (dmr_seg_reuse_wait(g, s->m.ckpt_seq, s->m.flush_seq)) {
-		case DMR_REUSE_CKPT:
-			(*ckpt)++;
-			break;
-		case DMR_REUSE_FLUSH:
-			(*flush)++;
-			break;
-		default:
-			sim_fail(s, "a reusable segment was not freed");
-		}
-	}
-	if (*ckpt + *flush != s->m.nr_prefree)
-		sim_fail(s, "prefree count mismatch");
-	s->pw_valid = true;
-	s->pw_prefree = s->m.nr_prefree;
-	s->pw_ckpt_seq = s->m.ckpt_seq;
-	s->pw_flush_seq = s->m.flush_seq;
-	s->pw_ckpt = *ckpt;
-	s->pw_flush = *flush;
+	for (i = 0; i < s->m.nr_segs; i++)
+		if (s->m.segs[i].flags & DMR_SEG_PREFREE)
+			n[dmr_seg_reuse_wait(&s->m.segs[i], s->m.ckpt_seq, s->m.flush_seq)]++;
+	for (i = 0; i < DMR_REUSE_WAITS; i++)
+		if (n[i] != s->m.nr_wait[i])
+			sim_fail(s, "prefree list counts differ from a scan");
 }
 
 /*
@@ -678,12 +658,7 @@ static void sim_check(struct sim *s)
 		if (e != DMR_UNMAPPED && s->rev[e - 1] != lba)
 			sim_fail(s, "map entry points at a block holding another lba");
 	}
-	{
-		u32 ckpt, flush;
-
-		s->pw_valid = false;
-		prefree_waiting(s, &ckpt, &flush);
-	}
+	prefree_scan(s);
 }
 
 /* ---- workloads ---- */
@@ -797,7 +772,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	u64 lba, written, target, requests = 0, r0 = 0, mreq;
 	double waf, wafs, wafa, ref = 0, idle, eff = 0;
 	const char *refname = NULL;
-	u32 *l2p;
+	u32 *l2p, *lists;
 	u8 *dirty;
 	unsigned int i;
 
@@ -826,11 +801,12 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		die("out of memory");
 	s->m.segs = calloc(geo.nr_segments, sizeof(*s->m.segs));
 	s->owner = calloc(geo.nr_segments, 1);
-	if (!s->m.segs || !s->owner)
+	lists = calloc(DMR_MAP_LISTS(geo.segment_blocks), sizeof(*lists));
+	if (!s->m.segs || !s->owner || !lists)
 		die("out of memory");
 	memset(s->rev, 0xff, geo.nr_segments * geo.segment_blocks * sizeof(*s->rev));
 	dmr_map_init(&s->m, l2p, geo.logical_blocks, s->m.segs, geo.nr_segments,
-		     geo.segment_blocks, dirty);
+		     geo.segment_blocks, dirty, lists);
 	/* dmr_gc_setup(): the defaults, or the table's gc_low / gc_high */
 	dmr_gc_params_default(geo.nr_segments, &s->p);
 	if (cfg->gc.batch)
@@ -973,6 +949,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	free(s->rev);
 	free(l2p);
 	free(dirty);
+	free(lists);
 	free(s);
 	return true;
 }

@@ -100,11 +100,13 @@ def layout(d):
 def memory_bytes(d):
     """dmr_map_memory_bytes(), from dump's geometry."""
     logical, segs = int(d["logical_blocks"]), int(d["nr_segments"])
-    # map, segment table (32-byte struct dmr_seg) and reader counts (4),
-    # map block bookkeeping, eight segment buffers (four log heads,
-    # three in flight, GC's), the bounce buffer
-    return (logical * 4 + segs * (32 + 4) + math.ceil(logical / 1024) * 5 +
-            8 * int(d["segment_blocks"]) * BLOCK + 64 * BLOCK)
+    # map, segment table (40-byte struct dmr_seg, with its list links) and
+    # reader counts (4), the segment lists' heads (4 per valid count and
+    # 3 prefree lists), map block bookkeeping, eight segment buffers (four
+    # log heads, three in flight, GC's), the bounce buffer
+    sb = int(d["segment_blocks"])
+    return (logical * 4 + segs * (40 + 4) + (sb + 4) * 4 +
+            math.ceil(logical / 1024) * 5 + 8 * sb * BLOCK + 64 * BLOCK)
 
 
 def fmt_bytes(b):

@@ -60,6 +60,7 @@ struct check_state {
 	u32 *l2p;
 	struct dmr_seg *segs;
 	u8 *dirty;
+	u32 *lists;
 	u32 *map_crc;
 	u32 *slot_valid;	/* valid counts as a slot recorded them */
 	u32 *count;		/* valid counts from the map */
@@ -218,6 +219,7 @@ static int alloc_state(struct check_state *s)
 	s->l2p = calloc(g->logical_blocks, sizeof(*s->l2p));
 	s->segs = calloc(g->nr_segments, sizeof(*s->segs));
 	s->dirty = calloc(nr_map, 1);
+	s->lists = calloc(DMR_MAP_LISTS(g->segment_blocks), sizeof(*s->lists));
 	s->map_crc = calloc(nr_map, sizeof(*s->map_crc));
 	s->slot_valid = calloc(g->nr_segments, sizeof(u32));
 	s->count = calloc(g->nr_segments, sizeof(u32));
@@ -226,7 +228,7 @@ static int alloc_state(struct check_state *s)
 	s->mapped = calloc(data_blocks / 8 + 1, 1);
 	free(s->buf);
 	s->buf = aligned_alloc(DMR_BLOCK_SIZE, (size_t)g->segment_blocks * DMR_BLOCK_SIZE);
-	if (!s->l2p || !s->segs || !s->dirty || !s->map_crc || !s->slot_valid ||
+	if (!s->l2p || !s->segs || !s->dirty || !s->lists || !s->map_crc || !s->slot_valid ||
 	    !s->count || !s->maxref || !s->summary || !s->mapped || !s->buf) {
 		operational(s, "out of memory for a map of %llu blocks",
 			    (unsigned long long)g->logical_blocks);
@@ -241,7 +243,7 @@ static void map_reset(struct check_state *s)
 
 	memset(s->segs, 0, g->nr_segments * sizeof(*s->segs));
 	dmr_map_init(&s->m, s->l2p, g->logical_blocks, s->segs, g->nr_segments,
-		     g->segment_blocks, s->dirty);
+		     g->segment_blocks, s->dirty, s->lists);
 	s->m.track = false;	/* as the loader: states are rebuilt after replay */
 }
 
@@ -786,6 +788,7 @@ out:
 	free(s.l2p);
 	free(s.segs);
 	free(s.dirty);
+	free(s.lists);
 	free(s.map_crc);
 	free(s.slot_valid);
 	free(s.count);
