@@ -628,11 +628,11 @@ static void dmr_gct_reuse_open_then_sealed(struct kunit *test)
 {
 	const u32 b = GCT_SEG_BLOCKS;
 	struct dmr_map m;
-	u32 cursor = 0, s, lba;
+	u32 s, lba;
 
 	dmr_gct_map_init(test, &m, GCT_LOGICAL, GCT_NR_SEGS, GCT_SEG_BLOCKS);
 	m.ckpt_seq = 7;
-	s = dmr_seg_alloc(&m, &cursor);
+	s = dmr_seg_alloc(&m);
 	KUNIT_ASSERT_NE(test, s, DMR_NO_SEGMENT);
 	KUNIT_EXPECT_TRUE(test, m.segs[s].flags & DMR_SEG_OPEN);
 	KUNIT_EXPECT_EQ(test, m.nr_free, GCT_NR_SEGS - 1);
@@ -655,7 +655,7 @@ static void dmr_gct_reuse_open_then_sealed(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
 
 	/* a segment only reserved, never written, is free again once sealed */
-	s = dmr_seg_alloc(&m, &cursor);
+	s = dmr_seg_alloc(&m);
 	KUNIT_ASSERT_NE(test, s, DMR_NO_SEGMENT);
 	KUNIT_EXPECT_EQ(test, m.nr_free, GCT_NR_SEGS - 2);
 	dmr_seg_seal(&m, s);
@@ -675,14 +675,14 @@ static void dmr_gct_reuse_counts_checkpoints(struct kunit *test)
 	const u32 b = GCT_SEG_BLOCKS;
 	struct dmr_map m;
 	struct dmr_seg copy;
-	u32 cursor = 0, sa, sb, head;
+	u32 sa, sb, head;
 
 	dmr_gct_map_init(test, &m, GCT_LOGICAL, GCT_NR_SEGS, GCT_SEG_BLOCKS);
 	m.ckpt_seq = 7;
 	m.flush_seq = 30;
-	sa = dmr_seg_alloc(&m, &cursor);
-	sb = dmr_seg_alloc(&m, &cursor);
-	head = dmr_seg_alloc(&m, &cursor);
+	sa = dmr_seg_alloc(&m);
+	sb = dmr_seg_alloc(&m);
+	head = dmr_seg_alloc(&m);
 	KUNIT_ASSERT_NE(test, head, DMR_NO_SEGMENT);
 	dmr_seg_open(&m, sa, 1);
 	dmr_seg_open(&m, sb, 2);
@@ -772,22 +772,30 @@ static void dmr_gct_reuse_counts_checkpoints(struct kunit *test)
 						 20 + DMR_REUSE_CHECKPOINTS, 42, 0));
 }
 
-/* Allocation hands out free segments only, each once, from any cursor. */
+/*
+ * Allocation hands out free segments only, each once, in the order they
+ * became free (here rotated by @start segments reserved and given back
+ * first), from the free list: a segment freed by the reuse rule joins it
+ * last.
+ */
 static void dmr_gct_alloc_skips_unfree(struct kunit *test)
 {
 	const u32 b = GCT_SEG_BLOCKS;
 	bool was_free[GCT_NR_SEGS], given[GCT_NR_SEGS];
-	u32 cursor, start, s, prefree, open, sealed, reserved, n;
+	u32 start, s, prefree, open, sealed, reserved, n;
 	struct dmr_map m;
 
 	for (start = 0; start < GCT_NR_SEGS; start++) {
 		dmr_gct_map_init(test, &m, GCT_LOGICAL, GCT_NR_SEGS, GCT_SEG_BLOCKS);
-		cursor = start;
-		prefree = dmr_seg_alloc(&m, &cursor);
-		open = dmr_seg_alloc(&m, &cursor);
-		sealed = dmr_seg_alloc(&m, &cursor);
-		reserved = dmr_seg_alloc(&m, &cursor);
+		for (n = 0; n < start; n++)
+			dmr_seg_seal(&m, dmr_seg_alloc(&m));	/* reserved, given back */
+		prefree = dmr_seg_alloc(&m);
+		open = dmr_seg_alloc(&m);
+		sealed = dmr_seg_alloc(&m);
+		reserved = dmr_seg_alloc(&m);
 		KUNIT_ASSERT_NE(test, reserved, DMR_NO_SEGMENT);
+		KUNIT_EXPECT_EQ(test, prefree, start);
+		KUNIT_EXPECT_EQ(test, reserved, (start + 3) % GCT_NR_SEGS);
 		dmr_seg_open(&m, prefree, 1);
 		dmr_seg_open(&m, open, 2);
 		dmr_seg_open(&m, sealed, 3);
@@ -803,11 +811,11 @@ static void dmr_gct_alloc_skips_unfree(struct kunit *test)
 			given[s] = false;
 		}
 		KUNIT_EXPECT_EQ(test, m.nr_free, GCT_NR_SEGS - 4);
-		cursor = prefree;	/* start the search on unfree segments */
-		for (n = 0; (s = dmr_seg_alloc(&m, &cursor)) != DMR_NO_SEGMENT; n++) {
+		for (n = 0; (s = dmr_seg_alloc(&m)) != DMR_NO_SEGMENT; n++) {
 			KUNIT_ASSERT_TRUE(test, s < GCT_NR_SEGS && n < GCT_NR_SEGS);
 			KUNIT_EXPECT_TRUE(test, was_free[s]);
 			KUNIT_EXPECT_FALSE(test, given[s]);
+			KUNIT_EXPECT_EQ(test, s, (start + 4 + n) % GCT_NR_SEGS);
 			given[s] = true;
 		}
 		KUNIT_EXPECT_EQ(test, n, GCT_NR_SEGS - 4);
@@ -822,11 +830,15 @@ static void dmr_gct_alloc_skips_unfree(struct kunit *test)
 		KUNIT_ASSERT_TRUE(test, dmr_seg_reusable(&m.segs[prefree], m.ckpt_seq,
 							 m.flush_seq, 0));
 		dmr_seg_make_free(&m, prefree);
-		KUNIT_EXPECT_EQ(test, dmr_seg_alloc(&m, &cursor), prefree);
-		KUNIT_EXPECT_EQ(test, dmr_seg_alloc(&m, &cursor), DMR_NO_SEGMENT);
+		KUNIT_EXPECT_EQ(test, dmr_seg_alloc(&m), prefree);
+		KUNIT_EXPECT_EQ(test, dmr_seg_alloc(&m), DMR_NO_SEGMENT);
 		KUNIT_EXPECT_EQ(test, m.nr_prefree, 0U);
 		KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
 	}
+	/* with tracking off (loading), nothing is handed out */
+	dmr_gct_map_init(test, &m, GCT_LOGICAL, GCT_NR_SEGS, GCT_SEG_BLOCKS);
+	m.track = false;
+	KUNIT_EXPECT_EQ(test, dmr_seg_alloc(&m), DMR_NO_SEGMENT);
 }
 
 /* ------------------------------------------------------------------ */
@@ -844,8 +856,6 @@ static void dmr_gct_alloc_skips_unfree(struct kunit *test)
  * @m: the map
  * @seg: each head's open segment, or DMR_NO_SEGMENT
  * @off: next block in it
- * @cursor: allocation cursor
- * @victim_cursor: victim search cursor
  * @seq: log sequence number, one per block written
  * @rng: xorshift32 state
  * @emptied: the flush count at which each prefree segment emptied
@@ -869,7 +879,6 @@ struct dmr_gct_sim {
 	struct dmr_map m;
 	u32 seg[DMR_NR_HEADS];
 	u32 off[DMR_NR_HEADS];
-	u32 cursor, victim_cursor;
 	u64 seq;
 	u32 rng;
 	u64 emptied[GCT_SIM_SEGS];
@@ -904,7 +913,7 @@ static u32 dmr_gct_sim_block(struct dmr_gct_sim *s, unsigned int h)
 
 		if (h != DMR_HEAD_GC && m->nr_free <= GCT_SIM_RESERVE)
 			return DMR_NO_SEGMENT;
-		seg = dmr_seg_alloc(m, &s->cursor);
+		seg = dmr_seg_alloc(m);
 		if (seg == DMR_NO_SEGMENT)
 			return DMR_NO_SEGMENT;
 		dmr_seg_open(m, seg, s->seq + 1);
@@ -1009,7 +1018,7 @@ static bool dmr_gct_sim_collect(struct dmr_gct_sim *s)
 {
 	struct dmr_map *m = &s->m;
 	bool greedy = dmr_gct_rand(s) & 1;
-	u32 v = dmr_gc_victim(m, greedy, s->seq, &s->victim_cursor, m->nr_segs);
+	u32 v = dmr_gc_victim(m, greedy, s->seq);
 	u32 lba, e;
 
 	if (v == DMR_NO_SEGMENT)
@@ -1065,7 +1074,7 @@ static const char *dmr_gct_sim_flush(struct dmr_gct_sim *s, bool ckpt)
 /* A head reserves a segment to go on in, and gives it back unused. */
 static void dmr_gct_sim_reserve(struct dmr_gct_sim *s)
 {
-	u32 seg = dmr_seg_alloc(&s->m, &s->cursor);
+	u32 seg = dmr_seg_alloc(&s->m);
 
 	if (seg != DMR_NO_SEGMENT)
 		dmr_seg_seal(&s->m, seg);
@@ -1081,8 +1090,8 @@ static void dmr_gct_sim_nogc(struct dmr_gct_sim *s, u32 seg)
 /*
  * Full scans of the segment table, for the lists to agree with: the
  * fewest valid blocks of a collectable segment (greedy's score; or
- * DMR_NO_SEGMENT if none is collectable), and the cost-benefit choice of
- * a window over the whole device (the best score, the older on a tie).
+ * DMR_NO_SEGMENT if none is collectable), and the best cost-benefit score
+ * of any collectable segment.
  */
 static u32 dmr_gct_scan_fewest(const struct dmr_map *m)
 {
@@ -1095,22 +1104,36 @@ static u32 dmr_gct_scan_fewest(const struct dmr_map *m)
 	return fewest;
 }
 
-static u32 dmr_gct_scan_best(const struct dmr_map *m, u64 now_seq)
+static u64 dmr_gct_scan_best(const struct dmr_map *m, u64 now_seq)
 {
-	u32 i, best = DMR_NO_SEGMENT;
-	u64 best_score = 0, score;
+	u64 best = 0, score;
+	u32 i;
 
 	for (i = 0; i < m->nr_segs; i++) {
 		if (!dmr_seg_collectable(&m->segs[i], m->seg_blocks))
 			continue;
 		score = dmr_gc_score(&m->segs[i], m->seg_blocks, now_seq, false);
-		if (best == DMR_NO_SEGMENT || score > best_score ||
-		    (score == best_score && m->segs[i].seq < m->segs[best].seq)) {
-			best = i;
-			best_score = score;
-		}
+		if (score > best)
+			best = score;
 	}
 	return best;
+}
+
+/* The most segments a bucket of collectable ones holds. */
+static u32 dmr_gct_bucket_max(const struct dmr_map *m)
+{
+	u32 v, seg, n, most = 0;
+
+	for (v = 0; v < m->seg_blocks && dmr_gc_move_cost(v) < m->seg_blocks; v++) {
+		seg = dmr_seg_bucket_first(m, v);
+		for (n = 0; seg != DMR_NO_SEGMENT && n <= m->nr_segs; n++) {
+			seg = dmr_seg_next(m, seg);
+			if (seg == dmr_seg_bucket_first(m, v))
+				seg = DMR_NO_SEGMENT;
+		}
+		most = max(most, n);
+	}
+	return most;
 }
 
 /*
@@ -1132,29 +1155,38 @@ static bool dmr_gct_scan_prefree(const struct dmr_map *m)
 
 /*
  * The victim choices agree with full scans: greedy takes a segment with
- * the fewest valid blocks of any collectable one, cost-benefit over the
- * whole device the scan's segment, and a small window from any cursor
- * finds a collectable segment whenever one exists.
+ * the fewest valid blocks of any collectable one; cost-benefit takes a
+ * collectable segment whenever there is one, scores at least the first
+ * segment of every bucket, and the best of the device when no bucket
+ * holds more segments than it looks at.
  *
  * Return: NULL, or which choice did not.
  */
-static const char *dmr_gct_victims_agree(struct dmr_map *m, u64 now_seq, u32 cursor)
+static const char *dmr_gct_victims_agree(struct dmr_map *m, u64 now_seq)
 {
-	u32 fewest = dmr_gct_scan_fewest(m), v, cur = 0;
+	u32 fewest = dmr_gct_scan_fewest(m), v, i;
+	u64 score;
 
-	v = dmr_gc_victim(m, true, now_seq, &cur, 0);
+	v = dmr_gc_victim(m, true, now_seq);
 	if (fewest == DMR_NO_SEGMENT ? v != DMR_NO_SEGMENT :
 	    v == DMR_NO_SEGMENT || m->segs[v].valid != fewest ||
 	    !dmr_seg_collectable(&m->segs[v], m->seg_blocks))
 		return "greedy victim differs from a full scan";
-	v = dmr_gc_victim(m, false, now_seq, &cur, m->nr_segs);
-	if (v != dmr_gct_scan_best(m, now_seq))
-		return "cost-benefit victim differs from a full scan";
-	cur = cursor % m->nr_segs;
-	v = dmr_gc_victim(m, false, now_seq, &cur, 3);
+	v = dmr_gc_victim(m, false, now_seq);
 	if (v == DMR_NO_SEGMENT ? fewest != DMR_NO_SEGMENT :
 	    !dmr_seg_collectable(&m->segs[v], m->seg_blocks))
-		return "windowed victim search missed a collectable segment";
+		return "cost-benefit missed a collectable segment";
+	if (v == DMR_NO_SEGMENT)
+		return NULL;
+	score = dmr_gc_score(&m->segs[v], m->seg_blocks, now_seq, false);
+	for (i = 0; i < m->nr_segs; i++)
+		if (dmr_seg_collectable(&m->segs[i], m->seg_blocks) &&
+		    dmr_seg_bucket_first(m, m->segs[i].valid) == i &&
+		    dmr_gc_score(&m->segs[i], m->seg_blocks, now_seq, false) > score)
+			return "cost-benefit passed over the first segment of a bucket";
+	if (dmr_gct_bucket_max(m) <= DMR_GC_CB_PER_BUCKET &&
+	    score != dmr_gct_scan_best(m, now_seq))
+		return "cost-benefit differs from a full scan";
 	return NULL;
 }
 
@@ -1202,7 +1234,7 @@ static const char *dmr_gct_sim_check(struct dmr_gct_sim *s)
 	if (!dmr_map_consistent(m) || open != heads ||
 	    m->nr_free + m->nr_prefree + open + sealed != m->nr_segs)
 		return "accounting";
-	return dmr_gct_victims_agree(m, s->seq, dmr_gct_rand(s));
+	return dmr_gct_victims_agree(m, s->seq);
 }
 
 /* One step of the random workload (@op in 0 ... 199).  Return: NULL, or a broken rule. */
@@ -1301,18 +1333,25 @@ static void dmr_gct_set_seg(struct dmr_map *m, u32 seg, u32 flags, u32 valid,
 	m->segs[seg].seq = seq;
 }
 
-static u32 dmr_gct_victim(struct dmr_map *m, bool greedy, u64 now_seq,
-			  u32 *cursor, u32 window)
+static u32 dmr_gct_victim(struct dmr_map *m, bool greedy, u64 now_seq)
 {
 	dmr_map_lists_rebuild(m);
-	return dmr_gc_victim(m, greedy, now_seq, cursor, window);
+	return dmr_gc_victim(m, greedy, now_seq);
+}
+
+/* A block of segment @seg stops being valid (an overwrite elsewhere). */
+static void dmr_gct_drop(struct dmr_map *m, u32 seg)
+{
+	m->l2p[0] = seg * m->seg_blocks + 1;
+	m->mapped++;
+	dmr_map_unmap(m, 0);
 }
 
 static void dmr_gct_victim_greedy(struct kunit *test)
 {
 	const u32 b = GCT_SEG_BLOCKS;
 	struct dmr_map m;
-	u32 cursor = 0, s;
+	u32 s;
 
 	dmr_gct_map_init(test, &m, GCT_LOGICAL, 12, GCT_SEG_BLOCKS);
 	/* never victims, whatever their counts and ages */
@@ -1325,8 +1364,8 @@ static void dmr_gct_victim_greedy(struct kunit *test)
 	dmr_gct_set_seg(&m, 6, DMR_SEG_USED, b - 1, 1);		/* full */
 	for (s = 7; s < 12; s++)
 		dmr_gct_set_seg(&m, s, 0, 0, 0);
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100, &cursor, 12), DMR_NO_SEGMENT);
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100, &cursor, 12), DMR_NO_SEGMENT);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100), DMR_NO_SEGMENT);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100), DMR_NO_SEGMENT);
 	for (s = 0; s < 12; s++)
 		KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&m.segs[s], b));
 	/* the full one is a GC candidate but for its move cost: in a bucket */
@@ -1343,48 +1382,51 @@ static void dmr_gct_victim_greedy(struct kunit *test)
 	dmr_gct_set_seg(&m, 9, DMR_SEG_USED, 30, 1);	/* oldest: no matter */
 	dmr_gct_set_seg(&m, 10, DMR_SEG_USED, 9, 40);
 	dmr_gct_set_seg(&m, 11, DMR_SEG_USED, 12, 50);
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100, &cursor, 12), 8U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100), 8U);
 	/* a non-candidate with fewer valid blocks never wins */
 	dmr_gct_set_seg(&m, 1, DMR_SEG_USED | DMR_SEG_OPEN, 0, 0);
 	dmr_gct_set_seg(&m, 3, DMR_SEG_USED | DMR_SEG_MEM, 0, 0);
 	dmr_gct_set_seg(&m, 5, DMR_SEG_USED | DMR_SEG_NOGC, 0, 0);
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100, &cursor, 12), 8U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100), 8U);
 	/* losing a block moves a segment down a bucket: 10 wins now */
-	m.l2p[0] = 10 * b + 1;
-	m.mapped = 1;
-	dmr_map_unmap(&m, 0);
+	dmr_gct_drop(&m, 10);
 	KUNIT_EXPECT_EQ(test, m.segs[10].valid, 8U);
-	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100, &cursor, 12), 10U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100), 10U);
 	KUNIT_EXPECT_TRUE(test, dmr_map_lists_consistent(&m));
-
-	/* greedy looks at the whole device: no window, the cursor stays */
-	cursor = 2;
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100, &cursor, 2), 10U);
-	KUNIT_EXPECT_EQ(test, cursor, 2U);
+	/* ... and one that joins its bucket goes behind: 8 still waits */
+	dmr_gct_drop(&m, 8);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100), 10U);
+	/* written again once its write completes (DMR_SEG_MEM cleared) */
+	dmr_seg_set_mem(&m, 3, false);
+	KUNIT_EXPECT_EQ(test, m.segs[3].flags & DMR_SEG_GC_MASK, DMR_SEG_USED);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100), 3U);
+	dmr_seg_set_nogc(&m, 3);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100), 10U);
+	KUNIT_EXPECT_TRUE(test, dmr_map_lists_consistent(&m));
 
 	/* the fullest segment that still gains a block is a candidate */
 	for (s = 7; s < 12; s++)
 		dmr_gct_set_seg(&m, s, 0, 0, 0);
 	dmr_gct_set_seg(&m, 9, DMR_SEG_USED, b - 2, 1);
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100, &cursor, 12), 9U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100), 9U);
 }
 
 static void dmr_gct_victim_cost_benefit(struct kunit *test)
 {
 	const u32 b = GCT_SEG_BLOCKS;
 	struct dmr_map m;
-	u32 cursor = 0;
+	u32 s;
 
 	dmr_gct_map_init(test, &m, GCT_LOGICAL, 4, GCT_SEG_BLOCKS);
 	/* same valid count: the older one */
 	dmr_gct_set_seg(&m, 0, DMR_SEG_USED, 16, 900);
 	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 16, 100);
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 1000, &cursor, 4), 1U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 1000), 1U);
 	KUNIT_EXPECT_GT(test, dmr_gc_score(&m.segs[1], b, 1000, false),
 			dmr_gc_score(&m.segs[0], b, 1000, false));
 	dmr_gct_set_seg(&m, 0, DMR_SEG_USED, 16, 100);
 	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 16, 900);
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 1000, &cursor, 4), 0U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 1000), 0U);
 
 	/*
 	 * (1 - u) * age / u, in blocks as free * age / (valid + 1): young
@@ -1394,85 +1436,70 @@ static void dmr_gct_victim_cost_benefit(struct kunit *test)
 	 */
 	dmr_gct_set_seg(&m, 0, DMR_SEG_USED, 4, 990);
 	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 32, 0);
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 1000, &cursor, 4), 1U);
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 1000, &cursor, 4), 0U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 1000), 1U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 1000), 0U);
 	/* half full and not much older (age 21: 32 * 21 / 33 = 20): the young one */
 	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 32, 980);
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 1000, &cursor, 4), 0U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 1000), 0U);
 	/* greedy scores are the blocks freed, whatever the age */
 	KUNIT_EXPECT_EQ(test, dmr_gc_score(&m.segs[0], b, 1000, true), (u64)(b - 4));
 	KUNIT_EXPECT_EQ(test, dmr_gc_score(&m.segs[1], b, 1000, true), (u64)(b - 32));
+
+	/*
+	 * Each bucket is looked at from the segment that has had its count
+	 * longest, DMR_GC_CB_PER_BUCKET of them: in a bucket of more, an old
+	 * segment that joined last is passed over until those before it
+	 * leave.
+	 */
+	dmr_gct_map_init(test, &m, GCT_LOGICAL, DMR_GC_CB_PER_BUCKET + 1, b);
+	for (s = 0; s < DMR_GC_CB_PER_BUCKET; s++)
+		dmr_gct_set_seg(&m, s, DMR_SEG_USED, 32, 900 + s);
+	dmr_gct_set_seg(&m, s, DMR_SEG_USED, 32, 10);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 1000), 0U);
+	dmr_gct_drop(&m, 0);	/* 0 leaves the bucket of 32 */
+	dmr_gct_drop(&m, 1);
+	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 1000), DMR_GC_CB_PER_BUCKET);
 }
 
 /*
- * Issue 24 item 5: a window of segments written once (not collectable)
- * is no reason to give up: a cost-benefit choice whose window holds no
- * candidate takes the greedy one, so DMR_NO_SEGMENT means that no segment
- * of the device is collectable, and a choice still looks at one window
- * only.  Two windows of 4096 and a bit (a map of 2^17 segments would not
- * fit one kmalloc under UML), and a small map with small windows.
+ * Issue 24 item 5: segments written once (not collectable) are no reason
+ * to give up, however many: DMR_NO_SEGMENT means that no segment of the
+ * device is collectable, and one is found wherever it is, greedy or not,
+ * with no search: on 2^16 + 5 segments, past the module's old window of
+ * 65536 (2^17 would not fit one kmalloc under UML).
  */
-static void dmr_gct_victim_window_search(struct kunit *test)
+static void dmr_gct_victim_whole_device(struct kunit *test)
 {
-	const u32 win = 4096, nr = 2 * win + 5, b = GCT_SEG_BLOCKS;
+	const u32 nr = (1U << 16) + 5, b = GCT_SEG_BLOCKS;
 	struct dmr_map m;
-	u32 cursor, s, v;
+	u32 s;
 
 	dmr_gct_map_init(test, &m, GCT_LOGICAL, nr, GCT_SEG_BLOCKS);
 	for (s = 0; s < nr; s++)
 		dmr_gct_set_seg(&m, s, DMR_SEG_USED, b - 1, 1);
-	/* nothing collectable anywhere: every segment was looked at */
-	cursor = 3;
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100, &cursor, win), DMR_NO_SEGMENT);
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100, &cursor, win), DMR_NO_SEGMENT);
-	/* one candidate, two windows past the cursor: found, greedy or not */
+	/* nothing collectable anywhere */
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100), DMR_NO_SEGMENT);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100), DMR_NO_SEGMENT);
+	/* one candidate, far from the others: found, greedy or not */
 	dmr_gct_set_seg(&m, nr - 2, DMR_SEG_USED, 40, 1);
-	cursor = 0;
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100, &cursor, win), nr - 2);
-	cursor = 0;
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100, &cursor, win), nr - 2);
-	KUNIT_EXPECT_EQ(test, cursor, win);	/* one window looked at */
-	/* behind the cursor: found */
-	cursor = nr - 1;
-	v = dmr_gct_victim(&m, false, 100, &cursor, win);
-	KUNIT_EXPECT_EQ(test, v, nr - 2);
-	/* a candidate in the window wins there: the window still bounds */
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100), nr - 2);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100), nr - 2);
+	/* two: greedy the fewest valid blocks, cost-benefit the best score */
 	dmr_gct_set_seg(&m, 10, DMR_SEG_USED, 60, 1);
-	cursor = 0;
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100, &cursor, win), 10U);
-	KUNIT_EXPECT_EQ(test, cursor, win);
-	/* greedy: the fewest valid blocks of the device */
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100, &cursor, win), nr - 2);
-	/* window 0 means the whole device: the best of all */
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100, &cursor, 0), nr - 2);
-
-	/* small windows on a small map: the cursor moves a window at a time */
-	dmr_gct_map_init(test, &m, GCT_LOGICAL, 12, GCT_SEG_BLOCKS);
-	for (s = 0; s < 12; s++)
-		dmr_gct_set_seg(&m, s, DMR_SEG_USED, b - 1, 1);
-	dmr_gct_set_seg(&m, 2, DMR_SEG_OPEN, 0, 0);
-	dmr_gct_set_seg(&m, 8, DMR_SEG_USED, 9, 60);
-	dmr_gct_set_seg(&m, 9, DMR_SEG_USED, 30, 1);
-	dmr_gct_set_seg(&m, 10, DMR_SEG_USED, 9, 40);
-	dmr_gct_set_seg(&m, 11, DMR_SEG_USED, 12, 50);
-	/* 9 and 10: 10 scores (64 - 9) * 61 / 10 = 335, 9 34 * 100 / 31 = 109 */
-	cursor = 9;
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100, &cursor, 2), 10U);
-	KUNIT_EXPECT_EQ(test, cursor, 11U);
-	/* 11, 0, 1: only 11 */
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100, &cursor, 3), 11U);
-	KUNIT_EXPECT_EQ(test, cursor, 2U);
-	/* 2-5 hold no candidate: the greedy choice, the window moves on */
-	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100, &cursor, 4), 8U);
-	KUNIT_EXPECT_EQ(test, cursor, 6U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100), nr - 2);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100), nr - 2);
+	dmr_gct_set_seg(&m, 10, DMR_SEG_USED, 41, 0);
+	dmr_gct_set_seg(&m, nr - 2, DMR_SEG_USED, 40, 99);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100), nr - 2);
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100), 10U);
 }
 
 /*
  * Issue 24: the greedy choice from the buckets has the score of a full
- * scan's (the fewest valid blocks of any collectable segment), and a
- * window over the whole device chooses what a full scan does, on random
- * maps of random states: every segment state and valid count, segments
- * moved between lists one by one by the map's own functions.
+ * scan's (the fewest valid blocks of any collectable segment), and the
+ * cost-benefit choice what dmr_gct_victims_agree() asks, on random maps
+ * of random states: every segment state and valid count, segments moved
+ * between lists one by one by the map's own functions.
  */
 static void dmr_gct_victim_matches_scan(struct kunit *test)
 {
@@ -1483,21 +1510,24 @@ static void dmr_gct_victim_matches_scan(struct kunit *test)
 	};
 	const u32 nr = 300, b = GCT_SEG_BLOCKS;
 	struct dmr_gct_sim *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
-	struct dmr_map m;
-	u32 round, i, seg, v, cursor = 0;
+	u32 round, i, seg, exact = 0;
 	const char *why = NULL;
+	struct dmr_map m;
 
 	if (!r)
 		kunit_skip(test, "cannot allocate the generator");
 	r->rng = 0x1234567;
 	dmr_gct_map_init(test, &m, GCT_LOGICAL, nr, b);
 	for (round = 0; round < 40 && !why; round++) {
+		/* from a few segments a bucket to many */
+		u32 spread = round < 20 ? b : 8;
+
 		for (i = 0; i < nr; i++) {
 			u32 st = states[dmr_gct_rand(r) % ARRAY_SIZE(states)];
+			u32 dead = dmr_gct_rand(r) % (dmr_gct_rand(r) % spread + 1);
 
 			/* valid counts crowd near full, as on a real device */
-			dmr_gct_set_seg(&m, i, st, st & DMR_SEG_USED ?
-					b - 1 - dmr_gct_rand(r) % (dmr_gct_rand(r) % b + 1) : 0,
+			dmr_gct_set_seg(&m, i, st, st & DMR_SEG_USED ? b - 1 - dead : 0,
 					dmr_gct_rand(r) % 1000);
 		}
 		dmr_map_lists_rebuild(&m);
@@ -1514,23 +1544,21 @@ static void dmr_gct_victim_matches_scan(struct kunit *test)
 				    !(m.segs[seg].flags & DMR_SEG_OPEN))
 					dmr_seg_gc_refuse(&m, seg, DMR_SEG_NOGC);
 				break;
-			default:	/* a block of it is overwritten */
-				if (m.segs[seg].valid < 2)
-					break;
-				m.l2p[0] = seg * b + 1;
-				m.mapped = 1;
-				dmr_map_unmap(&m, 0);
+			default:
+				if (m.segs[seg].valid > 1)
+					dmr_gct_drop(&m, seg);
 			}
 			if (!dmr_map_lists_consistent(&m))
 				why = "segment lists differ from a full scan";
 			else
-				why = dmr_gct_victims_agree(&m, 1000, dmr_gct_rand(r));
+				why = dmr_gct_victims_agree(&m, 1000);
+			exact += dmr_gct_bucket_max(&m) <= DMR_GC_CB_PER_BUCKET;
 		}
 	}
 	KUNIT_EXPECT_STREQ(test, why ? why : "(none)", "(none)");
-	/* the maps had candidates, and greedy found their fewest */
-	v = dmr_gc_victim(&m, true, 1000, &cursor, 0);
-	KUNIT_EXPECT_NE(test, v, DMR_NO_SEGMENT);
+	/* both kinds of map were seen: buckets looked at whole, and not */
+	KUNIT_EXPECT_GT(test, exact, 0U);
+	KUNIT_EXPECT_LT(test, exact, 40U * 200U);
 }
 
 /*
@@ -1694,7 +1722,7 @@ static void dmr_gct_head_may_alloc(struct kunit *test)
 static void dmr_gct_gc_heads(struct kunit *test)
 {
 	struct dmr_map m;
-	u32 cursor = 0, seg[DMR_NR_HEADS], h;
+	u32 seg[DMR_NR_HEADS], h;
 
 	KUNIT_EXPECT_FALSE(test, dmr_head_is_gc(DMR_HEAD_HOT));
 	KUNIT_EXPECT_FALSE(test, dmr_head_is_gc(DMR_HEAD_COLD));
@@ -1703,7 +1731,7 @@ static void dmr_gct_gc_heads(struct kunit *test)
 
 	dmr_gct_map_init(test, &m, GCT_LOGICAL, GCT_NR_SEGS, GCT_SEG_BLOCKS);
 	for (h = 0; h < DMR_NR_HEADS; h++) {
-		seg[h] = dmr_seg_alloc(&m, &cursor);
+		seg[h] = dmr_seg_alloc(&m);
 		KUNIT_ASSERT_NE(test, seg[h], DMR_NO_SEGMENT);
 		dmr_seg_open(&m, seg[h], h + 1);
 		dmr_seg_set_head(&m.segs[seg[h]], h);
@@ -1838,6 +1866,10 @@ static void dmr_gct_params_default(struct kunit *test)
 	why = dmr_gc_params_check(g.nr_segments, dmr_gc_high_max(&g), &p);
 	KUNIT_EXPECT_STREQ(test, why ? why : "(accepted)", "(accepted)");
 	KUNIT_EXPECT_TRUE(test, dmr_head_may_alloc(&p, DMR_HEAD_GC, 1));
+	/* 1/512 of the segments, within 2 ... DMR_GC_BATCH_MAX (short bursts) */
+	KUNIT_EXPECT_EQ(test, p.batch, clamp_t(u32, g.nr_segments / 512, 2,
+					       DMR_GC_BATCH_MAX));
+	KUNIT_EXPECT_LE(test, p.batch, DMR_GC_BATCH_MAX);
 }
 
 static void dmr_gct_gc_decide(struct kunit *test)
@@ -1972,7 +2004,7 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE_PARAM(dmr_gct_random_accounting, dmr_gct_seed_gen_params),
 	KUNIT_CASE(dmr_gct_victim_greedy),
 	KUNIT_CASE(dmr_gct_victim_cost_benefit),
-	KUNIT_CASE(dmr_gct_victim_window_search),
+	KUNIT_CASE(dmr_gct_victim_whole_device),
 	KUNIT_CASE(dmr_gct_victim_matches_scan),
 	KUNIT_CASE(dmr_gct_collectable_counts_summaries),
 	KUNIT_CASE(dmr_gct_high_max),

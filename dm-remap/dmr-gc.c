@@ -17,20 +17,9 @@
  */
 #include <linux/bio.h>
 #include <linux/blkdev.h>
-#include <linux/module.h>
 #include <linux/wait.h>
 
 #include "dmr.h"
-
-/*
- * Segments a cost-benefit (background) victim choice looks at on very
- * large devices (dmr_gc_victim(); greedy choices and the question whether
- * any segment is collectable take O(1) on any device).  A parameter so
- * that the tests can make a small device search in windows.
- */
-static unsigned int dmr_gc_window = 65536;
-module_param_named(gc_window, dmr_gc_window, uint, 0644);
-MODULE_PARM_DESC(gc_window, "Segments a background GC victim choice looks at (0: all)");
 
 /*
  * Count prefree segments by what they wait for (dmr_seg_reuse_wait()): a
@@ -374,8 +363,7 @@ int dmr_gc_run(struct dmr_target *rc, bool urgent)
 	st.nr_free = rc->map.nr_free;
 	dmr_gc_prefree_waiting(rc, &st);
 	st.active = rc->gc_active;
-	victim = dmr_gc_victim(&rc->map, urgent, rc->seq, &rc->gc_cursor,
-			       READ_ONCE(dmr_gc_window));
+	victim = dmr_gc_victim(&rc->map, urgent, rc->seq);
 	st.victim = victim != DMR_NO_SEGMENT;
 
 	switch (dmr_gc_decide(&p, &st)) {

@@ -21,6 +21,10 @@ static u32 dmr_seg_list_want(const struct dmr_map *m, const struct dmr_seg *s,
 {
 	u32 wait;
 
+	if (dmr_seg_is_free(s)) {
+		*list = m->seg_blocks + 1 + DMR_REUSE_WAITS;
+		return DMR_SEG_LIST_FREE;
+	}
 	if (s->flags & DMR_SEG_PREFREE) {
 		wait = dmr_seg_reuse_wait(s, m->ckpt_seq, m->flush_seq);
 		*list = m->seg_blocks + 1 + wait;
@@ -38,8 +42,11 @@ static u32 dmr_seg_list_of(const struct dmr_map *m, const struct dmr_seg *s)
 {
 	u32 kind = (s->flags & DMR_SEG_LIST_MASK) >> DMR_SEG_LIST_SHIFT;
 
-	return kind == DMR_SEG_LIST_BUCKET ? s->valid :
-	       m->seg_blocks + 1 + kind - DMR_SEG_LIST_PREFREE;
+	if (kind == DMR_SEG_LIST_BUCKET)
+		return s->valid;
+	if (kind == DMR_SEG_LIST_FREE)
+		return m->seg_blocks + 1 + DMR_REUSE_WAITS;
+	return m->seg_blocks + 1 + kind - DMR_SEG_LIST_PREFREE;
 }
 
 /* Unlink segment @seg from list @list (links and head only). */
@@ -90,7 +97,7 @@ static void dmr_seg_unlist(struct dmr_map *m, u32 seg)
 	s->flags &= ~DMR_SEG_LIST_MASK;
 	if (kind == DMR_SEG_LIST_BUCKET)
 		m->nr_bucketed--;
-	else
+	else if (kind != DMR_SEG_LIST_FREE)
 		m->nr_wait[kind - DMR_SEG_LIST_PREFREE]--;
 }
 
@@ -111,7 +118,7 @@ static void dmr_seg_list(struct dmr_map *m, u32 seg)
 		m->nr_bucketed++;
 		if (list < m->bucket_min)
 			m->bucket_min = list;
-	} else {
+	} else if (kind != DMR_SEG_LIST_FREE) {
 		m->nr_wait[kind - DMR_SEG_LIST_PREFREE]++;
 	}
 }
@@ -409,8 +416,9 @@ void dmr_map_lists_rebuild(struct dmr_map *m)
  * dmr_map_lists_consistent() - check the segment lists against the table
  * @m: the map, tracking on
  *
- * A full scan: every segment is on the list its state names (its bucket
- * or its prefree list, or none), each list is well linked, holds only
+ * A full scan: every segment is on the list its state names (its bucket,
+ * its prefree list, the free list, or none), each list is well linked,
+ * holds only
  * segments that belong on it and as many as its count says, and no
  * bucket below @bucket_min holds one.
  *
@@ -428,7 +436,7 @@ bool dmr_map_lists_consistent(const struct dmr_map *m)
 			return false;
 		if (kind == DMR_SEG_LIST_BUCKET)
 			bucketed++;
-		else if (kind != DMR_SEG_LIST_NONE)
+		else if (kind != DMR_SEG_LIST_NONE && kind != DMR_SEG_LIST_FREE)
 			wait[kind - DMR_SEG_LIST_PREFREE]++;
 		listed += kind != DMR_SEG_LIST_NONE;
 	}
@@ -545,32 +553,28 @@ bool dmr_seg_is_free(const struct dmr_seg *s)
 
 /**
  * dmr_seg_alloc() - reserve a free segment for a head
- * @m: the map
- * @cursor: where the previous search ended; advanced
+ * @m: the map, tracking on
  *
  * The segment becomes open (DMR_SEG_OPEN): no one else gets it, and GC
  * never collects it, until the head seals it.  Free segments are only
  * those never written since format or freed under the reuse rule, so
- * nothing that recovery might still read is ever handed out.
+ * nothing that recovery might still read is ever handed out.  They are
+ * handed out in the order they became free (after a load, in segment
+ * order), from the map's free list: O(1) on any device.
  *
- * Return: a segment number, or DMR_NO_SEGMENT when none is free.
+ * Return: a segment number, or DMR_NO_SEGMENT when none is free (or
+ * tracking is off: the free list is only built at load).
  */
-u32 dmr_seg_alloc(struct dmr_map *m, u32 *cursor)
+u32 dmr_seg_alloc(struct dmr_map *m)
 {
-	u32 i, s;
+	u32 seg = m->lists[m->seg_blocks + 1 + DMR_REUSE_WAITS];
 
-	if (!m->nr_free)
+	if (!m->track || seg == DMR_NO_SEGMENT)
 		return DMR_NO_SEGMENT;
-	for (i = 0; i < m->nr_segs; i++) {
-		s = (*cursor + i) % m->nr_segs;
-		if (dmr_seg_is_free(&m->segs[s])) {
-			*cursor = (s + 1) % m->nr_segs;
-			m->segs[s].flags |= DMR_SEG_OPEN;
-			m->nr_free--;
-			return s;
-		}
-	}
-	return DMR_NO_SEGMENT;
+	dmr_seg_unlist(m, seg);
+	m->segs[seg].flags |= DMR_SEG_OPEN;
+	m->nr_free--;
+	return seg;
 }
 
 /**
@@ -682,6 +686,7 @@ void dmr_seg_make_free(struct dmr_map *m, u32 seg)
 	s->flush_after = 0;
 	m->nr_prefree--;
 	m->nr_free++;
+	dmr_seg_list(m, seg);
 }
 
 /* Return: free segments, counted one by one (a check of @nr_free). */

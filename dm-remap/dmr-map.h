@@ -55,7 +55,8 @@
 #define DMR_SEG_LIST_MASK	(7U << DMR_SEG_LIST_SHIFT)
 #define DMR_SEG_LIST_NONE	0U
 #define DMR_SEG_LIST_BUCKET	1U
-#define DMR_SEG_LIST_PREFREE	2U
+#define DMR_SEG_LIST_PREFREE	2U	/* ... to 4 */
+#define DMR_SEG_LIST_FREE	5U
 
 /*
  * Checkpoints that must complete after a segment is sealed before its
@@ -92,8 +93,11 @@ enum dmr_reuse_wait {
 	DMR_REUSE_WAITS
 };
 
-/* Entries of the list heads array of a map of @seg_blocks-block segments. */
-#define DMR_MAP_LISTS(seg_blocks)	((seg_blocks) + 1 + DMR_REUSE_WAITS)
+/*
+ * Entries of the list heads array of a map of @seg_blocks-block segments:
+ * a bucket per valid count, a prefree list per wait, the free list.
+ */
+#define DMR_MAP_LISTS(seg_blocks)	((seg_blocks) + 1 + DMR_REUSE_WAITS + 1)
 
 /* Per map block dirty bits: one per checkpoint slot. */
 #define DMR_DIRTY_SLOT(slot)	(1U << (slot))
@@ -120,7 +124,7 @@ enum dmr_reuse_wait {
  * @lists: DMR_MAP_LISTS(@seg_blocks) list heads (the first segment of each
  *	list, or DMR_NO_SEGMENT): first the buckets, one per valid count
  *	0 ... @seg_blocks, then the prefree lists, one per enum
- *	dmr_reuse_wait
+ *	dmr_reuse_wait, then the free list
  * @nr_bucketed: segments in the buckets
  * @nr_wait: prefree segments on each prefree list
  * @bucket_min: no bucket below this one holds a segment
@@ -141,7 +145,9 @@ enum dmr_reuse_wait {
  *   freeing looks only at the segments that wait for nothing but their
  *   reads in flight (DMR_REUSE_READY): their counts are the caller's and
  *   change without the map's lock, so they are read when freeing, never
- *   kept in the lists.
+ *   kept in the lists;
+ * - the free list, in the order segments became free: dmr_seg_alloc()
+ *   takes the first.
  *
  * Every change of a segment's valid count, flags or list goes through
  * dmr-map.c, under the same lock as the rest of the map; the lists hold
@@ -185,7 +191,7 @@ void dmr_map_ckpt_done(struct dmr_map *m, u64 ckpt_seq);
 void dmr_map_flush_done(struct dmr_map *m);
 
 bool dmr_seg_is_free(const struct dmr_seg *s);
-u32 dmr_seg_alloc(struct dmr_map *m, u32 *cursor);
+u32 dmr_seg_alloc(struct dmr_map *m);
 void dmr_seg_open(struct dmr_map *m, u32 seg, u64 seq);
 void dmr_seg_seal(struct dmr_map *m, u32 seg);
 enum dmr_reuse_wait dmr_seg_reuse_wait(const struct dmr_seg *s, u64 ckpt_seq,
@@ -210,6 +216,16 @@ static inline u32 dmr_seg_ready_first(const struct dmr_map *m)
 static inline u32 dmr_seg_next(const struct dmr_map *m, u32 seg)
 {
 	return m->segs[seg].next;
+}
+
+/*
+ * The GC candidate that has had @valid valid blocks longest, or
+ * DMR_NO_SEGMENT; the others of its bucket follow by dmr_seg_next(),
+ * round to it again.
+ */
+static inline u32 dmr_seg_bucket_first(const struct dmr_map *m, u32 valid)
+{
+	return m->lists[valid];
 }
 
 static inline u32 dmr_pba_segment(const struct dmr_map *m, u32 pba)

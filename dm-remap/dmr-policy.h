@@ -43,6 +43,8 @@ struct dmr_gc_params {
 
 /* GC starts a victim only with more free segments than this. */
 #define DMR_GC_FLOOR	2U
+/* The largest default batch (dmr_gc_params_default()): short GC bursts. */
+#define DMR_GC_BATCH_MAX	64U
 
 void dmr_gc_params_default(u32 nr_segs, struct dmr_gc_params *p);
 u32 dmr_gc_high_max(const struct dmr_geometry *geo);
@@ -101,8 +103,10 @@ u32 dmr_gc_move_cost(u32 valid);
 bool dmr_seg_collectable(const struct dmr_seg *s, u32 seg_blocks);
 u64 dmr_gc_score(const struct dmr_seg *s, u32 seg_blocks, u64 now_seq,
 		 bool greedy);
-u32 dmr_gc_victim(struct dmr_map *m, bool greedy, u64 now_seq,
-		  u32 *cursor, u32 window);
+/* Segments of each bucket a cost-benefit victim choice looks at. */
+#define DMR_GC_CB_PER_BUCKET	4U
+
+u32 dmr_gc_victim(struct dmr_map *m, bool greedy, u64 now_seq);
 
 /**
  * struct dmr_temp - online estimate of how soon a write is overwritten

@@ -391,7 +391,7 @@ static void dmr_test_default_segment(struct kunit *test)
  *	map (4 * logical, logical = (segments - 10) * segment_blocks *
  *	(100 - overprovision) / 100) + segment table, with its list links,
  *	and reader counts ((40 + 4) * segments) + the segment lists' heads
- *	(4 * (segment_blocks + 4)) + map block bookkeeping
+ *	(4 * (segment_blocks + 5)) + map block bookkeeping
  *	(5 * ceil(logical / 1024)) + eight segment buffers (four heads,
  *	three in flight, GC's: 8 * 4096 * segment_blocks) + bounce buffer
  *	(64 * 4096)
@@ -406,20 +406,20 @@ struct dmr_mem_case {
 };
 
 static const struct dmr_mem_case dmr_mem_cases[] = {
-	/* 48844 + 2772 + 1040 + 5 * 12 + 8388608 + 262144 */
-	{ "64 MiB", 16384, 256, 10, 63, 12211, 8703468ULL, false },
-	/* 2182857952 + 96695984 + 1040 + 5 * 532925 + 8388608 + 262144 */
+	/* 48844 + 2772 + 1044 + 5 * 12 + 8388608 + 262144 */
+	{ "64 MiB", 16384, 256, 10, 63, 12211, 8703472ULL, false },
+	/* 2182857952 + 96695984 + 1044 + 5 * 532925 + 8388608 + 262144 */
 	{ "2.1 TiB, 3% overprovision", 563714457ULL, 256, 3,
-	  2197636, 545714488ULL, 2290870353ULL, true },
-	/* 2170000280 + 103602884 + 1040 + 5 * 529786 + 8388608 + 262144 */
+	  2197636, 545714488ULL, 2290870357ULL, true },
+	/* 2170000280 + 103602884 + 1044 + 5 * 529786 + 8388608 + 262144 */
 	{ "2.25 TiB", 603979776ULL, 256, 10,
-	  2354611, 542500070ULL, 2284903886ULL, true },
-	/* 7715716300 + 46046924 + 8208 + 5 * 1883720 + 67108864 + 262144 */
+	  2354611, 542500070ULL, 2284903890ULL, true },
+	/* 7715716300 + 46046924 + 8212 + 5 * 1883720 + 67108864 + 262144 */
 	{ "8 TiB, 8 MiB segments", 1ULL << 31, 2048, 10,
-	  1046521, 1928929075ULL, 7838561040ULL, true },
-	/* 15461872128 + 738197460 + 1040 + 5 * 3774872 + 8388608 + 262144 */
+	  1046521, 1928929075ULL, 7838561044ULL, true },
+	/* 15461872128 + 738197460 + 1044 + 5 * 3774872 + 8388608 + 262144 */
 	{ "largest, ~16 TiB", 4303512319ULL, 256, 10,
-	  16777215, 3865468032ULL, 16227595740ULL, true },
+	  16777215, 3865468032ULL, 16227595744ULL, true },
 };
 
 static void dmr_mem_desc(const struct dmr_mem_case *c, char *desc)

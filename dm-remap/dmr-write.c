@@ -496,7 +496,7 @@ static int dmr_reserve_next(struct dmr_target *rc, unsigned int hid)
 		WRITE_ONCE(rc->gc_mode, rc->gc_active ? DMR_GC_MODE_BACKGROUND :
 			   DMR_GC_MODE_IDLE);
 	spin_lock(&rc->map_lock);
-	seg = dmr_seg_alloc(&rc->map, &rc->alloc_cursor);
+	seg = dmr_seg_alloc(&rc->map);
 	spin_unlock(&rc->map_lock);
 	if (WARN_ON_ONCE(seg == DMR_NO_SEGMENT))
 		return -ENOSPC;

@@ -185,11 +185,9 @@ enum dmr_gc_mode {
  * @first_error: first metadata or log write error (negative errno), kept
  * @heads: the log heads (enum dmr_head_id)
  * @seq: last log sequence number used (worker)
- * @alloc_cursor: segment allocator cursor (worker)
  * @gc: GC watermarks (@map_lock for writers, the worker reads a copy)
  * @gc_active: background GC running (worker)
  * @gc_mode: enum dmr_gc_mode, for status
- * @gc_cursor: victim search window start (worker)
  * @gc_buf: GC's copy of the victim segment (worker)
  * @gc_unit: scratch for the victim's summaries (worker)
  * @gc_rd_seg: the victim whose read into @gc_buf is pending, in flight or
@@ -271,11 +269,9 @@ struct dmr_target {
 
 	struct dmr_head heads[DMR_NR_HEADS];
 	u64 seq;
-	u32 alloc_cursor;
 	struct dmr_gc_params gc;
 	bool gc_active;
 	int gc_mode;
-	u32 gc_cursor;
 	void *gc_buf;
 	struct dmr_unit *gc_unit;
 	u32 gc_rd_seg;

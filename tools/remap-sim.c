@@ -62,6 +62,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include "dmr-codec.h"
 #include "dmr-map.h"
@@ -71,8 +74,12 @@
 
 const char *dmr_prog = "remap-sim";
 
-/* dmr-gc.c's DMR_GC_WINDOW: victims looked at per choice. */
-#define SIM_GC_WINDOW	65536U
+/* --warmup auto: rounds of 1/SIM_ROUNDS logical capacity ... */
+#define SIM_ROUNDS	8U
+/* ... until the WAF of the last SIM_SETTLE_ROUNDS is that of the ones before */
+#define SIM_SETTLE_ROUNDS	4U
+/* ... or this many logical capacities were written */
+#define SIM_MAX_WARMUP	100
 /* rev[] entry of a block that holds no data block of the current log */
 #define SIM_NO_LBA	0xffffffffU
 
@@ -86,10 +93,15 @@ static void usage(void)
 	       "  --segments N           or: number of segments (default 4096)\n"
 	       "  --segment-blocks S     blocks (4 KiB) per segment (default 256)\n"
 	       "  --op PCT[,PCT...]      over-provisioning percent (default 10)\n"
-	       "  --workload W[,W...]    uniform, hot80, hot95, seq or trace:FILE\n"
+	       "  --workload W[,W...]    uniform, hot80, hot95, cold70, seq or trace:FILE\n"
 	       "                         (default uniform)\n"
-	       "  --warmup K             logical capacities written before measuring\n"
-	       "                         (default 2, after a sequential fill)\n"
+	       "  --warmup K|auto        logical capacities written before measuring\n"
+	       "                         (default 2, after a sequential fill); auto: until\n"
+	       "                         the WAF settles (see --settle)\n"
+	       "  --settle PCT           auto warm-up: the WAF of the last half capacity\n"
+	       "                         within PCT%% of the half before (default 1), and\n"
+	       "                         the data left where the fill wrote it below a\n"
+	       "                         tenth of the capacity, or not moving\n"
 	       "  --overwrites K         logical capacities measured (default 3)\n"
 	       "  --single-head          the baseline: one head (one log) for user writes\n"
 	       "                         and relocations, greedy victims\n"
@@ -98,10 +110,15 @@ static void usage(void)
 	       "                         gc_low and gc_high (default: the module's)\n"
 	       "  --gc-params R,L,H,B    what-if: all four GC parameters (reserve, low,\n"
 	       "                         high, batch) instead of dmr_gc_params_default()\n"
+	       "  --exact-cb             what-if: background victims by a scan of every\n"
+	       "                         segment (the best cost-benefit score), the\n"
+	       "                         reference for dmr_gc_victim()'s buckets\n"
 	       "  --check N              check map consistency every N requests too\n"
 	       "  --json                 one JSON object per line\n"
 	       "  --verbose              per head: segments filled, and what GC found in\n"
 	       "                         them (valid fraction, age), on stderr\n"
+	       "  --timing               CPU cost in the measurement window: ns per user\n"
+	       "                         block, per GC step and per victim choice\n"
 	       "  -h, --help             this text\n\n"
 	       "A trace file holds one write per line, \"offset length\" in bytes, or\n"
 	       "blkparse text output (writes of one action: Q, else D, else C).\n"
@@ -302,6 +319,11 @@ struct sim_counters {
 	u64 free_sum;		/* free segments, summed after each request */
 	u64 prefree_sum;	/* prefree segments, likewise */
 	u64 idle_sum;		/* segments holding no data, summed at each collection */
+	u64 gc_steps;		/* GC actions (collect, flush, checkpoint) */
+	u64 greedy_steps;	/* of which with a greedy victim choice */
+	u64 decide_ns;		/* time choosing them: free, count, victim */
+	u64 decide_greedy_ns;	/* of which for greedy steps */
+	u64 step_ns;		/* time in them, the action included */
 };
 
 /* Per head, for --verbose: what GC found in the segments it wrote. */
@@ -322,14 +344,24 @@ struct sim {
 	struct dmr_gc_params p;
 	struct dmr_temp temp;
 	u64 seq;
-	u32 alloc_cursor;
-	u32 gc_cursor;
 	unsigned int ckpt_slot;
 	u64 ckpt_fixed;		/* CRC table, segment table and header blocks */
 	bool gc_active;
 	bool single;
+	bool timed;		/* time GC steps (the measurement window) */
+	u8 *filled;		/* --warmup auto: per lba, not written since the fill */
+	u64 fill_left;		/* how many */
+	bool exact_cb;		/* --exact-cb */
 	struct sim_counters c;
 };
+
+static u64 now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (u64)t.tv_sec * 1000000000 + t.tv_nsec;
+}
 
 static void sim_fail(struct sim *s, const char *what)
 {
@@ -458,7 +490,7 @@ static void reserve_next(struct sim *s, unsigned int hid, unsigned int rule)
 		if (h->next != DMR_NO_SEGMENT)
 			return;	/* one log: GC went on in this head meanwhile */
 	}
-	seg = dmr_seg_alloc(&s->m, &s->alloc_cursor);
+	seg = dmr_seg_alloc(&s->m);
 	if (seg == DMR_NO_SEGMENT)
 		sim_fail(s, "no free segment to reserve");
 	h->next = seg;
@@ -568,48 +600,104 @@ static void prefree_scan(struct sim *s)
 }
 
 /*
- * dmr_gc_run(): one GC action as the policy decides.  When neither a user
- * waits nor background GC is active, dmr_gc_decide() returns IDLE whatever
- * the victim, so the victim scan is skipped then.
+ * --exact-cb: the cost-benefit victim by a scan of every segment (the
+ * best score, the older on a tie), the reference dmr_gc_victim()'s
+ * buckets are measured against.
+ */
+static u32 exact_cb_victim(struct sim *s)
+{
+	u32 i, best = DMR_NO_SEGMENT;
+	u64 best_score = 0, score;
+
+	for (i = 0; i < s->m.nr_segs; i++) {
+		const struct dmr_seg *g = &s->m.segs[i];
+
+		if (!dmr_seg_collectable(g, s->m.seg_blocks))
+			continue;
+		score = dmr_gc_score(g, s->m.seg_blocks, s->seq, false);
+		if (best == DMR_NO_SEGMENT || score > best_score ||
+		    (score == best_score && g->seq < s->m.segs[best].seq)) {
+			best = i;
+			best_score = score;
+		}
+	}
+	return best;
+}
+
+/*
+ * dmr_gc_run() past its first test: one GC action as the policy decides,
+ * timed in the measurement window: the choice (freeing what the reuse
+ * rule allows, the prefree counts, the victim), and the whole step.
  *
  * Return: 1 idle, 0 an action was taken, -1 stuck.
  */
-static int gc_run(struct sim *s, bool urgent)
+static int gc_act(struct sim *s, bool urgent)
 {
 	struct dmr_gc_state st = { .user_waits = urgent };
-	u32 victim = DMR_NO_SEGMENT;
+	bool greedy = urgent || s->single;
+	u64 t0 = 0, t1 = 0;
+	u32 victim;
+	int r;
 
+	if (s->timed)
+		t0 = now_ns();
+	free_ready(s);
 	st.nr_free = s->m.nr_free;
 	st.nr_prefree_readers = 0;
-	s->gc_active = dmr_gc_active(&s->p, s->gc_active, s->m.nr_free,
-				     s->m.nr_prefree);
 	st.active = s->gc_active;
-	if (!urgent && !st.active)
-		return 1;
 	prefree_waiting(s, &st.nr_prefree_ckpt, &st.nr_prefree_flush);
-	victim = dmr_gc_victim(&s->m, urgent || s->single, s->seq,
-			       &s->gc_cursor, SIM_GC_WINDOW);
+	victim = s->exact_cb && !greedy ? exact_cb_victim(s) :
+		 dmr_gc_victim(&s->m, greedy, s->seq);
 	st.victim = victim != DMR_NO_SEGMENT;
+	if (s->timed)
+		t1 = now_ns();
 
 	switch (dmr_gc_decide(&s->p, &st)) {
 	case DMR_GC_COLLECT:
 		gc_collect(s, victim);
 		s->c.gc_urgent += urgent;
-		return 0;
+		r = 0;
+		break;
 	case DMR_GC_CHECKPOINT:
 		checkpoint(s);
-		return 0;
+		r = 0;
+		break;
 	case DMR_GC_FLUSH:
 		flush_log(s);
 		free_ready(s);
 		s->c.flushes++;
-		return 0;
+		r = 0;
+		break;
 	case DMR_GC_WAIT_READERS:
 	case DMR_GC_STUCK:
 		return -1;
 	default:
 		return 1;
 	}
+	s->c.gc_steps++;
+	s->c.greedy_steps += greedy;
+	if (s->timed) {
+		u64 t2 = now_ns();
+
+		s->c.decide_ns += t1 - t0;
+		s->c.decide_greedy_ns += greedy ? t1 - t0 : 0;
+		s->c.step_ns += t2 - t0;
+	}
+	return r;
+}
+
+/*
+ * dmr_gc_run(): when neither a user waits nor background GC is active,
+ * dmr_gc_decide() returns IDLE whatever the victim: the common case, after
+ * every request, costs nothing more.
+ */
+static int gc_run(struct sim *s, bool urgent)
+{
+	s->gc_active = dmr_gc_active(&s->p, s->gc_active, s->m.nr_free,
+				     s->m.nr_prefree);
+	if (!urgent && !s->gc_active)
+		return 1;
+	return gc_act(s, urgent);
 }
 
 /* dmr_do_write() for one request, then dmr_gc_background() */
@@ -628,6 +716,10 @@ static void user_write(struct sim *s, u64 lba, u32 nr)
 
 		pba = h->seg * seg_blocks + h->wp;
 		for (i = 0; i < n; i++) {
+			if (s->filled && s->filled[(lba + i) >> 3] & 1 << ((lba + i) & 7)) {
+				s->filled[(lba + i) >> 3] &= ~(1 << ((lba + i) & 7));
+				s->fill_left--;
+			}
 			dmr_map_set(&s->m, lba + i, pba + i);
 			h->unit.lba[h->unit.nr_blocks++] = lba + i;
 			s->rev[pba + i] = lba + i;
@@ -663,7 +755,7 @@ static void sim_check(struct sim *s)
 
 /* ---- workloads ---- */
 
-enum wl_kind { WL_UNIFORM, WL_HOT80, WL_HOT95, WL_SEQ, WL_TRACE };
+enum wl_kind { WL_UNIFORM, WL_HOT80, WL_HOT95, WL_COLD70, WL_SEQ, WL_TRACE };
 
 struct workload {
 	enum wl_kind kind;
@@ -691,6 +783,11 @@ static struct req wl_next(struct workload *w, u64 nr_logical)
 			r.lba = rng_below(hot);
 		else
 			r.lba = hot + rng_below(nr_logical - hot);
+		break;
+	case WL_COLD70:
+		/* the first 70% written once (the fill), the rest at random */
+		hot = nr_logical * 7 / 10;
+		r.lba = hot + rng_below(nr_logical - hot);
 		break;
 	case WL_SEQ:
 		r.lba = w->seq_lba;
@@ -746,6 +843,28 @@ static double separated_bound(double r, double h, double op)
 
 /* ---- a run ---- */
 
+/*
+ * Zeroed memory for the large arrays (map, segment table, reverse map),
+ * in huge pages where the kernel gives them: at 2^20 segments and more
+ * the run is bound by random accesses to these arrays, and huge pages
+ * save most of the TLB misses.
+ */
+static void *big_alloc(size_t bytes)
+{
+	void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		die("out of memory for %zu bytes", bytes);
+	madvise(p, bytes, MADV_HUGEPAGE);
+	return p;
+}
+
+static void big_free(void *p, size_t bytes)
+{
+	munmap(p, bytes ? bytes : 1);
+}
+
 struct config {
 	u64 device_mib;
 	u32 segments;
@@ -756,10 +875,86 @@ struct config {
 	u64 check_every;
 	u32 gc_low, gc_high;
 	struct dmr_gc_params gc;	/* --gc-params, all four set (batch > 0) */
+	bool settle;		/* --warmup auto */
+	double settle_pct;	/* --settle */
 	bool single;
+	bool exact_cb;
 	bool json;
 	bool verbose;
+	bool timing;
 };
+
+/* Write the workload until @s has taken @target more user blocks. */
+static void write_until(const struct config *cfg, struct sim *s, struct workload *w,
+			u64 target, u64 *requests)
+{
+	u64 start = s->c.user;
+
+	while (s->c.user - start < target) {
+		struct req r = wl_next(w, s->m.nr_logical);
+
+		user_write(s, r.lba, r.nr);
+		++*requests;
+		if (cfg->check_every && *requests % cfg->check_every == 0)
+			sim_check(s);
+	}
+}
+
+/*
+ * --warmup auto: the convergence rule.  Rounds of 1/SIM_ROUNDS logical
+ * capacity are written until both
+ *
+ * - the WAF is flat: the mean of the last SIM_SETTLE_ROUNDS rounds is
+ *   within @cfg->settle_pct percent of the mean of the SIM_SETTLE_ROUNDS
+ *   before them, and
+ * - the run no longer remembers the sequential fill it started from: the
+ *   blocks the user has not written again since the fill are below a
+ *   tenth of the logical capacity, or fewer by less than a hundredth of it
+ *   over the last 2 * SIM_SETTLE_ROUNDS rounds (data written once and
+ *   never again, as cold70's, is part of the steady state).
+ *
+ * The WAF alone does not tell: after the fill, 80/20 writes stay within
+ * 1% for two capacities, then climb 7% over the next six as the cold data
+ * is rewritten (a quarter of it per capacity).  Gives up after
+ * @cfg->warmup capacities.
+ *
+ * Return: whether it settled.
+ */
+static bool warm_up(const struct config *cfg, struct sim *s, struct workload *w,
+		    u64 *requests)
+{
+	const unsigned int keep = 2 * SIM_SETTLE_ROUNDS;
+	u64 round = s->m.nr_logical / SIM_ROUNDS + 1, start = s->c.user;
+	u64 left[2 * SIM_SETTLE_ROUNDS + 1];
+	double waf[2 * SIM_SETTLE_ROUNDS];
+	unsigned int n = 0, i;
+
+	left[0] = s->fill_left;
+	while (s->c.user - start < cfg->warmup * s->m.nr_logical) {
+		struct sim_counters c0 = s->c;
+		double a = 0, b = 0;
+		u64 now, then;
+
+		write_until(cfg, s, w, round, requests);
+		waf[n % keep] = (double)(s->c.user - c0.user + s->c.moved - c0.moved) /
+				(s->c.user - c0.user);
+		n++;
+		left[n % (keep + 1)] = s->fill_left;
+		if (n < keep)
+			continue;
+		for (i = 0; i < SIM_SETTLE_ROUNDS; i++) {
+			a += waf[(n + i) % keep];			/* older */
+			b += waf[(n + SIM_SETTLE_ROUNDS + i) % keep];	/* newer */
+		}
+		now = left[n % (keep + 1)];
+		then = left[(n + 1) % (keep + 1)];	/* keep rounds ago */
+		if (fabs(b - a) <= cfg->settle_pct / 100 * (a + b) / 2 &&
+		    (now * 10 <= s->m.nr_logical ||
+		     (then - now) * 100 <= s->m.nr_logical))
+			return true;
+	}
+	return false;
+}
 
 static bool run(const struct config *cfg, u32 op, struct workload *w)
 {
@@ -769,8 +964,11 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	const char *why;
 	struct sim_counters c0, d;
 	struct sim *s;
-	u64 lba, written, target, requests = 0, r0 = 0, mreq;
-	double waf, wafs, wafa, ref = 0, idle, eff = 0;
+	u64 lba, written, requests = 0, r0 = 0, mreq, t0, elapsed, scan_ns;
+	double waf, wafs, wafa, ref = 0, idle, eff = 0, warm, left;
+	bool settled = true;
+	size_t l2p_bytes, rev_bytes, dirty_bytes, segs_bytes, filled_bytes;
+	struct rusage ru;
 	const char *refname = NULL;
 	u32 *l2p, *lists;
 	u8 *dirty;
@@ -791,18 +989,23 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	}
 	if (st != DMR_GEO_OK)
 		usage_error("%s", dmr_geo_strerror(st));
+	l2p_bytes = geo.logical_blocks * sizeof(*l2p);
+	rev_bytes = (size_t)geo.nr_segments * geo.segment_blocks * sizeof(*s->rev);
+	dirty_bytes = (geo.logical_blocks + DMR_MAP_ENTRIES_PER_BLOCK - 1) /
+		      DMR_MAP_ENTRIES_PER_BLOCK;
+	segs_bytes = (size_t)geo.nr_segments * sizeof(*s->m.segs);
+	filled_bytes = (geo.logical_blocks + 7) / 8;
 
 	s = calloc(1, sizeof(*s));
-	l2p = calloc(geo.logical_blocks, sizeof(*l2p));
-	s->rev = malloc(geo.nr_segments * geo.segment_blocks * sizeof(*s->rev));
-	dirty = malloc((geo.logical_blocks + DMR_MAP_ENTRIES_PER_BLOCK - 1) /
-		       DMR_MAP_ENTRIES_PER_BLOCK);
-	if (!s || !l2p || !s->rev || !dirty)
+	if (!s)
 		die("out of memory");
-	s->m.segs = calloc(geo.nr_segments, sizeof(*s->m.segs));
-	s->owner = calloc(geo.nr_segments, 1);
+	l2p = big_alloc(l2p_bytes);
+	s->rev = big_alloc(rev_bytes);
+	dirty = big_alloc(dirty_bytes);
+	s->m.segs = big_alloc(segs_bytes);
+	s->owner = big_alloc(geo.nr_segments);
 	lists = calloc(DMR_MAP_LISTS(geo.segment_blocks), sizeof(*lists));
-	if (!s->m.segs || !s->owner || !lists)
+	if (!lists)
 		die("out of memory");
 	memset(s->rev, 0xff, geo.nr_segments * geo.segment_blocks * sizeof(*s->rev));
 	dmr_map_init(&s->m, l2p, geo.logical_blocks, s->m.segs, geo.nr_segments,
@@ -818,13 +1021,14 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	dmr_ckpt_layout(&geo, &layout);
 	s->ckpt_fixed = layout.crc_blocks + layout.segtab_blocks + 1;
 	s->single = cfg->single;
+	s->exact_cb = cfg->exact_cb;
 	rng_state = cfg->seed;
 	w->pos = 0;
 	w->seq_lba = 0;
 
 	/* the heads start on free segments, as after format */
 	for (i = 0; i < DMR_NR_HEADS; i++) {
-		u32 seg = dmr_seg_alloc(&s->m, &s->alloc_cursor);
+		u32 seg = dmr_seg_alloc(&s->m);
 
 		head_enter(s, &s->heads[i], seg);
 	}
@@ -832,25 +1036,33 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	/* fill, then warm up, then measure */
 	for (lba = 0; lba < geo.logical_blocks; lba++)
 		user_write(s, lba, 1);
-	written = 0;
-	target = (u64)(cfg->warmup * geo.logical_blocks);
 	c0 = s->c;
-	for (int phase = 0; phase < 2; phase++) {
-		while (s->c.user - c0.user < target) {
-			struct req r = wl_next(w, geo.logical_blocks);
-
-			user_write(s, r.lba, r.nr);
-			requests++;
-			if (cfg->check_every && requests % cfg->check_every == 0)
-				sim_check(s);
-		}
-		if (!phase) {
-			c0 = s->c;
-			s->stats = true;
-			r0 = requests;
-			target = (u64)(cfg->overwrites * geo.logical_blocks);
-		}
+	if (cfg->settle) {
+		s->filled = big_alloc(filled_bytes);
+		memset(s->filled, 0xff, filled_bytes);
+		s->fill_left = geo.logical_blocks;
+		for (lba = geo.logical_blocks; lba < filled_bytes * 8; lba++)
+			s->filled[lba >> 3] &= ~(1 << (lba & 7));
+		settled = warm_up(cfg, s, w, &requests);
 	}
+	else
+		write_until(cfg, s, w, cfg->warmup * geo.logical_blocks, &requests);
+	warm = (double)(s->c.user - c0.user) / geo.logical_blocks;
+	left = (double)s->fill_left / geo.logical_blocks;
+	if (s->filled)
+		big_free(s->filled, filled_bytes);
+	s->filled = NULL;
+	c0 = s->c;
+	s->stats = true;
+	s->timed = true;
+	r0 = requests;
+	t0 = now_ns();
+	write_until(cfg, s, w, cfg->overwrites * geo.logical_blocks, &requests);
+	elapsed = now_ns() - t0;
+	s->timed = false;
+	scan_ns = now_ns();
+	prefree_scan(s);
+	scan_ns = now_ns() - scan_ns;
 	sim_check(s);
 	written = s->c.user - c0.user;
 	d.user = written;
@@ -867,6 +1079,12 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	d.free_sum = s->c.free_sum - c0.free_sum;
 	d.prefree_sum = s->c.prefree_sum - c0.prefree_sum;
 	d.idle_sum = s->c.idle_sum - c0.idle_sum;
+	d.gc_steps = s->c.gc_steps - c0.gc_steps;
+	d.greedy_steps = s->c.greedy_steps - c0.greedy_steps;
+	d.decide_ns = s->c.decide_ns - c0.decide_ns;
+	d.decide_greedy_ns = s->c.decide_greedy_ns - c0.decide_greedy_ns;
+	d.step_ns = s->c.step_ns - c0.step_ns;
+	getrusage(RUSAGE_SELF, &ru);
 	idle = d.gc_runs ? (double)d.idle_sum / d.gc_runs : 0;
 	waf = (double)(d.user + d.moved) / d.user;
 	wafs = (double)(d.user + d.moved + d.summaries) / d.user;
@@ -908,6 +1126,24 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 			printf(", \"%s\": %.4f, \"diff\": %.4f", refname, ref, waf / ref - 1);
 		if (eff)
 			printf(", \"analytic_eff\": %.4f", eff);
+		printf(", \"warmup\": %.3f", warm);
+		if (cfg->settle)
+			printf(", \"settled\": %s, \"fill_left\": %.3f",
+			       settled ? "true" : "false", left);
+		if (cfg->timing)
+			printf(", \"gc_steps\": %" PRIu64 ", \"greedy_steps\": %" PRIu64
+			       ", \"ns_per_block\": %.1f, \"step_ns\": %.1f"
+			       ", \"decide_ns\": %.1f, \"decide_greedy_ns\": %.1f"
+			       ", \"decide_cb_ns\": %.1f, \"scan_ns\": %" PRIu64
+			       ", \"elapsed_s\": %.1f, \"rss_mib\": %ld",
+			       d.gc_steps, d.greedy_steps, (double)elapsed / d.user,
+			       d.gc_steps ? (double)d.step_ns / d.gc_steps : 0,
+			       d.gc_steps ? (double)d.decide_ns / d.gc_steps : 0,
+			       d.greedy_steps ? (double)d.decide_greedy_ns / d.greedy_steps : 0,
+			       d.gc_steps > d.greedy_steps ?
+			       (double)(d.decide_ns - d.decide_greedy_ns) /
+			       (d.gc_steps - d.greedy_steps) : 0,
+			       scan_ns, elapsed / 1e9, ru.ru_maxrss / 1024);
 		printf("}\n");
 	} else {
 		printf("workload=%s heads=%s op=%u segment_blocks=%u segments=%" PRIu64
@@ -927,6 +1163,16 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 			printf(" %s=%.3f diff=%+.1f%%", refname, ref, 100 * (waf / ref - 1));
 		if (eff)
 			printf(" analytic_eff=%.3f", eff);
+		printf(" warmup=%.3f", warm);
+		if (cfg->settle)
+			printf(" settled=%s fill_left=%.3f", settled ? "yes" : "no", left);
+		if (cfg->timing)
+			printf(" gc_steps=%" PRIu64 " ns_per_block=%.1f step_ns=%.1f"
+			       " decide_ns=%.1f scan_ns=%" PRIu64 " elapsed_s=%.1f rss_mib=%ld",
+			       d.gc_steps, (double)elapsed / d.user,
+			       d.gc_steps ? (double)d.step_ns / d.gc_steps : 0,
+			       d.gc_steps ? (double)d.decide_ns / d.gc_steps : 0,
+			       scan_ns, elapsed / 1e9, ru.ru_maxrss / 1024);
 		printf("\n");
 	}
 	if (cfg->verbose) {
@@ -944,11 +1190,11 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		}
 	}
 	fflush(stdout);
-	free(s->owner);
-	free(s->m.segs);
-	free(s->rev);
-	free(l2p);
-	free(dirty);
+	big_free(s->owner, geo.nr_segments);
+	big_free(s->m.segs, segs_bytes);
+	big_free(s->rev, rev_bytes);
+	big_free(l2p, l2p_bytes);
+	big_free(dirty, dirty_bytes);
 	free(lists);
 	free(s);
 	return true;
@@ -1014,6 +1260,9 @@ int main(int argc, char **argv)
 		{ "gc-low", required_argument, NULL, 'L' },
 		{ "gc-high", required_argument, NULL, 'H' },
 		{ "gc-params", required_argument, NULL, 'P' },
+		{ "settle", required_argument, NULL, 'T' },
+		{ "timing", no_argument, NULL, 't' },
+		{ "exact-cb", no_argument, NULL, 'x' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1021,6 +1270,7 @@ int main(int argc, char **argv)
 	};
 	struct config cfg = {
 		.seg_blocks = 256, .warmup = 2, .overwrites = 3, .seed = 1,
+		.settle_pct = 1,
 	};
 	char opbuf[256] = "10", wlbuf[4096] = "uniform";
 	char *ops[MAX_LIST], *wls[MAX_LIST];
@@ -1057,7 +1307,20 @@ int main(int argc, char **argv)
 			strcpy(wlbuf, optarg);
 			break;
 		case 'W':
-			cfg.warmup = parse_overwrites("--warmup", optarg);
+			cfg.settle = !strcmp(optarg, "auto");
+			cfg.warmup = cfg.settle ? SIM_MAX_WARMUP :
+				     parse_overwrites("--warmup", optarg);
+			break;
+		case 'T':
+			cfg.settle_pct = parse_overwrites("--settle", optarg);
+			if (cfg.settle_pct <= 0)
+				usage_error("--settle must be more than 0");
+			break;
+		case 't':
+			cfg.timing = true;
+			break;
+		case 'x':
+			cfg.exact_cb = true;
 			break;
 		case 'k':
 			cfg.overwrites = parse_overwrites("--overwrites", optarg);
@@ -1124,13 +1387,15 @@ int main(int argc, char **argv)
 			w[i].kind = WL_HOT80;
 		else if (!strcmp(wls[i], "hot95"))
 			w[i].kind = WL_HOT95;
+		else if (!strcmp(wls[i], "cold70"))
+			w[i].kind = WL_COLD70;
 		else if (!strcmp(wls[i], "seq"))
 			w[i].kind = WL_SEQ;
 		else if (!strncmp(wls[i], "trace:", 6) && wls[i][6]) {
 			w[i].kind = WL_TRACE;
 			trace_load(wls[i] + 6, &w[i].trace);
 		} else {
-			usage_error("--workload: unknown workload '%s' (uniform, hot80, hot95, seq, trace:FILE)",
+			usage_error("--workload: unknown workload '%s' (uniform, hot80, hot95, cold70, seq, trace:FILE)",
 				    wls[i]);
 		}
 	}

@@ -101,11 +101,11 @@ def memory_bytes(d):
     """dmr_map_memory_bytes(), from dump's geometry."""
     logical, segs = int(d["logical_blocks"]), int(d["nr_segments"])
     # map, segment table (40-byte struct dmr_seg, with its list links) and
-    # reader counts (4), the segment lists' heads (4 per valid count and
-    # 3 prefree lists), map block bookkeeping, eight segment buffers (four
-    # log heads, three in flight, GC's), the bounce buffer
+    # reader counts (4), the segment lists' heads (4 per valid count, 3
+    # prefree lists, the free list), map block bookkeeping, eight segment
+    # buffers (four log heads, three in flight, GC's), the bounce buffer
     sb = int(d["segment_blocks"])
-    return (logical * 4 + segs * (40 + 4) + (sb + 4) * 4 +
+    return (logical * 4 + segs * (40 + 4) + (sb + 5) * 4 +
             math.ceil(logical / 1024) * 5 + 8 * sb * BLOCK + 64 * BLOCK)
 
 

@@ -17,8 +17,6 @@ from conftest import (BLOCK, Kmsg, ckpt_headers, ckpt_layout, dm_create,
                       run, sectors, status_fields, write_blocks_direct)
 from test_log import _pread, _pwrite, block, same
 
-GC_WINDOW = Path("/sys/module/dm_remap/parameters/gc_window")
-
 
 def _fmt(dev, *args):
     remapctl("format", "--force", *args, dev)
@@ -101,34 +99,32 @@ def test_victim_search_goes_past_a_window_of_full_segments(ram):
     """Item 5: the victim search looked at one window and gave up, so on a
     device with more segments than the window (65,536: 64 GiB at 1 MiB
     segments) a window of data written once gave no victim and a waiting
-    user write failed with ENOSPC.  Here the window is shrunk to 16 of
-    ~500 segments; 70% of the logical space is written once, then 4 KiB
-    random writes go to the rest, three times its size: every write must
-    succeed, with GC collecting."""
+    user write failed with ENOSPC.  Victims now come from the segment
+    lists by valid count, which hold every candidate of the device (issue
+    24, scale): the window and its gc_window parameter are gone.  70% of
+    the logical space is written once, then 4 KiB random writes go to the
+    rest, three times its size: every write must succeed, with GC
+    collecting."""
     _, n = _fmt(ram, "--segment-size", "256K")
-    old = GC_WINDOW.read_text().strip()
-    GC_WINDOW.write_text("16")
-    try:
-        dm_create("top", f"0 {n} remap {ram}")
-        top = dm_path("top")
-        total = n * 512
-        cold = total * 7 // 10 // (1 << 20) << 20
-        run(["dd", "if=/dev/urandom", f"of={top}", "bs=1M",
-             f"count={cold >> 20}", "oflag=direct", "status=none"])
-        rest = total - cold
-        p = subprocess.run(
-            ["fio", "--name=hot", f"--filename={top}", "--rw=randwrite",
-             "--bs=4k", "--direct=1", "--ioengine=psync", "--norandommap",
-             f"--offset={cold}", f"--size={rest}", f"--io_size={3 * rest}",
-             "--randseed=24"], capture_output=True, text=True, timeout=1500)
-        st = status_fields("top")
-        assert p.returncode == 0, (p.stderr[-2000:], st)
-        assert st["mode"] == "write" and st["first_error"] == 0, st
-        assert st["gc_runs"] > 0, st
-        print(f"window 16: {st['gc_runs']} victims, WAF {st['waf_load']}")
-        dm_remove("top")
-    finally:
-        GC_WINDOW.write_text(old)
+    assert not Path("/sys/module/dm_remap/parameters/gc_window").exists()
+    dm_create("top", f"0 {n} remap {ram}")
+    top = dm_path("top")
+    total = n * 512
+    cold = total * 7 // 10 // (1 << 20) << 20
+    run(["dd", "if=/dev/urandom", f"of={top}", "bs=1M",
+         f"count={cold >> 20}", "oflag=direct", "status=none"])
+    rest = total - cold
+    p = subprocess.run(
+        ["fio", "--name=hot", f"--filename={top}", "--rw=randwrite",
+         "--bs=4k", "--direct=1", "--ioengine=psync", "--norandommap",
+         f"--offset={cold}", f"--size={rest}", f"--io_size={3 * rest}",
+         "--randseed=24"], capture_output=True, text=True, timeout=1500)
+    st = status_fields("top")
+    assert p.returncode == 0, (p.stderr[-2000:], st)
+    assert st["mode"] == "write" and st["first_error"] == 0, st
+    assert st["gc_runs"] > 0, st
+    print(f"70% written once: {st['gc_runs']} victims, WAF {st['waf_load']}")
+    dm_remove("top")
     assert remapctl("check", ram, check=False).returncode == 0
 
 
