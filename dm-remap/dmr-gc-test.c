@@ -1400,7 +1400,7 @@ static void dmr_gct_victim_greedy(struct kunit *test)
 	dmr_seg_set_mem(&m, 3, false);
 	KUNIT_EXPECT_EQ(test, m.segs[3].flags & DMR_SEG_GC_MASK, DMR_SEG_USED);
 	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100), 3U);
-	dmr_seg_set_nogc(&m, 3);
+	dmr_seg_gc_refuse(&m, 3, DMR_SEG_NOGC);
 	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, true, 100), 10U);
 	KUNIT_EXPECT_TRUE(test, dmr_map_lists_consistent(&m));
 

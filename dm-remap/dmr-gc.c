@@ -412,8 +412,7 @@ int dmr_gc_collect_now(struct dmr_target *rc)
 	if (READ_ONCE(rc->mode) != DMR_MODE_WRITE)
 		return -EROFS;
 	if (rc->gc_rd_seg == DMR_NO_SEGMENT) {
-		victim = dmr_gc_victim(&rc->map, false, rc->seq, &rc->gc_cursor,
-				       READ_ONCE(dmr_gc_window));
+		victim = dmr_gc_victim(&rc->map, false, rc->seq);
 		if (victim == DMR_NO_SEGMENT)
 			return -ENODATA;
 		dmr_gc_read_submit(rc, victim);

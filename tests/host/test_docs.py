@@ -766,13 +766,15 @@ MUTATIONS = {
         SRC / "dmr-table.c", '.name = "ignore_discard",', '.name = "ignore_discard",\n\t\t.nr_values = 1,')),
     # module parameters
     "doc: a default changed": (check_module_params, _sub(
-        DOC, "``gc_window`` (default: 65536)", "``gc_window`` (default: 4096)")),
+        DOC, "``fault_flight_fail`` (default: 0)", "``fault_flight_fail`` (default: 1)")),
     "code: a parameter added": (check_module_params, _sub(
-        SRC / "dmr-gc.c", "module_param_named(gc_window, dmr_gc_window, uint, 0644);",
-        "module_param_named(gc_window, dmr_gc_window, uint, 0644);\n"
+        SRC / "dmr-write.c",
+        "module_param_named(fault_flight_fail, dmr_fault_flight_fail, uint, 0600);",
+        "module_param_named(fault_flight_fail, dmr_fault_flight_fail, uint, 0600);\n"
         "static bool dmr_gc_off;\nmodule_param_named(gc_off, dmr_gc_off, bool, 0644);")),
     "code: a default changed": (check_module_params, _sub(
-        SRC / "dmr-gc.c", "dmr_gc_window = 65536;", "dmr_gc_window = 16384;")),
+        SRC / "dmr-write.c", "static unsigned int dmr_fault_flight_fail;",
+        "static unsigned int dmr_fault_flight_fail = 2;")),
 }
 
 
