@@ -135,7 +135,8 @@ static void dmr_seg_list(struct dmr_map *m, u32 seg)
  * @lists: DMR_MAP_LISTS(@seg_blocks) entries
  *
  * Every map block starts dirty for both checkpoint slots, every segment
- * free (on no list), and segment states are tracked.
+ * free (on the free list, in segment order), and segment states are
+ * tracked.
  */
 void dmr_map_init(struct dmr_map *m, u32 *l2p, u64 nr_logical,
 		  struct dmr_seg *segs, u32 nr_segs, u32 seg_blocks, u8 *dirty,
@@ -307,7 +308,7 @@ u32 dmr_map_run(const struct dmr_map *m, u64 lba, u32 max, u32 *first)
  * @m: the map
  *
  * Used after a checkpoint was loaded, with tracking off (the segment
- * lists are rebuilt by dmr_map_load_states()).
+ * lists are rebuilt by dmr_map_load_states(); with tracking on, here).
  *
  * Return: 0, or -EINVAL if an entry points outside the data area.
  */
@@ -329,6 +330,8 @@ int dmr_map_recount(struct dmr_map *m)
 		m->segs[dmr_pba_segment(m, e - 1)].valid++;
 		m->mapped++;
 	}
+	if (m->track)
+		dmr_map_lists_rebuild(m);
 	return 0;
 }
 

@@ -558,6 +558,15 @@ static void gc_collect(struct sim *s, u32 seg)
 		hs->victim_valid += s->m.segs[seg].valid;
 		hs->victim_age += s->seq - s->m.segs[seg].seq;
 	}
+	/* the map entries looked up below, fetched at once (a simulator's speed) */
+	for (i = 0; i < s->m.seg_blocks; i++) {
+		u32 lba = s->rev[base + i];
+
+		if (lba != SIM_NO_LBA) {
+			__builtin_prefetch(&s->m.l2p[lba], 1);
+			__builtin_prefetch(&s->m.dirty[lba / DMR_MAP_ENTRIES_PER_BLOCK], 1);
+		}
+	}
 	for (i = 0; i < s->m.seg_blocks; i++) {
 		u32 lba = s->rev[base + i];
 
@@ -763,6 +772,8 @@ struct workload {
 	struct trace trace;
 	size_t pos;		/* next trace request */
 	u64 seq_lba;		/* next sequential block */
+	struct req pending[2];	/* drawn ahead by write_until(), not written */
+	unsigned int nr_pending;
 };
 
 /* Next request, cut to the logical capacity (offsets wrap). */
@@ -771,6 +782,12 @@ static struct req wl_next(struct workload *w, u64 nr_logical)
 	struct req r = { .nr = 1 };
 	u64 hot;
 
+	if (w->nr_pending) {
+		r = w->pending[0];
+		w->pending[0] = w->pending[1];
+		w->nr_pending--;
+		return r;
+	}
 	switch (w->kind) {
 	case WL_UNIFORM:
 		r.lba = rng_below(nr_logical);
@@ -884,20 +901,39 @@ struct config {
 	bool timing;
 };
 
-/* Write the workload until @s has taken @target more user blocks. */
+/*
+ * Write the workload until @s has taken @target more user blocks.  The
+ * requests are drawn two ahead, so that the map entry of the one after
+ * next and the segment entry of the next are fetched meanwhile (the same
+ * requests in the same order: only the simulator's speed changes).
+ */
 static void write_until(const struct config *cfg, struct sim *s, struct workload *w,
 			u64 target, u64 *requests)
 {
 	u64 start = s->c.user;
+	struct req r[3];
+	unsigned int i = 0;
 
+	r[0] = wl_next(w, s->m.nr_logical);
+	r[1] = wl_next(w, s->m.nr_logical);
 	while (s->c.user - start < target) {
-		struct req r = wl_next(w, s->m.nr_logical);
+		struct req *next = &r[(i + 1) % 3], *after = &r[(i + 2) % 3];
+		u32 e;
 
-		user_write(s, r.lba, r.nr);
+		*after = wl_next(w, s->m.nr_logical);
+		__builtin_prefetch(&s->m.l2p[after->lba]);
+		e = s->m.l2p[next->lba];
+		if (e != DMR_UNMAPPED)
+			__builtin_prefetch(&s->m.segs[dmr_pba_segment(&s->m, e - 1)]);
+		user_write(s, r[i % 3].lba, r[i % 3].nr);
+		i++;
 		++*requests;
 		if (cfg->check_every && *requests % cfg->check_every == 0)
 			sim_check(s);
 	}
+	w->pending[0] = r[i % 3];
+	w->pending[1] = r[(i + 1) % 3];
+	w->nr_pending = 2;
 }
 
 /*
@@ -1025,6 +1061,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	rng_state = cfg->seed;
 	w->pos = 0;
 	w->seq_lba = 0;
+	w->nr_pending = 0;
 
 	/* the heads start on free segments, as after format */
 	for (i = 0; i < DMR_NR_HEADS; i++) {
