@@ -8,7 +8,7 @@
  *   <start> <len> remap <dev> [<#opt args> <opt args>...]
  *
  * The device must have been formatted by `remapctl format`.  Writes,
- * discards and flushes go to the worker (dmr-write.c); reads of data on
+ * discards and flushes go to the worker (dmr-worker.c); reads of data on
  * the device are remapped directly (dmr-read.c).
  *
  * Locking: see dmr.h.  The constructor, destructor and suspend hooks run

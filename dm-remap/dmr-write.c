@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * dm-remap worker and log writer: the log heads, units, segment writes,
- * writes, discards and flushes.
+ * dm-remap log writer: the log heads, units, segment writes, writes,
+ * discards and flushes.  The worker that calls it is in dmr-worker.c.
  *
  * Locking: see dmr.h.  Everything here runs in the worker (one work item)
  * or, with the worker stopped, in the constructor, destructor and
@@ -13,13 +13,13 @@
  *  1. A write is complete once copied into its head's open segment in
  *     memory (a volatile write cache, as advertised).  A REQ_PREFLUSH or
  *     REQ_FUA request completes only after its data is in a head and a
- *     group commit (dmr_group_commit()) then wrote every closed unit of
- *     every head, the last write carrying REQ_PREFLUSH | REQ_FUA, or
- *     flushed the device (dmr_flush_all()): everything acknowledged
- *     before it, and its own data, are then on stable media.  Its
- *     preflush needs no flush before its data is taken: replay applies a
- *     prefix of the log (rule 2), so that data is never found without
- *     what was written before it.
+ *     group commit (dmr_group_commit() in dmr-worker.c) then wrote every
+ *     closed unit of every head, the last write carrying REQ_PREFLUSH |
+ *     REQ_FUA, or flushed the device (dmr_flush_all()): everything
+ *     acknowledged before it, and its own data, are then on stable
+ *     media.  Its preflush needs no flush before its data is taken:
+ *     replay applies a prefix of the log (rule 2), so that data is never
+ *     found without what was written before it.
  *  2. Units are self-checking (summary checksum, data checksum, sequence
  *     number); all heads share one sequence, and replay applies units in
  *     sequence order and stops at the first one missing or torn, on
@@ -776,7 +776,7 @@ static int dmr_write_zero_copy(struct dmr_target *rc, unsigned int hid,
  * (rule 2), so its data is never found on the device without what was
  * written before it, and the request completes only after the flush.
  */
-static void dmr_do_write(struct dmr_target *rc, struct bio *bio)
+void dmr_do_write(struct dmr_target *rc, struct bio *bio)
 {
 	u32 seg_blocks = dmr_seg_blocks(rc);
 	u64 lba = dmr_bio_lba(rc, bio);
@@ -844,24 +844,7 @@ out:
 	bio_endio(bio);
 }
 
-/*
- * The group commit: one flush (dmr_flush_all()) for every flush and FUA
- * request waiting in @commit_bios, which then complete with its result.
- */
-static void dmr_group_commit(struct dmr_target *rc)
-{
-	blk_status_t st = errno_to_blk_status(dmr_flush_all(rc, true));
-	struct bio *bio;
-
-	while ((bio = bio_list_pop(&rc->commit_bios))) {
-		bio->bi_status = st;
-		bio_endio(bio);
-	}
-	rc->nr_commit = 0;
-	rc->commit_behind = 0;
-}
-
-static void dmr_do_discard(struct dmr_target *rc, struct bio *bio)
+void dmr_do_discard(struct dmr_target *rc, struct bio *bio)
 {
 	struct dmr_head *h = &rc->heads[DMR_HEAD_COLD];
 	u64 lba = dmr_bio_lba(rc, bio), b;
@@ -927,93 +910,4 @@ static void dmr_do_discard(struct dmr_target *rc, struct bio *bio)
 out:
 	bio->bi_status = errno_to_blk_status(r);
 	bio_endio(bio);
-}
-
-void dmr_queue_bio(struct dmr_target *rc, struct bio *bio)
-{
-	unsigned long flags;
-
-	spin_lock_irqsave(&rc->bio_lock, flags);
-	bio_list_add(&rc->bios, bio);
-	spin_unlock_irqrestore(&rc->bio_lock, flags);
-	queue_work(rc->wq, &rc->work);
-}
-
-/*
- * The worker: every bio that changes state or needs a head's segment,
- * checkpoints, and GC.  One work item, so it never runs concurrently with
- * itself; it is queued on the submitting CPU (a plain, not ordered,
- * workqueue) which saves a cross-CPU wake-up per request.  Flush and FUA
- * requests wait for the group commit (dmr_group_commit_now()), which is
- * always made before the worker stops, so none is left behind.
- * Background GC takes one step after each request while no flush waits,
- * and goes on while it has work and no request waits.  Queued requests
- * are taken all at once (one round of @bio_lock per batch, not per
- * request) and handled in their order.
- */
-void dmr_worker(struct work_struct *work)
-{
-	struct dmr_target *rc = container_of(work, struct dmr_target, work);
-	struct bio_list batch = BIO_EMPTY_LIST;
-	unsigned long flags;
-	struct bio *bio;
-
-	for (;;) {
-		/*
-		 * A stopping worker writes no checkpoint: postsuspend's clean
-		 * one owns the checkpoint state, and a timer that fired
-		 * between dmr_worker_stop()'s cancels may still queue us.
-		 */
-		if (READ_ONCE(rc->ckpt_due) && !READ_ONCE(rc->stopping))
-			dmr_checkpoint_due(rc);
-		if (READ_ONCE(rc->gc_collect_req) && !READ_ONCE(rc->stopping)) {
-			rc->gc_collect_result = dmr_gc_collect_now(rc);
-			WRITE_ONCE(rc->gc_collect_req, false);
-		}
-		if (READ_ONCE(rc->mode) == DMR_MODE_WRITE && !READ_ONCE(rc->stopping) &&
-		    dmr_seq_window_full(rc->seq, rc->ckpt_log_seq))
-			dmr_checkpoint(rc, false);
-		if (bio_list_empty(&batch)) {
-			spin_lock_irqsave(&rc->bio_lock, flags);
-			batch = rc->bios;
-			bio_list_init(&rc->bios);
-			spin_unlock_irqrestore(&rc->bio_lock, flags);
-		}
-		bio = bio_list_pop(&batch);
-		if (!bio) {
-			if (dmr_group_commit_now(rc->nr_commit, true, rc->commit_behind)) {
-				dmr_group_commit(rc);
-				continue;
-			}
-			if (dmr_gc_background(rc))
-				continue;
-			break;
-		}
-		switch (bio_op(bio)) {
-		case REQ_OP_READ:
-			dmr_do_read(rc, bio);
-			break;
-		case REQ_OP_WRITE:
-			dmr_do_write(rc, bio);
-			break;
-		case REQ_OP_DISCARD:
-		case REQ_OP_WRITE_ZEROES:
-			dmr_do_discard(rc, bio);
-			break;
-		default:
-			bio_io_error(bio);
-		}
-		/*
-		 * A queue of large requests (a whole-device discard comes as
-		 * hundreds of 4 GiB bios) must not hold the CPU: without
-		 * preemption the worker would run them all back to back.
-		 */
-		cond_resched();
-		if (rc->nr_commit)
-			rc->commit_behind++;
-		if (dmr_group_commit_now(rc->nr_commit, false, rc->commit_behind))
-			dmr_group_commit(rc);
-		if (!rc->nr_commit)
-			dmr_gc_background(rc);
-	}
 }

@@ -136,13 +136,13 @@ static void dmr_test_group_commit_now(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, dmr_group_commit_now(1, false, b + 1));
 
 	/*
-	 * The worker's loop as it counts (dmr_worker()): one flush waits,
-	 * and every request after it finds the queue non-empty.  The commit
+	 * The worker's count (dmr_commit_behind()): one flush waits, and
+	 * every request after it finds the queue non-empty.  The commit
 	 * comes after DMR_GROUP_COMMIT_BEHIND of them, not never.
 	 */
 	behind = 0;
 	for (i = 0; i < 10 * b; i++) {
-		behind++;
+		behind = dmr_commit_behind(1, behind);
 		if (dmr_group_commit_now(1, false, behind))
 			break;
 	}
@@ -641,12 +641,336 @@ static void dmr_test_copy_in_open_unit(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, dmr_copy_in_open_unit(base + off + 2, S, false, seg, off, wp));
 }
 
+/* ------------------------------------------------------------------ */
+/* the worker's next step */
+
+struct dmr_worker_case {
+	const char *name;
+	enum dmr_worker_phase phase;
+	struct dmr_worker_state s;
+	enum dmr_worker_step want;
+	enum dmr_worker_phase then;
+};
+
+#define TW_ALL	.ckpt_due = true, .gc_collect_req = true, .mode_write = true, \
+		.seq_window_full = true
+
+static const struct dmr_worker_case dmr_worker_cases[] = {
+	/* a round, in its order: each check once */
+	{ "round: the timer's checkpoint first", DMR_WORKER_AT_ROUND,
+	  { TW_ALL, .batch_empty = true, .nr_commit = 1 },
+	  DMR_WORKER_CHECKPOINT_DUE, DMR_WORKER_AT_COLLECT },
+	{ "round: then gc_collect", DMR_WORKER_AT_COLLECT,
+	  { TW_ALL, .batch_empty = true, .nr_commit = 1 },
+	  DMR_WORKER_GC_COLLECT, DMR_WORKER_AT_WINDOW },
+	{ "round: then the window", DMR_WORKER_AT_WINDOW,
+	  { TW_ALL, .batch_empty = true, .nr_commit = 1 },
+	  DMR_WORKER_CHECKPOINT_WINDOW, DMR_WORKER_AT_TAKE },
+	{ "round: then the queue", DMR_WORKER_AT_TAKE,
+	  { TW_ALL, .batch_empty = true, .nr_commit = 1 },
+	  DMR_WORKER_TAKE_QUEUE, DMR_WORKER_AT_POP },
+	{ "round: gc_collect, no checkpoint due", DMR_WORKER_AT_ROUND,
+	  { .gc_collect_req = true, .mode_write = true, .seq_window_full = true },
+	  DMR_WORKER_GC_COLLECT, DMR_WORKER_AT_WINDOW },
+	{ "round: the window, nothing else asked", DMR_WORKER_AT_ROUND,
+	  { .mode_write = true, .seq_window_full = true },
+	  DMR_WORKER_CHECKPOINT_WINDOW, DMR_WORKER_AT_TAKE },
+	{ "round: a full batch is not taken again", DMR_WORKER_AT_ROUND,
+	  { .mode_write = true },
+	  DMR_WORKER_HANDLE_BIO, DMR_WORKER_AT_REQ_COMMIT },
+	{ "round: an empty batch takes the queue", DMR_WORKER_AT_ROUND,
+	  { .mode_write = true, .batch_empty = true },
+	  DMR_WORKER_TAKE_QUEUE, DMR_WORKER_AT_POP },
+	/* a stopping worker: no checkpoint, no collection */
+	{ "stopping: none of the three", DMR_WORKER_AT_ROUND,
+	  { TW_ALL, .stopping = true, .batch_empty = true },
+	  DMR_WORKER_TAKE_QUEUE, DMR_WORKER_AT_POP },
+	{ "stopping: no gc_collect", DMR_WORKER_AT_COLLECT,
+	  { TW_ALL, .stopping = true },
+	  DMR_WORKER_HANDLE_BIO, DMR_WORKER_AT_REQ_COMMIT },
+	{ "stopping: no window", DMR_WORKER_AT_WINDOW,
+	  { TW_ALL, .stopping = true },
+	  DMR_WORKER_HANDLE_BIO, DMR_WORKER_AT_REQ_COMMIT },
+	{ "stopping: still commits", DMR_WORKER_AT_POP,
+	  { TW_ALL, .stopping = true, .batch_empty = true, .nr_commit = 1 },
+	  DMR_WORKER_COMMIT, DMR_WORKER_AT_ROUND },
+	/* a target that does not write: no window checkpoint */
+	{ "read-only or failed: no window", DMR_WORKER_AT_ROUND,
+	  { .seq_window_full = true, .batch_empty = true },
+	  DMR_WORKER_TAKE_QUEUE, DMR_WORKER_AT_POP },
+	{ "read-only: the timer's checkpoint still goes", DMR_WORKER_AT_ROUND,
+	  { .ckpt_due = true, .seq_window_full = true },
+	  DMR_WORKER_CHECKPOINT_DUE, DMR_WORKER_AT_COLLECT },
+	/* after taking the queue */
+	{ "pop: a request", DMR_WORKER_AT_POP,
+	  { .mode_write = true, .nr_commit = 1, .commit_behind = 1 },
+	  DMR_WORKER_HANDLE_BIO, DMR_WORKER_AT_REQ_COMMIT },
+	{ "pop: no request, a flush waits: commit", DMR_WORKER_AT_POP,
+	  { .mode_write = true, .batch_empty = true, .nr_commit = 1,
+	    .commit_behind = 1 },
+	  DMR_WORKER_COMMIT, DMR_WORKER_AT_ROUND },
+	{ "pop: no request, no flush: try GC", DMR_WORKER_AT_POP,
+	  { .mode_write = true, .batch_empty = true },
+	  DMR_WORKER_GC_STEP, DMR_WORKER_AT_GC_TRIED },
+	{ "GC tried, it had work: next round", DMR_WORKER_AT_GC_TRIED,
+	  { .mode_write = true, .batch_empty = true, .gc_did = true },
+	  DMR_WORKER_TAKE_QUEUE, DMR_WORKER_AT_POP },
+	{ "GC tried, it had work: the timer's checkpoint", DMR_WORKER_AT_GC_TRIED,
+	  { .ckpt_due = true, .batch_empty = true, .gc_did = true },
+	  DMR_WORKER_CHECKPOINT_DUE, DMR_WORKER_AT_COLLECT },
+	{ "GC tried, no work: idle", DMR_WORKER_AT_GC_TRIED,
+	  { .mode_write = true, .batch_empty = true },
+	  DMR_WORKER_IDLE, DMR_WORKER_AT_GC_TRIED },
+	{ "GC tried, no work, a checkpoint due: idle", DMR_WORKER_AT_GC_TRIED,
+	  { TW_ALL, .batch_empty = true },
+	  DMR_WORKER_IDLE, DMR_WORKER_AT_GC_TRIED },
+	/* after a request */
+	{ "request, no flush waits: GC step", DMR_WORKER_AT_REQ_COMMIT,
+	  { .mode_write = true },
+	  DMR_WORKER_GC_STEP, DMR_WORKER_AT_ROUND },
+	{ "request, a flush waits: no GC, the next request", DMR_WORKER_AT_REQ_COMMIT,
+	  { .mode_write = true, .nr_commit = 1, .commit_behind = 1 },
+	  DMR_WORKER_HANDLE_BIO, DMR_WORKER_AT_REQ_COMMIT },
+	{ "request, a flush waits, batch empty: no GC, take", DMR_WORKER_AT_REQ_COMMIT,
+	  { .mode_write = true, .batch_empty = true, .nr_commit = 1,
+	    .commit_behind = 1 },
+	  DMR_WORKER_TAKE_QUEUE, DMR_WORKER_AT_POP },
+	{ "request, a flush waits: the timer's checkpoint", DMR_WORKER_AT_REQ_COMMIT,
+	  { TW_ALL, .nr_commit = 1, .commit_behind = 1 },
+	  DMR_WORKER_CHECKPOINT_DUE, DMR_WORKER_AT_COLLECT },
+	{ "request, behind one short: no commit", DMR_WORKER_AT_REQ_COMMIT,
+	  { .mode_write = true, .nr_commit = 1,
+	    .commit_behind = DMR_GROUP_COMMIT_BEHIND - 1 },
+	  DMR_WORKER_HANDLE_BIO, DMR_WORKER_AT_REQ_COMMIT },
+	{ "request, behind reached: commit", DMR_WORKER_AT_REQ_COMMIT,
+	  { .mode_write = true, .nr_commit = 1,
+	    .commit_behind = DMR_GROUP_COMMIT_BEHIND },
+	  DMR_WORKER_COMMIT, DMR_WORKER_AT_REQ_GC },
+	{ "request, most flushes wait: commit", DMR_WORKER_AT_REQ_COMMIT,
+	  { .mode_write = true, .nr_commit = DMR_GROUP_COMMIT_MAX,
+	    .commit_behind = 1 },
+	  DMR_WORKER_COMMIT, DMR_WORKER_AT_REQ_GC },
+	{ "request, committed: GC step", DMR_WORKER_AT_REQ_GC,
+	  { .mode_write = true },
+	  DMR_WORKER_GC_STEP, DMR_WORKER_AT_ROUND },
+	{ "request, committed, stopping: GC step", DMR_WORKER_AT_REQ_GC,
+	  { .stopping = true },
+	  DMR_WORKER_GC_STEP, DMR_WORKER_AT_ROUND },
+};
+
+static void dmr_worker_desc(const struct dmr_worker_case *c, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%s", c->name);
+}
+
+KUNIT_ARRAY_PARAM(dmr_worker, dmr_worker_cases, dmr_worker_desc);
+
+static void dmr_test_worker_next(struct kunit *test)
+{
+	const struct dmr_worker_case *c = test->param_value;
+	enum dmr_worker_phase phase = c->phase;
+
+	KUNIT_EXPECT_EQ(test, dmr_worker_next(&c->s, &phase), c->want);
+	KUNIT_EXPECT_EQ(test, phase, c->then);
+}
+
+/*
+ * Each check once per round, even when its step leaves the condition as
+ * it was (a checkpoint that failed): the worker still gets to its
+ * requests and commits.
+ */
+static void dmr_test_worker_round_order(struct kunit *test)
+{
+	static const enum dmr_worker_step want[] = {
+		DMR_WORKER_CHECKPOINT_DUE, DMR_WORKER_GC_COLLECT,
+		DMR_WORKER_CHECKPOINT_WINDOW, DMR_WORKER_TAKE_QUEUE,
+		DMR_WORKER_COMMIT,
+		DMR_WORKER_CHECKPOINT_DUE, DMR_WORKER_GC_COLLECT,
+		DMR_WORKER_CHECKPOINT_WINDOW, DMR_WORKER_TAKE_QUEUE,
+		DMR_WORKER_HANDLE_BIO, DMR_WORKER_COMMIT, DMR_WORKER_GC_STEP,
+		DMR_WORKER_CHECKPOINT_DUE,
+	};
+	struct dmr_worker_state s = { TW_ALL, .batch_empty = true, .nr_commit = 1 };
+	enum dmr_worker_phase phase = DMR_WORKER_AT_ROUND;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
+		/* the second round finds a request, then one flush waits */
+		if (i == 9)
+			s.batch_empty = false;
+		if (i == 10) {
+			s.batch_empty = true;
+			s.commit_behind = DMR_GROUP_COMMIT_BEHIND;
+		}
+		if (i == 11)
+			s.nr_commit = 0;
+		KUNIT_EXPECT_EQ(test, dmr_worker_next(&s, &phase), want[i]);
+	}
+}
+
+/*
+ * A model of the worker (dmr_worker()) around dmr_worker_next(): the
+ * steps change the state as the kernel's do.  @queued requests wait
+ * (TW_ENDLESS: the queue never empties, a take finds TW_BATCH), every
+ * @flush_every-th from the first is a flush, and GC has work for
+ * @gc_work steps.
+ */
+#define TW_BATCH	7U
+#define TW_ENDLESS	(~0U)
+
+struct dmr_tw_worker {
+	struct dmr_worker_state s;
+	enum dmr_worker_phase phase;
+	u32 queued, batch, flush_every, gc_work;
+	u32 handled, oldest, max_wait;
+	u32 commits, gc_steps, gc_with_flush, ckpts, collects;
+};
+
+static enum dmr_worker_step dmr_tw_step(struct dmr_tw_worker *w)
+{
+	struct dmr_worker_state *s = &w->s;
+	enum dmr_worker_step step;
+
+	s->batch_empty = !w->batch;
+	step = dmr_worker_next(s, &w->phase);
+	switch (step) {
+	case DMR_WORKER_CHECKPOINT_DUE:
+		s->ckpt_due = false;
+		w->ckpts++;
+		break;
+	case DMR_WORKER_GC_COLLECT:
+		s->gc_collect_req = false;
+		w->collects++;
+		break;
+	case DMR_WORKER_CHECKPOINT_WINDOW:
+		s->seq_window_full = false;
+		w->ckpts++;
+		break;
+	case DMR_WORKER_TAKE_QUEUE:
+		w->batch = w->queued == TW_ENDLESS ? TW_BATCH : w->queued;
+		if (w->queued != TW_ENDLESS)
+			w->queued = 0;
+		break;
+	case DMR_WORKER_HANDLE_BIO:
+		w->batch--;
+		if (w->flush_every && w->handled % w->flush_every == 0) {
+			if (!s->nr_commit)
+				w->oldest = w->handled;
+			s->nr_commit++;
+		}
+		w->handled++;
+		s->commit_behind = dmr_commit_behind(s->nr_commit, s->commit_behind);
+		if (s->nr_commit)
+			w->max_wait = max(w->max_wait, w->handled - w->oldest);
+		break;
+	case DMR_WORKER_COMMIT:
+		s->nr_commit = 0;
+		s->commit_behind = 0;
+		w->commits++;
+		break;
+	case DMR_WORKER_GC_STEP:
+		if (s->nr_commit)
+			w->gc_with_flush++;
+		s->gc_did = w->gc_work > 0;
+		if (w->gc_work)
+			w->gc_work--;
+		w->gc_steps++;
+		break;
+	case DMR_WORKER_IDLE:
+		break;
+	}
+	return step;
+}
+
+/*
+ * Writers at queue depth: the queue never empties, yet no flush waits
+ * for more than DMR_GROUP_COMMIT_BEHIND requests (itself included), and
+ * no GC step runs while one waits.
+ */
+static void dmr_test_worker_commit_bound(struct kunit *test)
+{
+	static const u32 every[] = { 1, 2, 5, 100, DMR_GROUP_COMMIT_BEHIND - 1,
+				     DMR_GROUP_COMMIT_BEHIND,
+				     10 * DMR_GROUP_COMMIT_BEHIND };
+	const u32 requests = 20 * DMR_GROUP_COMMIT_BEHIND;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(every); i++) {
+		struct dmr_tw_worker w = {
+			.s = { .mode_write = true }, .queued = TW_ENDLESS,
+			.flush_every = every[i], .gc_work = TW_ENDLESS,
+		};
+		u32 steps = 0;
+
+		while (w.handled < requests && steps++ < 10 * requests)
+			KUNIT_ASSERT_NE(test, dmr_tw_step(&w), DMR_WORKER_IDLE);
+		KUNIT_EXPECT_EQ(test, w.handled, requests);
+		KUNIT_EXPECT_LE(test, w.max_wait, DMR_GROUP_COMMIT_BEHIND);
+		KUNIT_EXPECT_EQ(test, w.gc_with_flush, 0);
+		KUNIT_EXPECT_GT(test, w.commits, 0);
+		/* one flush at a time: the commit at exactly the bound */
+		if (every[i] > DMR_GROUP_COMMIT_BEHIND)
+			KUNIT_EXPECT_EQ(test, w.max_wait, DMR_GROUP_COMMIT_BEHIND);
+		/* a flush in every request: DMR_GROUP_COMMIT_MAX per commit */
+		if (every[i] == 1)
+			KUNIT_EXPECT_EQ(test, w.max_wait, DMR_GROUP_COMMIT_MAX);
+	}
+}
+
+/*
+ * A queue that empties: every request is handled, GC runs until it
+ * reports no work, and the worker stops with no flush waiting, stopping
+ * or not; a stopping worker writes no checkpoint and collects nothing.
+ */
+static void dmr_test_worker_drains(struct kunit *test)
+{
+	static const struct {
+		u32 queued, flush_every, gc_work;
+		bool stopping;
+	} runs[] = {
+		{ 0, 0, 0, false },
+		{ 0, 0, 5, false },
+		{ 1, 1, 0, false },
+		{ 10, 3, 0, false },
+		{ 300, 7, 4, false },
+		{ 1000, 1000, 0, false },
+		{ 10, 3, 0, true },
+		{ 300, 1, 0, true },
+	};
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(runs); i++) {
+		struct dmr_tw_worker w = {
+			.s = { .mode_write = true, .ckpt_due = true,
+			       .gc_collect_req = true, .seq_window_full = true,
+			       .stopping = runs[i].stopping },
+			.queued = runs[i].queued,
+			.flush_every = runs[i].flush_every,
+			.gc_work = runs[i].gc_work,
+		};
+		u32 steps = 0;
+
+		while (dmr_tw_step(&w) != DMR_WORKER_IDLE)
+			KUNIT_ASSERT_NE(test, steps++, 100000);
+		KUNIT_EXPECT_EQ(test, w.handled, runs[i].queued);
+		KUNIT_EXPECT_EQ(test, w.s.nr_commit, 0);
+		KUNIT_EXPECT_EQ(test, w.gc_work, 0);
+		KUNIT_EXPECT_EQ(test, w.gc_with_flush, 0);
+		KUNIT_EXPECT_EQ(test, w.ckpts, runs[i].stopping ? 0 : 2);
+		KUNIT_EXPECT_EQ(test, w.collects, runs[i].stopping ? 0 : 1);
+	}
+}
+
 static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE_PARAM(dmr_test_seal_action, dmr_seal_gen_params),
 	KUNIT_CASE(dmr_test_seg_done_matches_log_advance),
 	KUNIT_CASE(dmr_test_unit_room_and_chunks),
 	KUNIT_CASE(dmr_test_seal_after_write),
 	KUNIT_CASE(dmr_test_group_commit_now),
+	KUNIT_CASE_PARAM(dmr_test_worker_next, dmr_worker_gen_params),
+	KUNIT_CASE(dmr_test_worker_round_order),
+	KUNIT_CASE(dmr_test_worker_commit_bound),
+	KUNIT_CASE(dmr_test_worker_drains),
 	KUNIT_CASE(dmr_test_message_checkpoint_verdict),
 	KUNIT_CASE(dmr_test_unmap_step),
 	KUNIT_CASE(dmr_test_flush_carrier),

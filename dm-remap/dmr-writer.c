@@ -114,6 +114,104 @@ bool dmr_group_commit_now(u32 waiting, bool queue_empty, u32 behind)
 }
 
 /**
+ * dmr_commit_behind() - dmr_group_commit_now()'s @behind after a request
+ * @waiting: flush and FUA requests waiting, the one just handled included
+ * @behind: the count before it
+ *
+ * Requests are counted only while a flush waits, from the first one that
+ * joins the commit (which counts itself); the commit resets the count.
+ *
+ * Return: the new count.
+ */
+u32 dmr_commit_behind(u32 waiting, u32 behind)
+{
+	return waiting ? behind + 1 : behind;
+}
+
+/**
+ * dmr_worker_next() - what the worker does next
+ * @s: the state, as the worker sampled it just now
+ * @phase: where the worker is in its round (DMR_WORKER_AT_ROUND when it
+ *	starts); set to where it will be once the step returned is done
+ *
+ * A round, each check once and in this order:
+ *
+ *  1. the periodic checkpoint, if the timer asked for it, then the
+ *     gc_collect message's collection, then a checkpoint if the sequence
+ *     window is full (a writing target only).  A stopping worker does
+ *     none of them: postsuspend's clean checkpoint owns the checkpoint
+ *     state, and a timer that fired between dmr_worker_stop()'s cancels
+ *     may still queue the worker.
+ *  2. If the batch is empty, the queue is taken into it, all at once.
+ *  3. The batch's next request is handled.  After it, the group commit
+ *     if dmr_group_commit_now() says so with the queue not empty (a
+ *     queue that never empties still commits within
+ *     DMR_GROUP_COMMIT_BEHIND requests), then one GC step, but only while
+ *     no flush waits (it would delay the flush).  The next round begins.
+ *  4. With no request at all, the group commit if a flush waits (every
+ *     request that came has joined it), and the next round; else one GC
+ *     step, and the next round if it did something; else the worker
+ *     stops.  So no flush is left waiting when the worker stops.
+ *
+ * Return: the step.
+ */
+enum dmr_worker_step dmr_worker_next(const struct dmr_worker_state *s,
+				     enum dmr_worker_phase *phase)
+{
+	/* each case returns a step, or moves @phase on and looks again */
+	for (;;) {
+		switch (*phase) {
+		case DMR_WORKER_AT_ROUND:
+			*phase = DMR_WORKER_AT_COLLECT;
+			if (s->ckpt_due && !s->stopping)
+				return DMR_WORKER_CHECKPOINT_DUE;
+			break;
+		case DMR_WORKER_AT_COLLECT:
+			*phase = DMR_WORKER_AT_WINDOW;
+			if (s->gc_collect_req && !s->stopping)
+				return DMR_WORKER_GC_COLLECT;
+			break;
+		case DMR_WORKER_AT_WINDOW:
+			*phase = DMR_WORKER_AT_TAKE;
+			if (s->mode_write && !s->stopping && s->seq_window_full)
+				return DMR_WORKER_CHECKPOINT_WINDOW;
+			break;
+		case DMR_WORKER_AT_TAKE:
+			*phase = DMR_WORKER_AT_POP;
+			if (s->batch_empty)
+				return DMR_WORKER_TAKE_QUEUE;
+			break;
+		case DMR_WORKER_AT_POP:
+			if (!s->batch_empty) {
+				*phase = DMR_WORKER_AT_REQ_COMMIT;
+				return DMR_WORKER_HANDLE_BIO;
+			}
+			if (dmr_group_commit_now(s->nr_commit, true, s->commit_behind)) {
+				*phase = DMR_WORKER_AT_ROUND;
+				return DMR_WORKER_COMMIT;
+			}
+			*phase = DMR_WORKER_AT_GC_TRIED;
+			return DMR_WORKER_GC_STEP;
+		case DMR_WORKER_AT_GC_TRIED:
+			if (!s->gc_did)
+				return DMR_WORKER_IDLE;
+			*phase = DMR_WORKER_AT_ROUND;
+			break;
+		case DMR_WORKER_AT_REQ_COMMIT:
+			*phase = DMR_WORKER_AT_REQ_GC;
+			if (dmr_group_commit_now(s->nr_commit, false, s->commit_behind))
+				return DMR_WORKER_COMMIT;
+			break;
+		case DMR_WORKER_AT_REQ_GC:
+			*phase = DMR_WORKER_AT_ROUND;
+			if (!s->nr_commit)
+				return DMR_WORKER_GC_STEP;
+			break;
+		}
+	}
+}
+
+/**
  * dmr_message_checkpoint_verdict() - may a checkpoint message run now?
  * @mode: enum dmr_mode
  * @active: the instance owns the device (load to postsuspend)

@@ -5,9 +5,10 @@
  * Pure code (see dmr-pure.h).  Every choice the log writer and the loader
  * make (when a unit is sealed and how it is written, where a discard goes,
  * which checkpoint slot a load uses, whether a load is a recovery, what an
- * empty flush returns, whether the checkpoint timer re-arms) is a function
- * here, so KUnit tests it and the kernel glue in dmr-write.c, dmr-ckpt.c and dmr-target.c
- * only carries it out.  No locking: the callers own the state passed in.
+ * empty flush returns, whether the checkpoint timer re-arms, what the
+ * worker does next) is a function here, so KUnit tests it and the kernel
+ * glue in dmr-worker.c, dmr-write.c, dmr-ckpt.c and dmr-target.c only
+ * carries it out.  No locking: the callers own the state passed in.
  */
 #ifndef DMR_WRITER_H
 #define DMR_WRITER_H
@@ -51,6 +52,94 @@ bool dmr_seal_after_write(bool unit_open, u32 wp, u32 seg_blocks);
 #define DMR_GROUP_COMMIT_BEHIND	256U
 
 bool dmr_group_commit_now(u32 waiting, bool queue_empty, u32 behind);
+u32 dmr_commit_behind(u32 waiting, u32 behind);
+
+/**
+ * enum dmr_worker_step - what the worker does next (dmr_worker_next())
+ * @DMR_WORKER_CHECKPOINT_DUE: the periodic checkpoint the timer asked for
+ * @DMR_WORKER_GC_COLLECT: the collection the gc_collect message asked for
+ * @DMR_WORKER_CHECKPOINT_WINDOW: a checkpoint, before the sequence
+ *	window fills (dmr_seq_window_full())
+ * @DMR_WORKER_TAKE_QUEUE: take every queued request into the batch
+ * @DMR_WORKER_HANDLE_BIO: handle the batch's next request
+ * @DMR_WORKER_COMMIT: the group commit (dmr_group_commit_now())
+ * @DMR_WORKER_GC_STEP: try one step of background GC, and record in
+ *	@gc_did of struct dmr_worker_state whether it did something
+ * @DMR_WORKER_IDLE: nothing to do: the worker returns
+ */
+enum dmr_worker_step {
+	DMR_WORKER_CHECKPOINT_DUE,
+	DMR_WORKER_GC_COLLECT,
+	DMR_WORKER_CHECKPOINT_WINDOW,
+	DMR_WORKER_TAKE_QUEUE,
+	DMR_WORKER_HANDLE_BIO,
+	DMR_WORKER_COMMIT,
+	DMR_WORKER_GC_STEP,
+	DMR_WORKER_IDLE,
+};
+
+/**
+ * enum dmr_worker_phase - where the worker is in its round
+ * @DMR_WORKER_AT_ROUND: a round begins: the periodic checkpoint is next
+ * @DMR_WORKER_AT_COLLECT: the gc_collect message is next
+ * @DMR_WORKER_AT_WINDOW: the sequence window's checkpoint is next
+ * @DMR_WORKER_AT_TAKE: taking the queue, if the batch is empty, is next
+ * @DMR_WORKER_AT_POP: the batch's next request, or with none the
+ *	empty queue's commit or GC step, is next
+ * @DMR_WORKER_AT_GC_TRIED: the empty queue's GC step was tried: go on
+ *	if it did something, else stop
+ * @DMR_WORKER_AT_REQ_COMMIT: a request was handled: its commit is next
+ * @DMR_WORKER_AT_REQ_GC: a request was handled: its GC step is next
+ *
+ * dmr_worker_next() owns the phase: the worker only starts each run at
+ * DMR_WORKER_AT_ROUND.  Each check is made once per round, in this
+ * order, so a step that leaves its condition true (a failed checkpoint)
+ * cannot hold the worker from its requests.
+ */
+enum dmr_worker_phase {
+	DMR_WORKER_AT_ROUND,
+	DMR_WORKER_AT_COLLECT,
+	DMR_WORKER_AT_WINDOW,
+	DMR_WORKER_AT_TAKE,
+	DMR_WORKER_AT_POP,
+	DMR_WORKER_AT_GC_TRIED,
+	DMR_WORKER_AT_REQ_COMMIT,
+	DMR_WORKER_AT_REQ_GC,
+};
+
+/**
+ * struct dmr_worker_state - what the worker's next step depends on
+ * @stopping: the worker is being stopped (postsuspend, destructor)
+ * @ckpt_due: the checkpoint timer fired
+ * @gc_collect_req: the gc_collect message waits
+ * @mode_write: the target writes (DMR_MODE_WRITE)
+ * @seq_window_full: dmr_seq_window_full() of the log's sequence
+ * @batch_empty: the batch holds no request; at DMR_WORKER_AT_POP, after
+ *	the queue was taken, no request waits at all
+ * @nr_commit: flush and FUA requests waiting for the group commit
+ * @commit_behind: requests handled since the oldest of them joined
+ *	(dmr_commit_behind())
+ * @gc_did: the last GC step did something
+ *
+ * Sampled by the worker before each dmr_worker_next(), except @gc_did,
+ * which is the GC step's result.  Whether background GC has work is not
+ * known without doing the step (it decides on the segment table under
+ * the worker's own state), so GC is a step the worker tries and reports.
+ */
+struct dmr_worker_state {
+	bool stopping;
+	bool ckpt_due;
+	bool gc_collect_req;
+	bool mode_write;
+	bool seq_window_full;
+	bool batch_empty;
+	u32 nr_commit;
+	u32 commit_behind;
+	bool gc_did;
+};
+
+enum dmr_worker_step dmr_worker_next(const struct dmr_worker_state *s,
+				     enum dmr_worker_phase *phase);
 int dmr_message_checkpoint_verdict(int mode, bool active, bool stopping);
 bool dmr_head_unwritten(bool unit_open, const struct dmr_unit *u, u32 offset,
 			u32 written);

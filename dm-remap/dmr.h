@@ -4,7 +4,9 @@
  *
  * Files, by job:
  *   dmr-target.c    device-mapper glue: table, map, status, messages, suspend
- *   dmr-write.c     the worker and the log writer: heads, units, flushes
+ *   dmr-worker.c    the worker: asks dmr_worker_next() what to do next,
+ *                   takes the queue, makes the group commit
+ *   dmr-write.c     the log writer: heads, units, writes, discards, flushes
  *   dmr-read.c      reads: the remapping fast path, reads from memory,
  *                   per-segment counts of reads in flight
  *   dmr-ckpt.c      checkpoints, and loading (checkpoint + replay)
@@ -19,10 +21,10 @@
  * Concurrency model.  All writes, discards, flushes, checkpoints, garbage
  * collection and reads that must be served from memory are handled by one
  * worker, a single work item that never runs concurrently with itself
- * (dmr-write.c), so the log heads, the sequence number and GC state have a
- * single owner and need no lock.  A segment that is done is checksummed
- * and written by a second stage (a slot of @flight) while the worker
- * fills the next one; the worker hands the slot its buffer before
+ * (dmr-worker.c), so the log heads, the sequence number and GC state
+ * have a single owner and need no lock.  A segment that is done is
+ * checksummed and written by a second stage (a slot of @flight) while the
+ * worker fills the next one; the worker hands the slot its buffer before
  * queueing it and takes the slot back only after its @done, so each
  * buffer has one owner at a time.  The map and segment table are read
  * from the bio submission path too (dmr_map_read() sends reads of data on
@@ -337,9 +339,13 @@ int dmr_rw(struct dmr_target *rc, blk_opf_t opf, u64 blocknr, u32 nr, void *buf)
 void dmr_fail(struct dmr_target *rc, int err, const char *what);
 u64 dmr_map_memory(const struct dmr_target *rc);
 
-/* Functions defined in dmr-write.c */
+/* Functions defined in dmr-worker.c */
 void dmr_queue_bio(struct dmr_target *rc, struct bio *bio);
 void dmr_worker(struct work_struct *work);
+
+/* Functions defined in dmr-write.c */
+void dmr_do_write(struct dmr_target *rc, struct bio *bio);
+void dmr_do_discard(struct dmr_target *rc, struct bio *bio);
 void dmr_flight_fn(struct work_struct *work);
 int dmr_flight_wait(struct dmr_target *rc);
 int dmr_flush_all(struct dmr_target *rc, bool flush_device);
