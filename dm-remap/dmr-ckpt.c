@@ -181,6 +181,8 @@ int dmr_checkpoint(struct dmr_target *rc, bool clean)
 	c.user_blocks = rc->total_user;
 	c.log_blocks = rc->total_log;
 	c.gc_moved = rc->total_moved;
+	c.temp_threshold = rc->temp.threshold;
+	c.age = rc->map.age;
 	dmr_ckpt_encode(&c, rc->sb.uuid, rc->bounce);
 	r = dmr_rw(rc, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA, base, 1, rc->bounce);
 	if (r)
@@ -457,6 +459,15 @@ int dmr_load(struct dmr_target *rc, const char **error)
 					   dmr_load_fell_back(st, c, slot));
 	rc->seq = recovery ? dmr_seq_after_recovery(dmr_ckpt_log_seq_bound(st, c, slot),
 						    seq) : seq;
+	/*
+	 * Item 14: segment ages leave the jump out (the numbers after the
+	 * last unit replayed up to the next one written are never used), and
+	 * the temperature estimate and the segments' hot flags
+	 * (dmr_load_slot()) go on from the checkpoint.
+	 */
+	rc->map.age = c[slot].age;
+	dmr_age_clock_jump(&rc->map.age, seq, rc->seq + 1);
+	rc->temp.threshold = c[slot].temp_threshold;
 	rc->mode = rc->read_only ? DMR_MODE_READ_ONLY : DMR_MODE_WRITE;
 	if (recovery)
 		DMINFO("%s: recovery%s: checkpoint %llu (slot %d), %llu units, end: %s/%s/%s/%s",

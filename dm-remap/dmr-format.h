@@ -264,7 +264,17 @@ static_assert(sizeof(struct dmr_disk_summary) == DMR_BLOCK_SIZE,
  * @log_blocks: blocks written to the log since format (user and GC data,
  *	summaries): @log_blocks / @user_blocks is the write amplification
  * @gc_moved: blocks relocated by GC since format
+ * @temp_threshold: the temperature estimate (struct dmr_temp), 0 if none
+ * @nr_age_jumps: recovery jumps in @age_jumps (at most 8)
+ * @age_pad: zero
+ * @age_jumps: the age clock (struct dmr_age_clock): per recovery jump,
+ *	oldest first, the first sequence number after it and how many it
+ *	skipped
  * @reserved: zero
+ *
+ * @temp_threshold, @nr_age_jumps and @age_jumps came after the first
+ * modules of format 3, which write them as zero (no estimate yet, no
+ * jump) and do not read them; the layout is otherwise unchanged.
  */
 struct dmr_disk_ckpt {
 	__u8 magic[DMR_MAGIC_LEN];
@@ -285,19 +295,28 @@ struct dmr_disk_ckpt {
 	__le64 user_blocks;
 	__le64 log_blocks;
 	__le64 gc_moved;
-	__u8 reserved[3952];
+	__le64 temp_threshold;
+	__le32 nr_age_jumps;
+	__le32 age_pad;
+	struct {
+		__le64 at;
+		__le64 len;
+	} __packed age_jumps[8];
+	__u8 reserved[3808];
 } __packed;
 
 static_assert(sizeof(struct dmr_disk_ckpt) == DMR_BLOCK_SIZE,
 	      "checkpoint header must be exactly one block");
 
 #define DMR_SEG_USED	0x1U	/* holds the log of its current use (not free) */
+#define DMR_DISK_SEG_HOT	0x2U	/* a hot head opened it (DMR_SEG_HOT in memory) */
 
 /**
  * struct dmr_disk_segment - one segment table entry
  * @seq: log sequence number of the first unit of its current use (its age)
  * @valid: valid data blocks (must match the map)
- * @flags: DMR_SEG_USED
+ * @flags: DMR_SEG_USED, DMR_DISK_SEG_HOT (written since the age clock came;
+ *	earlier modules of format 3 mask it off when they load)
  */
 struct dmr_disk_segment {
 	__le64 seq;

@@ -1112,7 +1112,7 @@ static u64 dmr_gct_scan_best(const struct dmr_map *m, u64 now_seq)
 	for (i = 0; i < m->nr_segs; i++) {
 		if (!dmr_seg_collectable(&m->segs[i], m->seg_blocks))
 			continue;
-		score = dmr_gc_score(&m->segs[i], m->seg_blocks, now_seq, false);
+		score = dmr_gc_score(m, &m->segs[i], now_seq, false);
 		if (score > best)
 			best = score;
 	}
@@ -1178,11 +1178,11 @@ static const char *dmr_gct_victims_agree(struct dmr_map *m, u64 now_seq)
 		return "cost-benefit missed a collectable segment";
 	if (v == DMR_NO_SEGMENT)
 		return NULL;
-	score = dmr_gc_score(&m->segs[v], m->seg_blocks, now_seq, false);
+	score = dmr_gc_score(m, &m->segs[v], now_seq, false);
 	for (i = 0; i < m->nr_segs; i++)
 		if (dmr_seg_collectable(&m->segs[i], m->seg_blocks) &&
 		    dmr_seg_bucket_first(m, m->segs[i].valid) == i &&
-		    dmr_gc_score(&m->segs[i], m->seg_blocks, now_seq, false) > score)
+		    dmr_gc_score(m, &m->segs[i], now_seq, false) > score)
 			return "cost-benefit passed over the first segment of a bucket";
 	if (dmr_gct_bucket_max(m) <= DMR_GC_CB_PER_BUCKET &&
 	    score != dmr_gct_scan_best(m, now_seq))
@@ -1422,8 +1422,8 @@ static void dmr_gct_victim_cost_benefit(struct kunit *test)
 	dmr_gct_set_seg(&m, 0, DMR_SEG_USED, 16, 900);
 	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 16, 100);
 	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 1000), 1U);
-	KUNIT_EXPECT_GT(test, dmr_gc_score(&m.segs[1], b, 1000, false),
-			dmr_gc_score(&m.segs[0], b, 1000, false));
+	KUNIT_EXPECT_GT(test, dmr_gc_score(&m, &m.segs[1], 1000, false),
+			dmr_gc_score(&m, &m.segs[0], 1000, false));
 	dmr_gct_set_seg(&m, 0, DMR_SEG_USED, 16, 100);
 	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 16, 900);
 	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 1000), 0U);
@@ -1442,8 +1442,8 @@ static void dmr_gct_victim_cost_benefit(struct kunit *test)
 	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 32, 980);
 	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 1000), 0U);
 	/* greedy scores are the blocks freed, whatever the age */
-	KUNIT_EXPECT_EQ(test, dmr_gc_score(&m.segs[0], b, 1000, true), (u64)(b - 4));
-	KUNIT_EXPECT_EQ(test, dmr_gc_score(&m.segs[1], b, 1000, true), (u64)(b - 32));
+	KUNIT_EXPECT_EQ(test, dmr_gc_score(&m, &m.segs[0], 1000, true), (u64)(b - 4));
+	KUNIT_EXPECT_EQ(test, dmr_gc_score(&m, &m.segs[1], 1000, true), (u64)(b - 32));
 
 	/*
 	 * Each bucket is looked at from the segment that has had its count
@@ -1459,6 +1459,92 @@ static void dmr_gct_victim_cost_benefit(struct kunit *test)
 	dmr_gct_drop(&m, 0);	/* 0 leaves the bucket of 32 */
 	dmr_gct_drop(&m, 1);
 	KUNIT_EXPECT_EQ(test, dmr_gc_victim(&m, false, 1000), DMR_GC_CB_PER_BUCKET);
+}
+
+/*
+ * Issue 24 item 14: a recovery resumes the sequence 2^32 on (rule 4), and
+ * ages must not count the jump.  The clock: one jump, a segment opened
+ * before it, one after, none older than it is; nine jumps merge the
+ * oldest two and nobody looks older than he is.
+ */
+static void dmr_gct_age_clock(struct kunit *test)
+{
+	const u64 J = 1ULL << 32;
+	struct dmr_age_clock c = { };
+	u64 from, to, born, now;
+	u32 i;
+
+	KUNIT_EXPECT_EQ(test, dmr_seq_age(&c, 10, 110), 100ULL);
+	KUNIT_EXPECT_EQ(test, dmr_seq_age(&c, 110, 10), 0ULL);
+	/* replay applied 500, the next unit is 500 + 2^32 + 1 */
+	dmr_age_clock_jump(&c, 500, 501 + J);
+	KUNIT_EXPECT_EQ(test, c.nr, 1U);
+	KUNIT_EXPECT_TRUE(test, dmr_age_clock_valid(&c));
+	KUNIT_EXPECT_EQ(test, dmr_seq_age(&c, 10, 500), 490ULL);
+	KUNIT_EXPECT_EQ(test, dmr_seq_age(&c, 10, 501 + J), 491ULL);
+	KUNIT_EXPECT_EQ(test, dmr_seq_age(&c, 10, 1000 + J), 990ULL);
+	KUNIT_EXPECT_EQ(test, dmr_seq_age(&c, 600 + J, 1000 + J), 400ULL);
+	/* a load with nothing to jump over adds nothing */
+	dmr_age_clock_jump(&c, 1000 + J, 1001 + J);
+	KUNIT_EXPECT_EQ(test, c.nr, 1U);
+	/* a crash right after the recovery: jumps back to back */
+	dmr_age_clock_jump(&c, 500 + J, 501 + 2 * J);
+	KUNIT_EXPECT_TRUE(test, dmr_age_clock_valid(&c));
+	KUNIT_EXPECT_EQ(test, dmr_seq_age(&c, 10, 600 + 2 * J), 590ULL);
+
+	/* nine jumps, 1000 units apart: one segment from before all of them */
+	memset(&c, 0, sizeof(c));
+	from = 1000;
+	for (i = 0; i < DMR_AGE_JUMPS + 1; i++) {
+		to = from + J + 1;
+		dmr_age_clock_jump(&c, from, to);
+		KUNIT_EXPECT_TRUE(test, dmr_age_clock_valid(&c));
+		from = to + 999;
+	}
+	now = from;
+	KUNIT_EXPECT_EQ(test, c.nr, (u32)DMR_AGE_JUMPS);
+	KUNIT_EXPECT_EQ(test, dmr_seq_age(&c, 1, now), 999ULL + 1000 * (DMR_AGE_JUMPS + 1));
+	/* born between the two merged ones: younger than it is, never older */
+	born = 1000 + J + 1 + 500;
+	KUNIT_EXPECT_LE(test, dmr_seq_age(&c, born, now), now - born - (DMR_AGE_JUMPS) * J);
+	KUNIT_EXPECT_LT(test, dmr_seq_age(&c, born, now), J);
+	/* born after the merged ones: exact */
+	born = c.at[1] + 10;	/* the third jump's: six after it */
+	KUNIT_EXPECT_EQ(test, dmr_seq_age(&c, born, now),
+			now - born - (u64)(DMR_AGE_JUMPS - 2) * J);
+}
+
+/*
+ * Item 14 in the victim choice and the temperature estimate.  A full old
+ * segment opened before a recovery and a half-empty one opened after it:
+ * counting the jump, the old one would score 2^32 units of age and
+ * cost-benefit would move its 48 blocks; on the clock, the young one
+ * frees more per block moved.  The temperature estimate is fed the
+ * lifetime of a block's previous copy: never 2^32.
+ */
+static void dmr_gct_victim_after_recovery(struct kunit *test)
+{
+	const u64 J = 1ULL << 32, now = 1000 + J;
+	struct dmr_temp t = { };
+	struct dmr_map m;
+	u32 v;
+
+	dmr_gct_map_init(test, &m, GCT_LOGICAL, 4, GCT_SEG_BLOCKS);
+	dmr_age_clock_jump(&m.age, 500, 501 + J);
+	dmr_gct_set_seg(&m, 0, DMR_SEG_USED, 48, 10);
+	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 16, 600 + J);
+	/* (64 - 48) * 991 / 49 = 323 against (64 - 16) * 401 / 17 = 1132 */
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, now), 1U);
+	KUNIT_EXPECT_LT(test, dmr_gc_score(&m, &m.segs[0], now, false), 400ULL);
+
+	/* a block in the old segment overwritten now: its life was 991 units */
+	v = dmr_temp_classify(&t, 0 * GCT_SEG_BLOCKS + 1, &m, now);
+	KUNIT_EXPECT_EQ(test, v, (u32)DMR_HEAD_COLD);
+	KUNIT_EXPECT_LT(test, t.threshold, 100000ULL);
+
+	/* the jump counted (the clock before item 14): the old, full one */
+	memset(&m.age, 0, sizeof(m.age));
+	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, now), 0U);
 }
 
 /*
@@ -1759,8 +1845,12 @@ static void dmr_gct_gc_heads(struct kunit *test)
 	dmr_seg_open(&m, seg[DMR_HEAD_HOT], 9);
 	dmr_seg_set_head(&m.segs[seg[DMR_HEAD_HOT]], DMR_HEAD_COLD);
 	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_HOT]]), DMR_HEAD_GC);
-	/* and a load forgets: every sealed segment counts as cold */
+	/* a load keeps it (item 14: checkpoints carry it, DMR_DISK_SEG_HOT) */
 	dmr_map_load_states(&m);
+	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_GC_HOT]]), DMR_HEAD_GC_HOT);
+	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_HOT]]), DMR_HEAD_GC);
+	/* a new use starts cold: a hot segment freed and opened again by replay */
+	dmr_seg_open(&m, seg[DMR_HEAD_GC_HOT], 20);
 	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_GC_HOT]]), DMR_HEAD_GC);
 	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
 }
@@ -2005,6 +2095,8 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE(dmr_gct_victim_greedy),
 	KUNIT_CASE(dmr_gct_victim_cost_benefit),
 	KUNIT_CASE(dmr_gct_victim_whole_device),
+	KUNIT_CASE(dmr_gct_age_clock),
+	KUNIT_CASE(dmr_gct_victim_after_recovery),
 	KUNIT_CASE(dmr_gct_victim_matches_scan),
 	KUNIT_CASE(dmr_gct_collectable_counts_summaries),
 	KUNIT_CASE(dmr_gct_high_max),

@@ -404,7 +404,11 @@ static void dmr_test_ckpt_codec(struct kunit *test)
 		.crc_csum = 0xdeadbeef, .segtab_csum = 0x12345678,
 		.mapped_blocks = 4242, .user_blocks = 1ULL << 40,
 		.log_blocks = (1ULL << 40) + 3, .gc_moved = 77,
+		.temp_threshold = 123456789,
+		.age = { .nr = 2, .at = { 1000 + (1ULL << 32), 5000 + (2ULL << 32) },
+			 .len = { 1ULL << 32, 1ULL << 32 } },
 	}, out;
+	struct dmr_disk_ckpt *d;
 	u8 *block = f->buf;
 	unsigned int h;
 
@@ -424,6 +428,39 @@ static void dmr_test_ckpt_codec(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, out.user_blocks, c.user_blocks);
 	KUNIT_EXPECT_EQ(test, out.log_blocks, c.log_blocks);
 	KUNIT_EXPECT_EQ(test, out.gc_moved, c.gc_moved);
+	/* item 14: the temperature estimate and the age clock */
+	KUNIT_EXPECT_EQ(test, out.temp_threshold, c.temp_threshold);
+	KUNIT_EXPECT_EQ(test, out.age.nr, 2U);
+	for (h = 0; h < 2; h++) {
+		KUNIT_EXPECT_EQ(test, out.age.at[h], c.age.at[h]);
+		KUNIT_EXPECT_EQ(test, out.age.len[h], c.age.len[h]);
+	}
+	/* a header of the first format 3 modules: zero there, no jump */
+	d = (struct dmr_disk_ckpt *)block;
+	d->temp_threshold = 0;
+	d->nr_age_jumps = 0;
+	memset(d->age_jumps, 0, sizeof(d->age_jumps));
+	d->csum = cpu_to_le32(dmr_csum_block(d, DMR_CKPT_CSUM_SALT));
+	KUNIT_ASSERT_EQ(test, dmr_ckpt_decode(block, 2, f->uuid, &out), DMR_LOG_OK);
+	KUNIT_EXPECT_EQ(test, out.temp_threshold, 0ULL);
+	KUNIT_EXPECT_EQ(test, out.age.nr, 0U);
+	KUNIT_EXPECT_EQ(test, dmr_seq_age(&out.age, 10, 1ULL << 40), (1ULL << 40) - 10);
+	/* clocks no writer makes: too many jumps, out of order, too long */
+	d->nr_age_jumps = cpu_to_le32(DMR_AGE_JUMPS + 1);
+	d->csum = cpu_to_le32(dmr_csum_block(d, DMR_CKPT_CSUM_SALT));
+	KUNIT_EXPECT_EQ(test, dmr_ckpt_decode(block, 2, f->uuid, &out), DMR_LOG_BAD_COUNTS);
+	d->nr_age_jumps = cpu_to_le32(2);
+	d->age_jumps[0].at = cpu_to_le64(1ULL << 33);
+	d->age_jumps[0].len = cpu_to_le64(1ULL << 32);
+	d->age_jumps[1].at = cpu_to_le64(1ULL << 32);
+	d->age_jumps[1].len = cpu_to_le64(1000);
+	d->csum = cpu_to_le32(dmr_csum_block(d, DMR_CKPT_CSUM_SALT));
+	KUNIT_EXPECT_EQ(test, dmr_ckpt_decode(block, 2, f->uuid, &out), DMR_LOG_BAD_COUNTS);
+	d->nr_age_jumps = cpu_to_le32(1);
+	d->age_jumps[0].len = cpu_to_le64(1ULL << 33);
+	d->csum = cpu_to_le32(dmr_csum_block(d, DMR_CKPT_CSUM_SALT));
+	KUNIT_EXPECT_EQ(test, dmr_ckpt_decode(block, 2, f->uuid, &out), DMR_LOG_BAD_COUNTS);
+	dmr_ckpt_encode(&c, f->uuid, block);
 	KUNIT_EXPECT_EQ(test, dmr_ckpt_decode(block, 3, f->uuid, &out),
 			DMR_LOG_BAD_LOCATION);
 	block[4000] ^= 1;
@@ -667,7 +704,8 @@ static void dmr_fake_write_slot(struct dmr_fake *f, unsigned int slot,
 	for (i = 0; i < m->nr_segs; i++) {
 		d[i].seq = cpu_to_le64(m->segs[i].seq);
 		d[i].valid = cpu_to_le32(m->segs[i].valid);
-		d[i].flags = cpu_to_le32(m->segs[i].flags & DMR_SEG_DISK_FLAGS);
+		d[i].flags = cpu_to_le32((m->segs[i].flags & DMR_SEG_USED) |
+					  (m->segs[i].flags & DMR_SEG_HOT ? DMR_DISK_SEG_HOT : 0));
 	}
 	c->segtab_csum = crc32c(~0U, d, l.segtab_blocks * DMR_BLOCK_SIZE);
 }
@@ -779,6 +817,8 @@ static void dmr_test_slot_write(struct kunit *test)
 	f->map.segs[1].seq = 33;
 	f->map.segs[2].flags |= DMR_SEG_USED | DMR_SEG_PREFREE;	/* empty, sealed */
 	f->map.segs[2].seq = 12;
+	f->map.segs[3].flags |= DMR_SEG_USED | DMR_SEG_HOT;	/* a hot head's, sealed */
+	f->map.segs[3].seq = 40;
 
 	dmr_fake_write_slot(f, 0, &f->map, &c0);
 	KUNIT_ASSERT_EQ(test, dmr_slot_write(&io, &f->geo, 1, &f->map, map_crc, &c1), 0);
@@ -802,8 +842,9 @@ static void dmr_test_slot_write(struct kunit *test)
 	for (seg = 0; seg < m.nr_segs; seg++) {
 		KUNIT_EXPECT_EQ(test, m.segs[seg].seq, f->map.segs[seg].seq);
 		KUNIT_EXPECT_EQ(test, m.segs[seg].valid, f->map.segs[seg].valid);
-		/* only USED is on disk */
-		KUNIT_EXPECT_EQ(test, m.segs[seg].flags, f->map.segs[seg].flags & DMR_SEG_USED);
+		/* only USED and HOT are on disk (item 14: the hot flag survives) */
+		KUNIT_EXPECT_EQ(test, m.segs[seg].flags,
+				f->map.segs[seg].flags & (DMR_SEG_USED | DMR_SEG_HOT));
 	}
 
 	/* an unmapped map block is all zeroes, and dmr_slot_map_zero() says so */

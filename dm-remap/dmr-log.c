@@ -254,6 +254,9 @@ enum dmr_log_status dmr_unit_decode(const void *block, u64 blocknr,
 	return DMR_LOG_OK;
 }
 
+static_assert(sizeof(((struct dmr_disk_ckpt *)0)->age_jumps) ==
+	      DMR_AGE_JUMPS * 2 * sizeof(__le64), "the age clock's jumps on disk");
+
 /**
  * dmr_ckpt_encode() - write a checkpoint slot header
  * @c: the header
@@ -283,6 +286,12 @@ void dmr_ckpt_encode(const struct dmr_ckpt *c, const u8 *uuid, void *block)
 	d->user_blocks = cpu_to_le64(c->user_blocks);
 	d->log_blocks = cpu_to_le64(c->log_blocks);
 	d->gc_moved = cpu_to_le64(c->gc_moved);
+	d->temp_threshold = cpu_to_le64(c->temp_threshold);
+	d->nr_age_jumps = cpu_to_le32(c->age.nr);
+	for (i = 0; i < c->age.nr && i < DMR_AGE_JUMPS; i++) {
+		d->age_jumps[i].at = cpu_to_le64(c->age.at[i]);
+		d->age_jumps[i].len = cpu_to_le64(c->age.len[i]);
+	}
 	dmr_put_csum(d, DMR_CKPT_CSUM_SALT);
 }
 
@@ -325,6 +334,17 @@ enum dmr_log_status dmr_ckpt_decode(const void *block, u64 blocknr,
 	c->user_blocks = le64_to_cpu(d->user_blocks);
 	c->log_blocks = le64_to_cpu(d->log_blocks);
 	c->gc_moved = le64_to_cpu(d->gc_moved);
+	c->temp_threshold = le64_to_cpu(d->temp_threshold);
+	memset(&c->age, 0, sizeof(c->age));
+	c->age.nr = le32_to_cpu(d->nr_age_jumps);
+	if (c->age.nr > DMR_AGE_JUMPS)
+		return DMR_LOG_BAD_COUNTS;
+	for (i = 0; i < c->age.nr; i++) {
+		c->age.at[i] = le64_to_cpu(d->age_jumps[i].at);
+		c->age.len[i] = le64_to_cpu(d->age_jumps[i].len);
+	}
+	if (!dmr_age_clock_valid(&c->age))
+		return DMR_LOG_BAD_COUNTS;
 	return DMR_LOG_OK;
 }
 
@@ -351,10 +371,14 @@ static int dmr_slot_table(const struct dmr_slot_io *io, u64 start, u64 nr_blocks
 			} else {
 				const struct dmr_disk_segment *d = io->bounce;
 				struct dmr_seg *s = &m->segs[item];
+				u32 flags;
 
 				s->seq = le64_to_cpu(d[k].seq);
 				s->valid = le32_to_cpu(d[k].valid);
-				s->flags = le32_to_cpu(d[k].flags) & DMR_SEG_DISK_FLAGS;
+				flags = le32_to_cpu(d[k].flags);
+				s->flags = flags & DMR_SEG_DISK_FLAGS;
+				if ((flags & DMR_DISK_SEG_HOT) && (flags & DMR_SEG_USED))
+					s->flags |= DMR_SEG_HOT;
 				s->free_after = 0;
 				s->flush_after = 0;
 			}
@@ -504,7 +528,8 @@ u64 dmr_slot_table_encode(const struct dmr_map *m, const u32 *map_crc,
 
 			d[k].seq = cpu_to_le64(s->seq);
 			d[k].valid = cpu_to_le32(s->valid);
-			d[k].flags = cpu_to_le32(s->flags & DMR_SEG_DISK_FLAGS);
+			d[k].flags = cpu_to_le32((s->flags & DMR_SEG_DISK_FLAGS) |
+						  (s->flags & DMR_SEG_HOT ? DMR_DISK_SEG_HOT : 0));
 		}
 	}
 	return item;
@@ -689,6 +714,8 @@ void dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u, u32 segment,
 	if (!(s->flags & DMR_SEG_USED) || !offset) {
 		if (dmr_seg_is_free(s))
 			m->nr_free--;
+		/* a new use: its temperature is not in the log (cold) */
+		s->flags &= ~DMR_SEG_HOT;
 		s->flags |= DMR_SEG_USED;
 		s->seq = u->seq;
 	}

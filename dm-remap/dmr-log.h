@@ -104,6 +104,8 @@ struct dmr_ckpt {
 	u64 user_blocks;
 	u64 log_blocks;
 	u64 gc_moved;
+	u64 temp_threshold;
+	struct dmr_age_clock age;
 };
 
 void dmr_ckpt_encode(const struct dmr_ckpt *c, const u8 *uuid, void *block);

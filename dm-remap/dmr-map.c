@@ -156,6 +156,7 @@ void dmr_map_init(struct dmr_map *m, u32 *l2p, u64 nr_logical,
 	m->nr_free = nr_segs;
 	m->nr_prefree = 0;
 	m->track = true;
+	memset(&m->age, 0, sizeof(m->age));
 	memset(l2p, 0, nr_logical * sizeof(*l2p));
 	memset(segs, 0, (size_t)nr_segs * sizeof(*segs));
 	memset(dirty, DMR_DIRTY_ALL, m->nr_map_blocks);
@@ -382,7 +383,7 @@ void dmr_map_load_states(struct dmr_map *m)
 	for (i = 0; i < m->nr_segs; i++) {
 		struct dmr_seg *s = &m->segs[i];
 
-		s->flags &= DMR_SEG_DISK_FLAGS | DMR_SEG_OPEN;
+		s->flags &= DMR_SEG_DISK_FLAGS | DMR_SEG_OPEN | DMR_SEG_HOT;
 		s->free_after = m->ckpt_seq + DMR_REUSE_CHECKPOINTS;
 		if (dmr_seg_is_free(s))
 			m->nr_free++;
@@ -585,6 +586,9 @@ u32 dmr_seg_alloc(struct dmr_map *m)
  * @m: the map
  * @seg: a segment reserved by dmr_seg_alloc() (or free, at format)
  * @seq: sequence number of its first unit: its age from now on
+ *
+ * A new use starts cold: the head's temperature is the caller's
+ * (dmr_seg_set_head()); replay leaves it cold.
  */
 void dmr_seg_open(struct dmr_map *m, u32 seg, u64 seq)
 {
@@ -593,6 +597,7 @@ void dmr_seg_open(struct dmr_map *m, u32 seg, u64 seq)
 	if (dmr_seg_is_free(s))
 		m->nr_free--;
 	dmr_seg_unlist(m, seg);
+	s->flags &= ~DMR_SEG_HOT;
 	s->flags |= DMR_SEG_USED | DMR_SEG_OPEN;
 	s->seq = seq;
 }
@@ -783,4 +788,77 @@ u32 dmr_seg_fewest_valid(struct dmr_map *m)
 	while (m->lists[m->bucket_min] == DMR_NO_SEGMENT)
 		m->bucket_min++;
 	return m->lists[m->bucket_min];
+}
+
+/**
+ * dmr_seq_age() - a segment's age, the recovery jumps left out
+ * @c: the age clock
+ * @born: the segment's sequence number (the first unit of its current use)
+ * @now: the log's last sequence number
+ *
+ * Return: @now - @born less every jump made after @born, 0 if @now is not
+ * past @born (or, after merged jumps, would not be).
+ */
+u64 dmr_seq_age(const struct dmr_age_clock *c, u64 born, u64 now)
+{
+	u64 age = now > born ? now - born : 0;
+	u32 i;
+
+	for (i = 0; i < c->nr; i++) {
+		if (c->at[i] <= born || c->at[i] > now)
+			continue;
+		age = age > c->len[i] ? age - c->len[i] : 0;
+	}
+	return age;
+}
+
+/**
+ * dmr_age_clock_jump() - note a recovery jump
+ * @c: the age clock
+ * @from: the last sequence number before the jump (what replay applied)
+ * @to: the first one after it
+ *
+ * Sequence numbers @from + 1 ... @to - 1 are never used, so they are no
+ * one's age.  Beyond DMR_AGE_JUMPS jumps the two oldest merge (see struct
+ * dmr_age_clock).
+ */
+void dmr_age_clock_jump(struct dmr_age_clock *c, u64 from, u64 to)
+{
+	u32 i;
+
+	if (to <= from + 1)
+		return;
+	if (c->nr == DMR_AGE_JUMPS) {
+		c->len[1] += c->len[0];
+		for (i = 1; i < DMR_AGE_JUMPS; i++) {
+			c->at[i - 1] = c->at[i];
+			c->len[i - 1] = c->len[i];
+		}
+		c->nr--;
+	}
+	c->at[c->nr] = to;
+	c->len[c->nr] = to - from - 1;
+	c->nr++;
+}
+
+/**
+ * dmr_age_clock_valid() - is a decoded age clock one this code writes?
+ * @c: the clock
+ *
+ * Return: true if it holds at most DMR_AGE_JUMPS jumps, in increasing
+ * order, none longer than the sequence number after it.
+ */
+bool dmr_age_clock_valid(const struct dmr_age_clock *c)
+{
+	u32 i;
+
+	if (c->nr > DMR_AGE_JUMPS)
+		return false;
+	for (i = 0; i < c->nr; i++) {
+		if (!c->len[i] || c->len[i] >= c->at[i])
+			return false;
+		if (i && c->at[i] - c->len[i] < c->at[i - 1])
+			return false;
+	}
+	return true;
 }

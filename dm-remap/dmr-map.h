@@ -109,6 +109,37 @@ enum dmr_reuse_wait {
 #define DMR_DIRTY_SLOT(slot)	(1U << (slot))
 #define DMR_DIRTY_ALL		(DMR_DIRTY_SLOT(0) | DMR_DIRTY_SLOT(1))
 
+/* Recovery jumps an age clock remembers (struct dmr_age_clock). */
+#define DMR_AGE_JUMPS	8
+
+/**
+ * struct dmr_age_clock - segment ages without the recovery jumps
+ * @nr: jumps in @at and @len, oldest first
+ * @at: the first sequence number after each jump
+ * @len: how many sequence numbers it skipped
+ *
+ * A recovery resumes the log's sequence 2^32 past the checkpoint (rule 4),
+ * so a segment opened before it would look 2^32 units older than it is:
+ * cost-benefit GC would take full old segments first and the temperature
+ * estimate would see lifetimes of 2^32.  Ages are measured on the log's
+ * sequence minus the jumps made since the segment was opened
+ * (dmr_seq_age()).  Kept in every checkpoint header (format 3's reserved
+ * bytes: a header without it has no jump), added to at each recovery
+ * (dmr_age_clock_jump()).  When more than DMR_AGE_JUMPS jumps are to be
+ * kept the two oldest merge into one at the later position: a segment
+ * opened between them, after nine recoveries, then looks younger than it
+ * is, never older.
+ */
+struct dmr_age_clock {
+	u32 nr;
+	u64 at[DMR_AGE_JUMPS];
+	u64 len[DMR_AGE_JUMPS];
+};
+
+u64 dmr_seq_age(const struct dmr_age_clock *c, u64 born, u64 now);
+void dmr_age_clock_jump(struct dmr_age_clock *c, u64 from, u64 to);
+bool dmr_age_clock_valid(const struct dmr_age_clock *c);
+
 /**
  * struct dmr_map - the map and the segment table
  * @l2p: one entry per logical block
@@ -134,6 +165,7 @@ enum dmr_reuse_wait {
  * @nr_bucketed: segments in the buckets
  * @nr_wait: prefree segments on each prefree list
  * @bucket_min: no bucket below this one holds a segment
+ * @age: the clock segment ages are measured on (dmr_seq_age())
  *
  * The segment lists make every GC step cost the same on any device size
  * (nothing scans the segment table).  Each is a circular doubly linked
@@ -177,6 +209,7 @@ struct dmr_map {
 	u32 nr_bucketed;
 	u32 nr_wait[DMR_REUSE_WAITS];
 	u32 bucket_min;
+	struct dmr_age_clock age;
 };
 
 void dmr_map_init(struct dmr_map *m, u32 *l2p, u64 nr_logical,

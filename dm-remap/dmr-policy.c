@@ -148,8 +148,9 @@ bool dmr_head_is_gc(unsigned int head)
  * @head: enum dmr_head_id
  *
  * Segments of the hot user head and of GC's hot head are hot
- * (DMR_SEG_HOT), the others cold.  The flag lives in memory only: after a
- * load every sealed segment counts as cold.
+ * (DMR_SEG_HOT), the others cold.  Checkpoints keep the flag
+ * (DMR_DISK_SEG_HOT), so a sealed segment keeps it across a load; a
+ * segment only replay saw counts as cold.
  */
 void dmr_seg_set_head(struct dmr_seg *s, unsigned int head)
 {
@@ -334,8 +335,8 @@ bool dmr_seg_collectable(const struct dmr_seg *s, u32 seg_blocks)
 
 /**
  * dmr_gc_score() - how good a victim is (higher is better)
- * @s: a collectable segment
- * @seg_blocks: blocks per segment
+ * @m: the map (blocks per segment, the age clock)
+ * @s: a collectable segment of @m
  * @now_seq: the log's last sequence number
  * @greedy: greedy (urgent) or cost-benefit (background)
  *
@@ -347,14 +348,15 @@ bool dmr_seg_collectable(const struct dmr_seg *s, u32 seg_blocks)
  * (1 - u) * age / (1 + u) does, so they are collected emptier (95/5:
  * 6% fewer blocks written); on uniform ones both do as well as greedy.
  */
-u64 dmr_gc_score(const struct dmr_seg *s, u32 seg_blocks, u64 now_seq,
-		 bool greedy)
+u64 dmr_gc_score(const struct dmr_map *m, const struct dmr_seg *s,
+		 u64 now_seq, bool greedy)
 {
-	u64 free = seg_blocks - s->valid, age;
+	u64 free = m->seg_blocks - s->valid, age;
 
 	if (greedy)
 		return free;
-	age = now_seq >= s->seq ? now_seq - s->seq + 1 : 1;
+	/* the age without recovery jumps (item 14) */
+	age = dmr_seq_age(&m->age, s->seq, now_seq) + 1;
 	if (age > DMR_AGE_MAX)
 		age = DMR_AGE_MAX;
 	return div64_u64(free * age, (u64)s->valid + 1);
@@ -398,7 +400,7 @@ u32 dmr_gc_victim(struct dmr_map *m, bool greedy, u64 now_seq)
 	if (greedy)
 		return fewest;
 	best = fewest;
-	best_score = dmr_gc_score(&m->segs[best], m->seg_blocks, now_seq, false);
+	best_score = dmr_gc_score(m, &m->segs[best], now_seq, false);
 	for (v = m->segs[fewest].valid;
 	     v < m->seg_blocks && dmr_gc_move_cost(v) < m->seg_blocks; v++) {
 		first = dmr_seg_bucket_first(m, v);
@@ -408,7 +410,7 @@ u32 dmr_gc_victim(struct dmr_map *m, bool greedy, u64 now_seq)
 		for (n = 0; n < DMR_GC_CB_PER_BUCKET; n++) {
 			const struct dmr_seg *s = &m->segs[seg];
 
-			score = dmr_gc_score(s, m->seg_blocks, now_seq, false);
+			score = dmr_gc_score(m, s, now_seq, false);
 			if (score > best_score ||
 			    (score == best_score && s->seq < m->segs[best].seq)) {
 				best = seg;
@@ -457,7 +459,7 @@ unsigned int dmr_temp_classify(struct dmr_temp *t, u32 old_entry,
 	if (old_entry == DMR_UNMAPPED)
 		return DMR_HEAD_COLD;
 	s = &m->segs[dmr_pba_segment(m, old_entry - 1)];
-	life = now_seq > s->seq ? now_seq - s->seq : 0;
+	life = dmr_seq_age(&m->age, s->seq, now_seq);
 	if (life > DMR_AGE_MAX)
 		life = DMR_AGE_MAX;
 	dead = m->seg_blocks - min(s->valid, m->seg_blocks);

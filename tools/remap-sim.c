@@ -110,6 +110,11 @@ static void usage(void)
 	       "                         gc_low and gc_high (default: the module's)\n"
 	       "  --gc-params R,L,H,B    what-if: all four GC parameters (reserve, low,\n"
 	       "                         high, batch) instead of dmr_gc_params_default()\n"
+	       "  --recover clock|legacy a crash and recovery after the warm-up: the\n"
+	       "                         sequence jumps 2^32 (rule 4); clock: ages leave\n"
+	       "                         the jump out and the hot flags and temperature\n"
+	       "                         estimate are kept (the module); legacy: ages\n"
+	       "                         count it and both are lost (before item 14)\n"
 	       "  --exact-cb             what-if: background victims by a scan of every\n"
 	       "                         segment (the best cost-benefit score), the\n"
 	       "                         reference for dmr_gc_victim()'s buckets\n"
@@ -556,7 +561,7 @@ static void gc_collect(struct sim *s, u32 seg)
 
 		hs->victims++;
 		hs->victim_valid += s->m.segs[seg].valid;
-		hs->victim_age += s->seq - s->m.segs[seg].seq;
+		hs->victim_age += dmr_seq_age(&s->m.age, s->m.segs[seg].seq, s->seq);
 	}
 	/* the map entries looked up below, fetched at once (a simulator's speed) */
 	for (i = 0; i < s->m.seg_blocks; i++) {
@@ -623,7 +628,7 @@ static u32 exact_cb_victim(struct sim *s)
 
 		if (!dmr_seg_collectable(g, s->m.seg_blocks))
 			continue;
-		score = dmr_gc_score(g, s->m.seg_blocks, s->seq, false);
+		score = dmr_gc_score(&s->m, g, s->seq, false);
 		if (best == DMR_NO_SEGMENT || score > best_score ||
 		    (score == best_score && g->seq < s->m.segs[best].seq)) {
 			best = i;
@@ -882,6 +887,8 @@ static void big_free(void *p, size_t bytes)
 	munmap(p, bytes ? bytes : 1);
 }
 
+enum { SIM_RECOVER_CLOCK = 1, SIM_RECOVER_LEGACY };
+
 struct config {
 	u64 device_mib;
 	u32 segments;
@@ -896,6 +903,7 @@ struct config {
 	double settle_pct;	/* --settle */
 	bool single;
 	bool exact_cb;
+	int recover;		/* --recover: 0 none, SIM_RECOVER_* */
 	bool json;
 	bool verbose;
 	bool timing;
@@ -990,6 +998,29 @@ static bool warm_up(const struct config *cfg, struct sim *s, struct workload *w,
 			return true;
 	}
 	return false;
+}
+
+/*
+ * --recover: what a crash and the load after it do to the policy's state
+ * (dmr_load()).  The log's sequence resumes 2^32 on (rule 4; nothing was
+ * lost here, so replay ends where the log ends); with the age clock
+ * (item 14) ages leave the jump out, and the segments' hot flags and the
+ * temperature estimate come back from the checkpoint.  Legacy: ages count
+ * the jump, every segment is cold and the estimate starts again.
+ */
+static void recover(struct sim *s, int how)
+{
+	u64 from = s->seq;
+	u32 i;
+
+	s->seq = dmr_seq_after_recovery(from, from);
+	if (how == SIM_RECOVER_CLOCK) {
+		dmr_age_clock_jump(&s->m.age, from, s->seq + 1);
+		return;
+	}
+	for (i = 0; i < s->m.nr_segs; i++)
+		s->m.segs[i].flags &= ~DMR_SEG_HOT;
+	s->temp.threshold = 0;
 }
 
 static bool run(const struct config *cfg, u32 op, struct workload *w)
@@ -1089,6 +1120,8 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	if (s->filled)
 		big_free(s->filled, filled_bytes);
 	s->filled = NULL;
+	if (cfg->recover)
+		recover(s, cfg->recover);
 	c0 = s->c;
 	s->stats = true;
 	s->timed = true;
@@ -1164,6 +1197,9 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		if (eff)
 			printf(", \"analytic_eff\": %.4f", eff);
 		printf(", \"warmup\": %.3f", warm);
+		if (cfg->recover)
+			printf(", \"recover\": \"%s\"",
+			       cfg->recover == SIM_RECOVER_CLOCK ? "clock" : "legacy");
 		if (cfg->settle)
 			printf(", \"settled\": %s, \"fill_left\": %.3f",
 			       settled ? "true" : "false", left);
@@ -1300,6 +1336,7 @@ int main(int argc, char **argv)
 		{ "settle", required_argument, NULL, 'T' },
 		{ "timing", no_argument, NULL, 't' },
 		{ "exact-cb", no_argument, NULL, 'x' },
+		{ "recover", required_argument, NULL, 'R' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1358,6 +1395,14 @@ int main(int argc, char **argv)
 			break;
 		case 'x':
 			cfg.exact_cb = true;
+			break;
+		case 'R':
+			if (!strcmp(optarg, "clock"))
+				cfg.recover = SIM_RECOVER_CLOCK;
+			else if (!strcmp(optarg, "legacy"))
+				cfg.recover = SIM_RECOVER_LEGACY;
+			else
+				usage_error("--recover takes clock or legacy");
 			break;
 		case 'k':
 			cfg.overwrites = parse_overwrites("--overwrites", optarg);

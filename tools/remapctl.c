@@ -602,6 +602,11 @@ static void dump_ckpts(struct device *d, const struct dmr_sb *sb)
 		printf("ckpt%d_user_blocks=%" PRIu64 "\nckpt%d_log_blocks=%" PRIu64 "\n",
 		       i, (uint64_t)c[i].user_blocks, i, (uint64_t)c[i].log_blocks);
 		printf("ckpt%d_gc_moved=%" PRIu64 "\n", i, (uint64_t)c[i].gc_moved);
+		printf("ckpt%d_temp_threshold=%" PRIu64 "\n", i, (uint64_t)c[i].temp_threshold);
+		printf("ckpt%d_age_jumps=%u\n", i, c[i].age.nr);
+		for (h = 0; h < c[i].age.nr; h++)
+			printf("ckpt%d_age_jump%u=%" PRIu64 ":%" PRIu64 "\n", i, h,
+			       (uint64_t)c[i].age.at[h], (uint64_t)c[i].age.len[h]);
 		printf("ckpt%d_header_block=%" PRIu64 "\nckpt%d_map_block=%" PRIu64 "\n",
 		       i, blk, i, blk + l.map_offset);
 	}

@@ -146,6 +146,8 @@ def test_dump_checkpoint_lines(img):
         assert d[f"ckpt0_head{h}_next"] == "-1"
     assert d["ckpt0_user_blocks"] == d["ckpt0_log_blocks"] == "0"
     assert d["ckpt0_gc_moved"] == "0"
+    # a fresh device: no temperature estimate yet, no recovery jump
+    assert d["ckpt0_temp_threshold"] == "0" and d["ckpt0_age_jumps"] == "0"
     assert d["ckpt0_header_block"] == str(base)
     assert d["ckpt0_map_block"] == str(base + layout(d)["map_offset"])
     # slot 1 was only cleared by format
@@ -157,7 +159,7 @@ def test_dump_checkpoint_lines(img):
         + [f"ckpt0_head{h}_{f}" for h in range(NR_HEADS)
            for f in ("segment", "offset", "next")]
         + ["ckpt0_user_blocks", "ckpt0_log_blocks", "ckpt0_gc_moved",
-           "ckpt0_header_block", "ckpt0_map_block", "ckpt1", "newest_ckpt"])
+           "ckpt0_temp_threshold", "ckpt0_age_jumps", "ckpt0_header_block", "ckpt0_map_block", "ckpt1", "newest_ckpt"])
 
 
 def ckpt_header(d, slot, seq, flags, log_seq, log_segment, log_offset):

@@ -5,6 +5,7 @@ Each test names the item it guards against.  Each failed on 7d92c5b, the
 commit the review read (see the session note for the runs).
 """
 import os
+import struct
 import subprocess
 import threading
 import time
@@ -15,7 +16,7 @@ import pytest
 from conftest import (BLOCK, Kmsg, ckpt_headers, ckpt_layout, dm_create,
                       dm_path, dm_remove, dump, read_blocks_direct, remapctl,
                       run, sectors, status_fields, write_blocks_direct)
-from test_log import _pread, _pwrite, block, same
+from test_log import Stack, _pread, _pwrite, block, same
 
 
 def _fmt(dev, *args):
@@ -162,6 +163,84 @@ def test_fall_back_to_an_older_clean_slot_is_a_recovery(ram):
     _pattern_check(dm_path("top"), lbas[40:], 1, "after the reload")
     dm_remove("top")
     assert remapctl("check", ram, check=False).returncode == 0
+
+
+# ------------------------------------------------------------------
+# item 14: ages without the recovery jump; hot flags and the temperature
+# estimate kept by checkpoints
+
+def _hot_segments(dev, info, slot):
+    """Segments the segment table of checkpoint slot @slot marks hot
+    (DMR_DISK_SEG_HOT in struct dmr_disk_segment's flags)."""
+    lay = ckpt_layout(int(info["logical_blocks"]), int(info["nr_segments"]))
+    base = int(info["ckpt_offset"]) + slot * int(info["ckpt_slot_blocks"])
+    raw = read_blocks_direct(dev, base + lay["segtab_offset"], lay["segtab_blocks"])
+    hot = 0
+    for i in range(int(info["nr_segments"])):
+        _, _, flags = struct.unpack_from("<QII", raw, 16 * i)
+        assert flags & ~3 == 0, (i, flags)
+        hot += bool(flags & 2)
+    return hot
+
+
+def _newest(info):
+    k = info["newest_ckpt"]
+    return {key[len(f"ckpt{k}_"):]: v for key, v in info.items()
+            if key.startswith(f"ckpt{k}_")} | {"slot": int(k)}
+
+
+def test_recovery_keeps_ages_hot_flags_and_temperature(ram):
+    """Item 14.  A recovery resumes the sequence 2^32 on (rule 4); ages
+    counted the jump, so after every crash each segment written before it
+    looked 2^32 units old to cost-benefit GC and to the temperature
+    estimate, and the hot flags and the estimate were lost at every load.
+    Now the checkpoint carries the age clock (the jump the recovery made),
+    the estimate, and each segment's hot flag, through the recovery and a
+    clean reload after it."""
+    s = Stack(ram, ["--segment-size", "256K"])
+    nbytes = s.n * 512
+    run(["dd", "if=/dev/urandom", f"of={s.top}", "bs=1M", "oflag=direct",
+         f"count={nbytes >> 20}"])
+    # a hot tenth overwritten many times: the hot head gets segments
+    run(["fio", "--name=hot", f"--filename={s.top}", "--rw=randwrite", "--bs=4k",
+         "--direct=1", "--ioengine=psync", f"--size={nbytes // 10 // 4096 * 4096}",
+         f"--io_size={nbytes // 4096 * 4096}", "--randrepeat=0", "--fsync=256"])
+    run(["dmsetup", "message", "top", "0", "checkpoint"])
+    info = dump(s.under)
+    before = _newest(info)
+    assert int(before["temp_threshold"]) > 0, before
+    assert before["age_jumps"] == "0", before
+    hot = _hot_segments(s.under, info, before["slot"])
+    assert hot > 0, "no segment is marked hot in the checkpoint"
+    # more writes after the checkpoint, then the power goes
+    run(["fio", "--name=more", f"--filename={s.top}", "--rw=randwrite", "--bs=4k",
+         "--direct=1", "--ioengine=psync", f"--size={nbytes // 10 // 4096 * 4096}",
+         "--io_size=4m", "--randrepeat=0", "--fsync=16"])
+    s.crash()
+    s.flakey("up")
+    kmsg = Kmsg()
+    s.create()
+    assert "recovery" in kmsg.text()
+    info = dump(s.under)
+    rec = _newest(info)
+    assert rec["age_jumps"] == "1", rec
+    at, length = map(int, rec["age_jump0"].split(":"))
+    # the jump: from the last unit replayed to the first one after it
+    assert 2**31 < length <= 2**32, rec
+    assert at - length - 1 >= int(before["log_seq"]), (rec, before)
+    assert at == int(rec["log_seq"]) + 1, rec
+    assert rec["temp_threshold"] == before["temp_threshold"], (rec, before)
+    assert _hot_segments(s.under, info, rec["slot"]) > 0
+    # a clean reload keeps all of it
+    dm_remove("top")
+    s.create()
+    dm_remove("top")
+    info = dump(s.under)
+    again = _newest(info)
+    assert again["clean"] == "1" and int(again["seq"]) > int(rec["seq"]), again
+    assert again["age_jumps"] == "1" and again["age_jump0"] == rec["age_jump0"], again
+    assert again["temp_threshold"] == rec["temp_threshold"]
+    assert remapctl("check", s.under, check=False).returncode == 0
 
 
 # ------------------------------------------------------------------

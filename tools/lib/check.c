@@ -710,9 +710,13 @@ static int repair_ckpt(struct check_state *s, int slot, unsigned int problems)
 		.user_blocks = from->user_blocks,
 		.log_blocks = from->log_blocks,
 		.gc_moved = from->gc_moved,
+		.temp_threshold = from->temp_threshold,
+		.age = from->age,
 	};
 	unsigned int h;
 
+	/* as the module's load: ages leave the jump out */
+	dmr_age_clock_jump(&c.age, s->seq, c.log_seq + 1);
 	dmr_heads_open(&s->m, s->pos, c.log_seq + 1);
 	for (h = 0; h < DMR_NR_HEADS; h++) {
 		c.heads[h] = s->pos[h];
