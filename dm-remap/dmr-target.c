@@ -22,6 +22,7 @@
 #include <linux/module.h>
 #include <linux/bio.h>
 #include <linux/blkdev.h>
+#include <linux/delay.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/slab.h>
@@ -468,6 +469,18 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 	}
 }
 
+/*
+ * Test hook for issue 24 item 3: the checkpoint message sleeps this many
+ * milliseconds before it looks at the target and queues the worker, so a
+ * test can make a suspend arrive in between (without @ctl_lock, the
+ * worker's checkpoint then followed postsuspend's clean one).  0, the
+ * default, does nothing.
+ */
+static unsigned int dmr_fault_message_delay_ms;
+module_param_named(fault_message_delay_ms, dmr_fault_message_delay_ms, uint, 0600);
+MODULE_PARM_DESC(fault_message_delay_ms,
+		 "Test hook: the checkpoint message waits this long before it acts");
+
 static int dmr_message(struct dm_target *ti, unsigned int argc, char **argv,
 		       char *result, unsigned int maxlen)
 {
@@ -505,6 +518,7 @@ static int dmr_message(struct dm_target *ti, unsigned int argc, char **argv,
 		return 0;
 	}
 	if (argc == 1 && !strcasecmp(argv[0], "checkpoint")) {
+		unsigned int delay = READ_ONCE(dmr_fault_message_delay_ms);
 		int r;
 
 		/*
@@ -513,6 +527,8 @@ static int dmr_message(struct dm_target *ti, unsigned int argc, char **argv,
 		 * which share the worker's checkpoint state.
 		 */
 		mutex_lock(&rc->ctl_lock);
+		if (delay)	/* test hook: a suspend arrives meanwhile */
+			msleep(delay);
 		r = dmr_message_checkpoint_verdict(READ_ONCE(rc->mode), rc->active,
 						   READ_ONCE(rc->stopping));
 		if (!r)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (BLOCK, Kmsg, ckpt_headers, ckpt_layout, dm_create,
-                      dm_path, dm_remove, dump, read_blocks_direct, remapctl,
+                      dm_path, dm_remove, dump, newest_ckpt, read_blocks_direct, remapctl,
                       run, sectors, status_fields, write_blocks_direct)
 from test_log import Stack, _pread, _pwrite, block, same
 
@@ -473,6 +473,53 @@ def test_large_device_discard_mkfs_reload_check(loop1t):
 
 # ------------------------------------------------------------------
 # item 3: the checkpoint message against suspend and resume
+
+def test_checkpoint_message_held_across_a_suspend(ram):
+    """Item 3, made deterministic: the fault_message_delay_ms hook makes a
+    `checkpoint` message wait 1.5 s before it acts, and a suspend is sent
+    meanwhile.  Postsuspend waits for the message (the instance's
+    ctl_lock), so the message's checkpoint comes first and the clean one
+    last: while the device is suspended the newest checkpoint on disk is
+    the clean one.  Before item 3 the message ran after postsuspend had
+    stopped the worker, and its worker wrote a checkpoint that was not
+    clean after the clean one (the mutation in the note: no ctl_lock in
+    the message and a worker that ignores stopping)."""
+    info, n = _fmt(ram)
+    param = Path("/sys/module/dm_remap/parameters/fault_message_delay_ms")
+    dm_create("top", f"0 {n} remap {ram}")
+    _pattern_write(dm_path("top"), list(range(0, 2000, 7)), 1)
+    before = newest_ckpt(ram, info)
+    result = {}
+
+    def message():
+        result["p"] = run(["dmsetup", "message", "top", "0", "checkpoint"], check=False)
+
+    param.write_text("1500")
+    try:
+        t = threading.Thread(target=message)
+        t.start()
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        run(["dmsetup", "suspend", "top"])
+        waited = time.monotonic() - t0
+        t.join()
+    finally:
+        param.write_text("0")
+    p = result["p"]
+    assert p.returncode == 0, p.stderr
+    hdrs = [h for h in ckpt_headers(ram, info) if h["valid"]]
+    newest = max(hdrs, key=lambda h: h["seq"])
+    print(f"suspend waited {waited:.2f} s; checkpoints {before['seq']} -> {newest['seq']}")
+    assert newest["clean"], ("a checkpoint that is not clean came after the "
+                             "clean one of the suspend", hdrs)
+    # the message's checkpoint, then the suspend's: two more than before
+    # (a periodic one could add a third)
+    assert newest["seq"] >= before["seq"] + 2, (before, hdrs)
+    run(["dmsetup", "resume", "top"])
+    _pattern_check(dm_path("top"), list(range(0, 2000, 7)), 1, "after the resume")
+    dm_remove("top")
+    assert remapctl("check", ram, check=False).returncode == 0
+
 
 def test_checkpoint_messages_race_suspend_resume_under_fio(loop512_r2):
     """Item 3: dm holds only SRCU around a message, so a `checkpoint`
