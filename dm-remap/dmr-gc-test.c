@@ -1805,6 +1805,46 @@ static void dmr_gct_head_may_alloc(struct kunit *test)
  * GC's two heads: which heads write relocations, which segments are hot,
  * and where a victim's blocks go.
  */
+static u32 dmr_gct_readers(const void *ctx, u32 seg)
+{
+	return ((const u32 *)ctx)[seg];
+}
+
+/*
+ * Issue 24 item 10: GC waiting for reads in flight to prefree segments
+ * stops waiting when any one of them is left with none, not only the
+ * first of the list (the wait then lasted its 100 ms timeout).
+ */
+static void dmr_gct_ready_reusable(struct kunit *test)
+{
+	u32 readers[GCT_NR_SEGS] = { }, seg[3], i;
+	struct dmr_map m;
+
+	dmr_gct_map_init(test, &m, GCT_LOGICAL, GCT_NR_SEGS, GCT_SEG_BLOCKS);
+	KUNIT_EXPECT_FALSE(test, dmr_map_ready_reusable(&m, dmr_gct_readers, readers));
+	for (i = 0; i < 3; i++) {
+		seg[i] = dmr_seg_alloc(&m);
+		KUNIT_ASSERT_NE(test, seg[i], DMR_NO_SEGMENT);
+		dmr_seg_open(&m, seg[i], i + 1);
+		dmr_map_set(&m, i, seg[i] * GCT_SEG_BLOCKS + 1);
+		dmr_seg_seal(&m, seg[i]);
+		dmr_map_unmap(&m, i);		/* empty: prefree */
+		readers[seg[i]] = 1;
+	}
+	/* the reuse rule's checkpoints and flush: all three on the ready list */
+	dmr_map_ckpt_done(&m, m.ckpt_seq + DMR_REUSE_CHECKPOINTS);
+	dmr_map_flush_done(&m);
+	KUNIT_ASSERT_EQ(test, m.nr_wait[DMR_REUSE_READY], 3U);
+	KUNIT_EXPECT_FALSE(test, dmr_map_ready_reusable(&m, dmr_gct_readers, readers));
+	/* the last one of the list loses its reader: done waiting */
+	readers[seg[2]] = 0;
+	KUNIT_EXPECT_TRUE(test, dmr_map_ready_reusable(&m, dmr_gct_readers, readers));
+	readers[seg[2]] = 1;
+	readers[seg[1]] = 0;
+	KUNIT_EXPECT_TRUE(test, dmr_map_ready_reusable(&m, dmr_gct_readers, readers));
+	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
+}
+
 static void dmr_gct_gc_heads(struct kunit *test)
 {
 	struct dmr_map m;
@@ -2096,6 +2136,7 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE(dmr_gct_victim_cost_benefit),
 	KUNIT_CASE(dmr_gct_victim_whole_device),
 	KUNIT_CASE(dmr_gct_age_clock),
+	KUNIT_CASE(dmr_gct_ready_reusable),
 	KUNIT_CASE(dmr_gct_victim_after_recovery),
 	KUNIT_CASE(dmr_gct_victim_matches_scan),
 	KUNIT_CASE(dmr_gct_collectable_counts_summaries),

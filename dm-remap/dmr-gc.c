@@ -307,16 +307,17 @@ void dmr_gc_retry(struct dmr_target *rc)
  * changes it.  The barrier pairs with dmr_map_read()'s, as in
  * dmr_gc_free_ready().
  */
+static u32 dmr_readers_of(const void *ctx, u32 seg)
+{
+	const struct dmr_target *rc = ctx;
+
+	return atomic_read(&rc->readers[seg]);
+}
+
 static bool dmr_gc_readers_gone(struct dmr_target *rc)
 {
-	u32 n = rc->map.nr_wait[DMR_REUSE_READY], i;
-
 	smp_mb();	/* entries moved out, then counts: see dmr_map_read() */
-	for (i = dmr_seg_ready_first(&rc->map); n; n--, i = dmr_seg_next(&rc->map, i))
-		if (dmr_seg_reusable(&rc->map.segs[i], rc->map.ckpt_seq,
-				     rc->map.flush_seq, atomic_read(&rc->readers[i])))
-			return true;
-	return false;
+	return dmr_map_ready_reusable(&rc->map, dmr_readers_of, rc);
 }
 
 /**

@@ -862,3 +862,28 @@ bool dmr_age_clock_valid(const struct dmr_age_clock *c)
 	}
 	return true;
 }
+
+/**
+ * dmr_map_ready_reusable() - may some segment of the ready list go now?
+ * @m: the map, tracking on
+ * @readers: the reads in flight to a segment
+ * @ctx: for @readers
+ *
+ * GC waiting for reads in flight to prefree segments (DMR_GC_WAIT_READERS)
+ * is done as soon as any segment of the ready list has none left, not
+ * only the first one (issue 24 item 10: the wait then lasted its whole
+ * timeout).
+ *
+ * Return: true if dmr_seg_reusable() holds for one of them.
+ */
+bool dmr_map_ready_reusable(const struct dmr_map *m, dmr_readers_fn readers,
+			    const void *ctx)
+{
+	u32 n = m->nr_wait[DMR_REUSE_READY], i;
+
+	for (i = dmr_seg_ready_first(m); n; n--, i = dmr_seg_next(m, i))
+		if (dmr_seg_reusable(&m->segs[i], m->ckpt_seq, m->flush_seq,
+				     readers(ctx, i)))
+			return true;
+	return false;
+}

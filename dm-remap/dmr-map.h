@@ -137,6 +137,9 @@ struct dmr_age_clock {
 };
 
 u64 dmr_seq_age(const struct dmr_age_clock *c, u64 born, u64 now);
+
+/* The reads in flight to segment @seg (the glue's counts, read unlocked). */
+typedef u32 (*dmr_readers_fn)(const void *ctx, u32 seg);
 void dmr_age_clock_jump(struct dmr_age_clock *c, u64 from, u64 to);
 bool dmr_age_clock_valid(const struct dmr_age_clock *c);
 
@@ -274,5 +277,8 @@ static inline u32 dmr_pba_segment(const struct dmr_map *m, u32 pba)
 
 void dmr_seg_gc_refuse(struct dmr_map *m, u32 seg, u32 why);
 u32 dmr_seg_gc_retry_all(struct dmr_map *m);
+
+bool dmr_map_ready_reusable(const struct dmr_map *m, dmr_readers_fn readers,
+			    const void *ctx);
 
 #endif /* DMR_MAP_H */
