@@ -376,9 +376,9 @@ static int dmr_slot_table(const struct dmr_slot_io *io, u64 start, u64 nr_blocks
 				s->seq = le64_to_cpu(d[k].seq);
 				s->valid = le32_to_cpu(d[k].valid);
 				flags = le32_to_cpu(d[k].flags);
-				s->flags = flags & DMR_SEG_DISK_FLAGS;
-				if ((flags & DMR_DISK_SEG_HOT) && (flags & DMR_SEG_USED))
-					s->flags |= DMR_SEG_HOT;
+				s->flags = (flags & DMR_SEG_DISK_FLAGS) |
+					   ((flags & DMR_DISK_SEG_HOT) && (flags & DMR_SEG_USED) ?
+					    DMR_SEG_HOT : 0);
 				s->free_after = 0;
 				s->flush_after = 0;
 			}
@@ -615,9 +615,9 @@ void dmr_heads_load_states(struct dmr_map *m, const struct dmr_log_pos *pos)
 	unsigned int i;
 
 	for (i = 0; i < DMR_NR_HEADS; i++) {
-		m->segs[pos[i].segment].flags |= DMR_SEG_OPEN;
+		dmr_seg_flags(&m->segs[pos[i].segment], DMR_SEG_OPEN, 0);
 		if (pos[i].next_segment != DMR_NO_SEGMENT)
-			m->segs[pos[i].next_segment].flags |= DMR_SEG_OPEN;
+			dmr_seg_flags(&m->segs[pos[i].next_segment], DMR_SEG_OPEN, 0);
 	}
 	dmr_map_load_states(m);
 }
@@ -715,8 +715,7 @@ void dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u, u32 segment,
 		if (dmr_seg_is_free(s))
 			m->nr_free--;
 		/* a new use: its temperature is not in the log (cold) */
-		s->flags &= ~DMR_SEG_HOT;
-		s->flags |= DMR_SEG_USED;
+		dmr_seg_flags(s, DMR_SEG_USED, DMR_SEG_HOT);
 		s->seq = u->seq;
 	}
 	for (i = 0; i < u->nr_discards; i++)

@@ -94,7 +94,7 @@ static void dmr_seg_unlist(struct dmr_map *m, u32 seg)
 	if (kind == DMR_SEG_LIST_NONE || !m->track)
 		return;
 	dmr_list_del(m, dmr_seg_list_of(m, s), seg);
-	s->flags &= ~DMR_SEG_LIST_MASK;
+	dmr_seg_flags(s, 0, DMR_SEG_LIST_MASK);
 	if (kind == DMR_SEG_LIST_BUCKET)
 		m->nr_bucketed--;
 	else if (kind != DMR_SEG_LIST_FREE)
@@ -113,7 +113,7 @@ static void dmr_seg_list(struct dmr_map *m, u32 seg)
 	if (kind == DMR_SEG_LIST_NONE)
 		return;
 	dmr_list_add(m, list, seg);
-	s->flags |= kind << DMR_SEG_LIST_SHIFT;
+	dmr_seg_flags(s, kind << DMR_SEG_LIST_SHIFT, 0);
 	if (kind == DMR_SEG_LIST_BUCKET) {
 		m->nr_bucketed++;
 		if (list < m->bucket_min)
@@ -182,7 +182,7 @@ u32 dmr_map_get(const struct dmr_map *m, u64 lba)
  */
 static void dmr_seg_prefree(struct dmr_map *m, struct dmr_seg *s)
 {
-	s->flags |= DMR_SEG_PREFREE;
+	dmr_seg_flags(s, DMR_SEG_PREFREE, 0);
 	s->flush_after = m->flush_seq + 1;
 	m->nr_prefree++;
 }
@@ -383,7 +383,7 @@ void dmr_map_load_states(struct dmr_map *m)
 	for (i = 0; i < m->nr_segs; i++) {
 		struct dmr_seg *s = &m->segs[i];
 
-		s->flags &= DMR_SEG_DISK_FLAGS | DMR_SEG_OPEN | DMR_SEG_HOT;
+		dmr_seg_flags(s, 0, ~(DMR_SEG_DISK_FLAGS | DMR_SEG_OPEN | DMR_SEG_HOT));
 		s->free_after = m->ckpt_seq + DMR_REUSE_CHECKPOINTS;
 		if (dmr_seg_is_free(s))
 			m->nr_free++;
@@ -411,7 +411,7 @@ void dmr_map_lists_rebuild(struct dmr_map *m)
 		m->nr_wait[i] = 0;
 	m->bucket_min = m->seg_blocks + 1;
 	for (i = 0; i < m->nr_segs; i++) {
-		m->segs[i].flags &= ~DMR_SEG_LIST_MASK;
+		dmr_seg_flags(&m->segs[i], 0, DMR_SEG_LIST_MASK);
 		dmr_seg_list(m, i);
 	}
 }
@@ -576,7 +576,7 @@ u32 dmr_seg_alloc(struct dmr_map *m)
 	if (!m->track || seg == DMR_NO_SEGMENT)
 		return DMR_NO_SEGMENT;
 	dmr_seg_unlist(m, seg);
-	m->segs[seg].flags |= DMR_SEG_OPEN;
+	dmr_seg_flags(&m->segs[seg], DMR_SEG_OPEN, 0);
 	m->nr_free--;
 	return seg;
 }
@@ -597,8 +597,7 @@ void dmr_seg_open(struct dmr_map *m, u32 seg, u64 seq)
 	if (dmr_seg_is_free(s))
 		m->nr_free--;
 	dmr_seg_unlist(m, seg);
-	s->flags &= ~DMR_SEG_HOT;
-	s->flags |= DMR_SEG_USED | DMR_SEG_OPEN;
+	dmr_seg_flags(s, DMR_SEG_USED | DMR_SEG_OPEN, DMR_SEG_HOT);
 	s->seq = seq;
 }
 
@@ -618,7 +617,7 @@ void dmr_seg_seal(struct dmr_map *m, u32 seg)
 	struct dmr_seg *s = &m->segs[seg];
 
 	dmr_seg_unlist(m, seg);
-	s->flags &= ~DMR_SEG_OPEN;
+	dmr_seg_flags(s, 0, DMR_SEG_OPEN);
 	s->free_after = m->ckpt_seq + DMR_REUSE_CHECKPOINTS;
 	if (!(s->flags & DMR_SEG_USED))
 		m->nr_free++;
@@ -687,8 +686,8 @@ void dmr_seg_make_free(struct dmr_map *m, u32 seg)
 	struct dmr_seg *s = &m->segs[seg];
 
 	dmr_seg_unlist(m, seg);
-	s->flags &= ~(DMR_SEG_USED | DMR_SEG_PREFREE | DMR_SEG_NOGC | DMR_SEG_GCERR | DMR_SEG_MEM |
-		      DMR_SEG_HOT);
+	dmr_seg_flags(s, 0, DMR_SEG_USED | DMR_SEG_PREFREE | DMR_SEG_NOGC |
+			 DMR_SEG_GCERR | DMR_SEG_MEM | DMR_SEG_HOT);
 	s->seq = 0;
 	s->free_after = 0;
 	s->flush_after = 0;
@@ -723,7 +722,7 @@ u32 dmr_seg_free_count(const struct dmr_map *m)
 void dmr_seg_gc_refuse(struct dmr_map *m, u32 seg, u32 why)
 {
 	dmr_seg_unlist(m, seg);
-	m->segs[seg].flags |= why & (DMR_SEG_NOGC | DMR_SEG_GCERR);
+	dmr_seg_flags(&m->segs[seg], why & (DMR_SEG_NOGC | DMR_SEG_GCERR), 0);
 	dmr_seg_list(m, seg);
 }
 
@@ -744,7 +743,7 @@ u32 dmr_seg_gc_retry_all(struct dmr_map *m)
 	for (i = 0; i < m->nr_segs; i++) {
 		if (m->segs[i].flags & DMR_SEG_GCERR) {
 			dmr_seg_unlist(m, i);
-			m->segs[i].flags &= ~DMR_SEG_GCERR;
+			dmr_seg_flags(&m->segs[i], 0, DMR_SEG_GCERR);
 			dmr_seg_list(m, i);
 			n++;
 		}
@@ -764,9 +763,9 @@ void dmr_seg_set_mem(struct dmr_map *m, u32 seg, bool mem)
 {
 	dmr_seg_unlist(m, seg);
 	if (mem)
-		m->segs[seg].flags |= DMR_SEG_MEM;
+		dmr_seg_flags(&m->segs[seg], DMR_SEG_MEM, 0);
 	else
-		m->segs[seg].flags &= ~DMR_SEG_MEM;
+		dmr_seg_flags(&m->segs[seg], 0, DMR_SEG_MEM);
 	dmr_seg_list(m, seg);
 }
 

@@ -109,6 +109,16 @@ enum dmr_reuse_wait {
 #define DMR_DIRTY_SLOT(slot)	(1U << (slot))
 #define DMR_DIRTY_ALL		(DMR_DIRTY_SLOT(0) | DMR_DIRTY_SLOT(1))
 
+/*
+ * Every change of a segment's @flags: one store (WRITE_ONCE()), since the
+ * read path reads them without the map's lock (READ_ONCE(), for
+ * DMR_SEG_MEM); writers are serialised by that lock or by the worker.
+ */
+static inline void dmr_seg_flags(struct dmr_seg *s, u32 set, u32 clear)
+{
+	WRITE_ONCE(s->flags, (s->flags & ~clear) | set);
+}
+
 /* Recovery jumps an age clock remembers (struct dmr_age_clock). */
 #define DMR_AGE_JUMPS	8
 

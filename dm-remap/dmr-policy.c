@@ -155,9 +155,9 @@ bool dmr_head_is_gc(unsigned int head)
 void dmr_seg_set_head(struct dmr_seg *s, unsigned int head)
 {
 	if (head == DMR_HEAD_HOT || head == DMR_HEAD_GC_HOT)
-		s->flags |= DMR_SEG_HOT;
+		dmr_seg_flags(s, DMR_SEG_HOT, 0);
 	else
-		s->flags &= ~DMR_SEG_HOT;
+		dmr_seg_flags(s, 0, DMR_SEG_HOT);
 }
 
 /**
