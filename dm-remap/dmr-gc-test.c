@@ -2002,6 +2002,31 @@ static void dmr_gct_params_default(struct kunit *test)
 	KUNIT_EXPECT_LE(test, p.batch, DMR_GC_BATCH_MAX);
 }
 
+/*
+ * The default batch at its boundaries (a size-dependent constant): 1/512
+ * of the segments, at least 2, at most DMR_GC_BATCH_MAX (64) from 32768
+ * segments on (32 GiB at 1 MiB segments) up to the 2^32 - 1 the format's
+ * 32-bit counts allow.
+ */
+static void dmr_gct_batch_boundaries(struct kunit *test)
+{
+	static const u32 cases[][2] = {
+		{ 16, 2 }, { 1023, 2 }, { 1536, 3 }, { 32767, 63 }, { 32768, 64 },
+		{ 32769, 64 }, { 1U << 20, 64 }, { 1U << 24, 64 }, { ~0U, 64 },
+	};
+	struct dmr_gc_params p;
+	u32 i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		dmr_gc_params_default(cases[i][0], &p);
+		KUNIT_EXPECT_EQ(test, p.batch, cases[i][1]);
+		/* the reserve holds GC's floor and a batch, low and high above it */
+		KUNIT_EXPECT_EQ(test, p.reserve, DMR_GC_FLOOR + p.batch);
+		KUNIT_EXPECT_GT(test, p.low, p.reserve);
+		KUNIT_EXPECT_GE(test, p.high, p.low);
+	}
+}
+
 static void dmr_gct_gc_decide(struct kunit *test)
 {
 	struct dmr_gc_params p;
@@ -2136,6 +2161,7 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE(dmr_gct_victim_cost_benefit),
 	KUNIT_CASE(dmr_gct_victim_whole_device),
 	KUNIT_CASE(dmr_gct_age_clock),
+	KUNIT_CASE(dmr_gct_batch_boundaries),
 	KUNIT_CASE(dmr_gct_ready_reusable),
 	KUNIT_CASE(dmr_gct_victim_after_recovery),
 	KUNIT_CASE(dmr_gct_victim_matches_scan),

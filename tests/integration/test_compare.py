@@ -38,7 +38,7 @@ def test_compare_side_by_side(ram):
     p = compare("--bs", "4K,64K", "--threads", "1,2", "--seconds", "0.5",
                 "--fio", "randwrite-4k,randread-4k", "--fio-runtime", "1",
                 "--precondition", "1", "--fresh", "--label", "test ramdisk",
-                "--linear", "--out", out, small_device(ram, 64))
+                "--linear", "--out", out, small_device(ram, 32))
     assert p.returncode == 0, p.stderr
     assert not dm_exists(), "compare must remove its dm device"
     res = load(out)
