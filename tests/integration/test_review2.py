@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (BLOCK, Kmsg, ckpt_headers, ckpt_layout, dm_create,
+from conftest import (BLOCK, DM_PREFIX, Kmsg, ckpt_headers, ckpt_layout, dm_create,
                       dm_path, dm_remove, dump, newest_ckpt, read_blocks_direct, remapctl,
                       run, sectors, status_fields, write_blocks_direct)
 from test_log import Stack, _pread, _pwrite, block, same
@@ -205,7 +205,7 @@ def test_recovery_keeps_ages_hot_flags_and_temperature(ram):
     run(["fio", "--name=hot", f"--filename={s.top}", "--rw=randwrite", "--bs=4k",
          "--direct=1", "--ioengine=psync", f"--size={nbytes // 10 // 4096 * 4096}",
          f"--io_size={nbytes // 4096 * 4096}", "--randrepeat=0", "--fsync=256"])
-    run(["dmsetup", "message", "top", "0", "checkpoint"])
+    run(["dmsetup", "message", DM_PREFIX + "top", "0", "checkpoint"])
     info = dump(s.under)
     before = _newest(info)
     assert int(before["temp_threshold"]) > 0, before
@@ -492,7 +492,8 @@ def test_checkpoint_message_held_across_a_suspend(ram):
     result = {}
 
     def message():
-        result["p"] = run(["dmsetup", "message", "top", "0", "checkpoint"], check=False)
+        result["p"] = run(["dmsetup", "message", DM_PREFIX + "top", "0", "checkpoint"],
+                          check=False)
 
     param.write_text("1500")
     try:
@@ -500,7 +501,7 @@ def test_checkpoint_message_held_across_a_suspend(ram):
         t.start()
         time.sleep(0.3)
         t0 = time.monotonic()
-        run(["dmsetup", "suspend", "top"])
+        run(["dmsetup", "suspend", DM_PREFIX + "top"])
         waited = time.monotonic() - t0
         t.join()
     finally:
@@ -515,7 +516,7 @@ def test_checkpoint_message_held_across_a_suspend(ram):
     # the message's checkpoint, then the suspend's: two more than before
     # (a periodic one could add a third)
     assert newest["seq"] >= before["seq"] + 2, (before, hdrs)
-    run(["dmsetup", "resume", "top"])
+    run(["dmsetup", "resume", DM_PREFIX + "top"])
     _pattern_check(dm_path("top"), list(range(0, 2000, 7)), 1, "after the resume")
     dm_remove("top")
     assert remapctl("check", ram, check=False).returncode == 0
