@@ -276,17 +276,32 @@ static int dmr_preresume(struct dm_target *ti)
 }
 
 /*
+ * Test hook for issue 24 item 3: postsuspend sleeps this many
+ * milliseconds between stopping the worker and its clean checkpoint, so a
+ * test can send a checkpoint message meanwhile (dm's suspend waits for
+ * messages already in progress, not for those that come after its SRCU
+ * grace period).  0, the default, does nothing.
+ */
+static unsigned int dmr_fault_suspend_delay_ms;
+module_param_named(fault_suspend_delay_ms, dmr_fault_suspend_delay_ms, uint, 0600);
+MODULE_PARM_DESC(fault_suspend_delay_ms,
+		 "Test hook: postsuspend waits this long before its clean checkpoint");
+
+/*
  * The last thing an instance writes before it is resumed again or
  * replaced by a reload: a clean checkpoint (rule 8).
  */
 static void dmr_postsuspend(struct dm_target *ti)
 {
 	struct dmr_target *rc = ti->private;
+	unsigned int delay = READ_ONCE(dmr_fault_suspend_delay_ms);
 
 	/* a checkpoint message in progress finishes first (@ctl_lock) */
 	mutex_lock(&rc->ctl_lock);
 	WRITE_ONCE(rc->suspended, true);
 	dmr_worker_stop(rc);
+	if (delay)	/* test hook: a checkpoint message arrives meanwhile */
+		msleep(delay);
 	if (rc->active && READ_ONCE(rc->mode) == DMR_MODE_WRITE &&
 	    dmr_checkpoint_now(rc, true))
 		DMERR("%s: checkpoint at suspend failed; the next load replays the log",
@@ -469,18 +484,6 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 	}
 }
 
-/*
- * Test hook for issue 24 item 3: the checkpoint message sleeps this many
- * milliseconds before it looks at the target and queues the worker, so a
- * test can make a suspend arrive in between (without @ctl_lock, the
- * worker's checkpoint then followed postsuspend's clean one).  0, the
- * default, does nothing.
- */
-static unsigned int dmr_fault_message_delay_ms;
-module_param_named(fault_message_delay_ms, dmr_fault_message_delay_ms, uint, 0600);
-MODULE_PARM_DESC(fault_message_delay_ms,
-		 "Test hook: the checkpoint message waits this long before it acts");
-
 static int dmr_message(struct dm_target *ti, unsigned int argc, char **argv,
 		       char *result, unsigned int maxlen)
 {
@@ -518,7 +521,6 @@ static int dmr_message(struct dm_target *ti, unsigned int argc, char **argv,
 		return 0;
 	}
 	if (argc == 1 && !strcasecmp(argv[0], "checkpoint")) {
-		unsigned int delay = READ_ONCE(dmr_fault_message_delay_ms);
 		int r;
 
 		/*
@@ -527,8 +529,6 @@ static int dmr_message(struct dm_target *ti, unsigned int argc, char **argv,
 		 * which share the worker's checkpoint state.
 		 */
 		mutex_lock(&rc->ctl_lock);
-		if (delay)	/* test hook: a suspend arrives meanwhile */
-			msleep(delay);
 		r = dmr_message_checkpoint_verdict(READ_ONCE(rc->mode), rc->active,
 						   READ_ONCE(rc->stopping));
 		if (!r)

@@ -109,7 +109,7 @@ run_tests() {	# run_tests NAME LOGFILE CMD...
 # an hour on that kernel under TCG): the faults from below and read errors
 # at load (test_faults.py, with out of memory at construction), suspend/
 # resume under fio and a busy remove, one power cut and its recovery, and
-# a checkpoint message held across a suspend (lockdep on ctl_lock and the
+# checkpoint messages against a suspend (lockdep on ctl_lock and the
 # worker flush it is held across; the vm stage runs the random race loop
 # too).  The
 # large-device tier's whole-device discard runs under the soft-lockup
@@ -119,7 +119,7 @@ run_tests() {	# run_tests NAME LOGFILE CMD...
 # in the interrupt code, and the taint switches lockdep off for the run);
 # a ring buffer the whole run fits in.
 VMDEBUG_APPEND="kasan_multi_shot no5lvl log_buf_len=16M"
-VMDEBUG_TESTS=${DMR_VMDEBUG_TESTS:-"test_faults or test_suspend_resume_loop or test_check_after_power_cut[0] or test_checkpoint_message_held"}
+VMDEBUG_TESTS=${DMR_VMDEBUG_TESTS:-"test_faults or test_suspend_resume_loop or test_check_after_power_cut[0] or test_checkpoint_message_against"}
 
 for s in "${stages[@]}"; do
 	t0=$(date +%s)

@@ -474,50 +474,67 @@ def test_large_device_discard_mkfs_reload_check(loop1t):
 # ------------------------------------------------------------------
 # item 3: the checkpoint message against suspend and resume
 
-def test_checkpoint_message_held_across_a_suspend(ram):
-    """Item 3, made deterministic: the fault_message_delay_ms hook makes a
-    `checkpoint` message wait 1.5 s before it acts, and a suspend is sent
-    meanwhile.  Postsuspend waits for the message (the instance's
-    ctl_lock), so the message's checkpoint comes first and the clean one
-    last: while the device is suspended the newest checkpoint on disk is
-    the clean one.  Before item 3 the message ran after postsuspend had
-    stopped the worker, and its worker wrote a checkpoint that was not
-    clean after the clean one (the mutation in the note: no ctl_lock in
-    the message and a worker that ignores stopping)."""
+def test_checkpoint_message_against_a_suspend(ram):
+    """Item 3, deterministic.  dm's suspend waits for a message already in
+    progress (its SRCU grace period), not for one sent after it: such a
+    `checkpoint` message queued the worker after postsuspend had stopped
+    it, and the worker wrote a checkpoint that was not clean after (or
+    beside) postsuspend's clean one.  Now a message to a suspended device
+    is refused (EBUSY) and writes nothing, and one sent while postsuspend
+    is between stopping the worker and its clean checkpoint (the
+    fault_suspend_delay_ms hook holds it there for 1.5 s) waits for the
+    instance's ctl_lock and is refused too: the clean checkpoint stays the
+    newest, and the only one the suspend wrote."""
     info, n = _fmt(ram)
-    param = Path("/sys/module/dm_remap/parameters/fault_message_delay_ms")
+    name = DM_PREFIX + "top"
+    param = Path("/sys/module/dm_remap/parameters/fault_suspend_delay_ms")
+    lbas = list(range(0, 2000, 7))
     dm_create("top", f"0 {n} remap {ram}")
-    _pattern_write(dm_path("top"), list(range(0, 2000, 7)), 1)
-    before = newest_ckpt(ram, info)
+    _pattern_write(dm_path("top"), lbas, 1)
+
+    def newest():
+        return max((h for h in ckpt_headers(ram, info) if h["valid"]),
+                   key=lambda h: h["seq"])
+
+    # suspended: the message is refused and nothing is written
+    run(["dmsetup", "suspend", name])
+    clean = newest()
+    assert clean["clean"], clean
+    p = run(["dmsetup", "message", name, "0", "checkpoint"], check=False)
+    assert p.returncode != 0 and "busy" in p.stderr.lower(), (p.returncode, p.stderr)
+    assert newest() == clean, ("a checkpoint written while suspended", newest(), clean)
+    run(["dmsetup", "resume", name])
+
+    # a message sent while postsuspend holds between its two steps
+    _pattern_write(dm_path("top"), lbas[:50], 2)
+    before = newest()
     result = {}
 
-    def message():
-        result["p"] = run(["dmsetup", "message", DM_PREFIX + "top", "0", "checkpoint"],
-                          check=False)
+    def suspend():
+        result["p"] = run(["dmsetup", "suspend", name], check=False)
 
     param.write_text("1500")
     try:
-        t = threading.Thread(target=message)
+        t = threading.Thread(target=suspend)
         t.start()
-        time.sleep(0.3)
+        time.sleep(0.5)         # the worker stopped, the clean checkpoint not yet
         t0 = time.monotonic()
-        run(["dmsetup", "suspend", DM_PREFIX + "top"])
+        p = run(["dmsetup", "message", name, "0", "checkpoint"], check=False)
         waited = time.monotonic() - t0
         t.join()
     finally:
         param.write_text("0")
-    p = result["p"]
-    assert p.returncode == 0, p.stderr
-    hdrs = [h for h in ckpt_headers(ram, info) if h["valid"]]
-    newest = max(hdrs, key=lambda h: h["seq"])
-    print(f"suspend waited {waited:.2f} s; checkpoints {before['seq']} -> {newest['seq']}")
-    assert newest["clean"], ("a checkpoint that is not clean came after the "
-                             "clean one of the suspend", hdrs)
-    # the message's checkpoint, then the suspend's: two more than before
-    # (a periodic one could add a third)
-    assert newest["seq"] >= before["seq"] + 2, (before, hdrs)
-    run(["dmsetup", "resume", DM_PREFIX + "top"])
-    _pattern_check(dm_path("top"), list(range(0, 2000, 7)), 1, "after the resume")
+    assert result["p"].returncode == 0, result["p"].stderr
+    print(f"message: rc {p.returncode} after {waited:.2f} s: {p.stderr.strip()}")
+    after = newest()
+    assert after["clean"], ("the newest checkpoint after a suspend is not clean",
+                            ckpt_headers(ram, info))
+    assert after["seq"] == before["seq"] + 1, (before, after)
+    if p.returncode:
+        assert "busy" in p.stderr.lower(), p.stderr
+    run(["dmsetup", "resume", name])
+    _pattern_check(dm_path("top"), lbas[:50], 2, "after the resume")
+    _pattern_check(dm_path("top"), lbas[50:], 1, "after the resume")
     dm_remove("top")
     assert remapctl("check", ram, check=False).returncode == 0
 
