@@ -53,8 +53,15 @@ done
 runs+=("cb-buckets --segments 4096 --segment-blocks 64 --workload hot80,hot95,uniform,cold70 --warmup auto --overwrites 1")
 runs+=("cb-exact --segments 4096 --segment-blocks 64 --workload hot80,hot95,uniform,cold70 --warmup auto --overwrites 1 --exact-cb")
 
-# the largest first, so two jobs finish together
-for ((i = ${#runs[@]} - 1; i >= 0; i--)); do
+# the largest cost run first: it takes longest, the others run beside it
+order=()
+for ((i = max_log2 / 2 - 5; i >= 0; i--)); do
+	order+=("$i")
+done
+for ((i = max_log2 / 2 - 4; i < ${#runs[@]}; i++)); do
+	order+=("$i")
+done
+for i in "${order[@]}"; do
 	set -- ${runs[$i]}
 	name=$1
 	shift

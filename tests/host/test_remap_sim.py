@@ -351,7 +351,7 @@ def test_timing_fields():
 
 def test_exact_cost_benefit_reference():
     """--exact-cb chooses background victims by a scan of every segment:
-    the buckets' choice writes within 3% of it (the docs' table: 1.2%)."""
+    the buckets' choice writes within 3% of it (the docs' table: 0.5% at most)."""
     args = ("--segments", "2048", "--segment-blocks", "64", "--workload",
             "hot80,cold70", "--overwrites", "1")
     b = {r["workload"]: r for r in runs(*args)}
