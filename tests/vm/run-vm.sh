@@ -55,6 +55,18 @@ fi
 [[ -r $kernel ]] || die "kernel $kernel not readable"
 command -v vng >/dev/null || die "vng (virtme-ng) not found"
 
+# One TCG VM at a time on this machine (two push each other past their
+# timeouts): every run-vm.sh, from any clone, waits for this lock.
+# DMR_VM_LOCK=none turns it off (a caller that already holds it).
+lock=${DMR_VM_LOCK:-/tmp/dm-remap-vm.lock}
+if [[ $lock != none ]]; then
+	exec 9>>"$lock" || die "cannot open the VM lock $lock"
+	if ! flock -n 9; then
+		echo "run-vm: waiting for another VM (lock $lock)" >&2
+		flock 9
+	fi
+fi
+
 # Quirks: no virtiofsd on this host -> --force-9p. KVM is unusable here
 # (nested KVM: qemu dies on an MSR assertion with -cpu host, or the guest
 # spins on "KVM internal error"), so TCG is the default (~30-60 s boot).
