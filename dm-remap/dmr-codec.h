@@ -105,6 +105,8 @@ const char *dmr_geo_strerror(enum dmr_geo_status st);
 u32 dmr_default_segment_blocks(u32 io_opt_bytes, u32 io_min_bytes);
 
 u64 dmr_map_memory_bytes(const struct dmr_geometry *geo);
+u32 dmr_birth_encode(u64 delta);
+u64 dmr_birth_decode(u32 code);
 enum dmr_fit dmr_map_fits(u64 map_bytes, u64 mem_total_bytes,
 			  u64 vmalloc_total_bytes);
 const char *dmr_fit_strerror(enum dmr_fit fit);

@@ -178,6 +178,51 @@ u64 dmr_map_memory_bytes(const struct dmr_geometry *geo)
 	       (u64)DMR_BOUNCE_BLOCKS * DMR_BLOCK_SIZE;
 }
 
+/*
+ * The birth's float: 5 bits of exponent, 11 of mantissa.  Below 2^11 the
+ * value itself; else (2^11 + mantissa) << (exponent - 1), rounded down:
+ * 0.05% at most, up to 2^42 sequence numbers (more is kept as that).
+ */
+#define DMR_BIRTH_MANT_BITS	11
+#define DMR_BIRTH_MAX_EXP	31U
+
+/**
+ * dmr_birth_encode() - a segment's seq - birth as 16 bits of its table entry
+ * @delta: how many sequence numbers its data is older than its use
+ *
+ * Return: the code, below 2^16 (DMR_DISK_SEG_BIRTH_SHIFT).
+ */
+u32 dmr_birth_encode(u64 delta)
+{
+	const u64 one = 1ULL << DMR_BIRTH_MANT_BITS;
+	u32 e = 1;
+
+	if (delta < one)
+		return (u32)delta;
+	while ((delta >> (e - 1)) >= 2 * one) {
+		if (e == DMR_BIRTH_MAX_EXP)
+			return DMR_BIRTH_MAX_EXP << DMR_BIRTH_MANT_BITS | (u32)(one - 1);
+		e++;
+	}
+	return e << DMR_BIRTH_MANT_BITS | (u32)((delta >> (e - 1)) - one);
+}
+
+/**
+ * dmr_birth_decode() - the inverse of dmr_birth_encode()
+ * @code: its 16 bits (higher bits are ignored)
+ *
+ * Return: the delta, at most 0.05% below the one encoded.
+ */
+u64 dmr_birth_decode(u32 code)
+{
+	const u64 one = 1ULL << DMR_BIRTH_MANT_BITS;
+	u32 e = (code >> DMR_BIRTH_MANT_BITS) & 31, mant = code & (u32)(one - 1);
+
+	if (!e)
+		return mant;
+	return (one + mant) << (e - 1);
+}
+
 /**
  * dmr_map_fits() - whether a machine could load a device at all
  * @map_bytes: dmr_map_memory_bytes() of the device

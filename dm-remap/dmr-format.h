@@ -310,13 +310,22 @@ static_assert(sizeof(struct dmr_disk_ckpt) == DMR_BLOCK_SIZE,
 
 #define DMR_SEG_USED	0x1U	/* holds the log of its current use (not free) */
 #define DMR_DISK_SEG_HOT	0x2U	/* a hot head opened it (DMR_SEG_HOT in memory) */
+/*
+ * Bits 16-31: how much older its data is than its use, seq - birth
+ * (struct dmr_seg), in the 16-bit float of dmr_birth_encode().  Written
+ * since issue 25; earlier modules of format 3 mask it off (their load
+ * keeps DMR_SEG_USED and DMR_DISK_SEG_HOT only), and a table written by
+ * them has 0 there: a birth equal to the seq, as they had it.
+ */
+#define DMR_DISK_SEG_BIRTH_SHIFT	16
 
 /**
  * struct dmr_disk_segment - one segment table entry
  * @seq: log sequence number of the first unit of its current use (its age)
  * @valid: valid data blocks (must match the map)
  * @flags: DMR_SEG_USED, DMR_DISK_SEG_HOT (written since the age clock came;
- *	earlier modules of format 3 mask it off when they load)
+ *	earlier modules of format 3 mask it off when they load), and the
+ *	birth above DMR_DISK_SEG_BIRTH_SHIFT
  */
 struct dmr_disk_segment {
 	__le64 seq;

@@ -1845,6 +1845,9 @@ static void dmr_gct_ready_reusable(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
 }
 
+/* dmr_gc_head() with no temperature estimate: by the victim's flag */
+#define GCT_GC_HEAD(m, s) dmr_gc_head(m, &(s), 100, &(struct dmr_temp){ 0 })
+
 static void dmr_gct_gc_heads(struct kunit *test)
 {
 	struct dmr_map m;
@@ -1865,10 +1868,10 @@ static void dmr_gct_gc_heads(struct kunit *test)
 		dmr_seg_seal(&m, seg[h]);
 	}
 	/* the hot user head's and GC's hot head's segments are hot */
-	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_HOT]]), DMR_HEAD_GC_HOT);
-	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_GC_HOT]]), DMR_HEAD_GC_HOT);
-	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_COLD]]), DMR_HEAD_GC);
-	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_GC]]), DMR_HEAD_GC);
+	KUNIT_EXPECT_EQ(test, GCT_GC_HEAD(&m, m.segs[seg[DMR_HEAD_HOT]]), DMR_HEAD_GC_HOT);
+	KUNIT_EXPECT_EQ(test, GCT_GC_HEAD(&m, m.segs[seg[DMR_HEAD_GC_HOT]]), DMR_HEAD_GC_HOT);
+	KUNIT_EXPECT_EQ(test, GCT_GC_HEAD(&m, m.segs[seg[DMR_HEAD_COLD]]), DMR_HEAD_GC);
+	KUNIT_EXPECT_EQ(test, GCT_GC_HEAD(&m, m.segs[seg[DMR_HEAD_GC]]), DMR_HEAD_GC);
 	/* hot or cold, a segment is collectable all the same */
 	for (h = 0; h < DMR_NR_HEADS; h++)
 		KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&m.segs[seg[h]],
@@ -1881,17 +1884,78 @@ static void dmr_gct_gc_heads(struct kunit *test)
 	KUNIT_ASSERT_TRUE(test, dmr_seg_reusable(&m.segs[seg[DMR_HEAD_HOT]],
 						 m.ckpt_seq, m.flush_seq, 0));
 	dmr_seg_make_free(&m, seg[DMR_HEAD_HOT]);
-	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_HOT]]), DMR_HEAD_GC);
+	KUNIT_EXPECT_EQ(test, GCT_GC_HEAD(&m, m.segs[seg[DMR_HEAD_HOT]]), DMR_HEAD_GC);
 	dmr_seg_open(&m, seg[DMR_HEAD_HOT], 9);
 	dmr_seg_set_head(&m.segs[seg[DMR_HEAD_HOT]], DMR_HEAD_COLD);
-	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_HOT]]), DMR_HEAD_GC);
+	KUNIT_EXPECT_EQ(test, GCT_GC_HEAD(&m, m.segs[seg[DMR_HEAD_HOT]]), DMR_HEAD_GC);
 	/* a load keeps it (item 14: checkpoints carry it, DMR_DISK_SEG_HOT) */
 	dmr_map_load_states(&m);
-	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_GC_HOT]]), DMR_HEAD_GC_HOT);
-	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_HOT]]), DMR_HEAD_GC);
+	KUNIT_EXPECT_EQ(test, GCT_GC_HEAD(&m, m.segs[seg[DMR_HEAD_GC_HOT]]), DMR_HEAD_GC_HOT);
+	KUNIT_EXPECT_EQ(test, GCT_GC_HEAD(&m, m.segs[seg[DMR_HEAD_HOT]]), DMR_HEAD_GC);
 	/* a new use starts cold: a hot segment freed and opened again by replay */
 	dmr_seg_open(&m, seg[DMR_HEAD_GC_HOT], 20);
-	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m.segs[seg[DMR_HEAD_GC_HOT]]), DMR_HEAD_GC);
+	KUNIT_EXPECT_EQ(test, GCT_GC_HEAD(&m, m.segs[seg[DMR_HEAD_GC_HOT]]), DMR_HEAD_GC);
+	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
+}
+
+/*
+ * Item 3 of issue 25: the blocks of a hot victim whose data is old go to
+ * the cold GC head, so cold blocks the classifier sent to the hot head
+ * leave the hot pool.  Birth: a user segment's is its seq; a GC segment's
+ * the mean of its blocks' sources; replay mixes it the same way.
+ */
+static void dmr_gct_gc_head_birth(struct kunit *test)
+{
+	struct dmr_temp t = { .threshold = 1000 };
+	struct dmr_map m;
+	u32 hot, gch, cold, b = GCT_SEG_BLOCKS;
+
+	dmr_gct_map_init(test, &m, GCT_LOGICAL, GCT_NR_SEGS, GCT_SEG_BLOCKS);
+	hot = dmr_seg_alloc(&m);
+	dmr_seg_open(&m, hot, 5000);
+	dmr_seg_set_head(&m.segs[hot], DMR_HEAD_HOT);
+	KUNIT_EXPECT_EQ(test, m.segs[hot].birth, 5000ULL);
+	dmr_map_set(&m, 1, hot * b + 1);
+	dmr_map_set(&m, 2, hot * b + 2);
+	dmr_map_set(&m, 3, hot * b + 3);
+	dmr_seg_seal(&m, hot);
+	/* young data stays hot; at the threshold too; one past it goes cold */
+	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m, &m.segs[hot], 5100, &t), DMR_HEAD_GC_HOT);
+	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m, &m.segs[hot], 6000, &t), DMR_HEAD_GC_HOT);
+	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m, &m.segs[hot], 6001, &t), DMR_HEAD_GC);
+	/* no estimate yet: hot */
+	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m, &m.segs[hot], 1ULL << 40,
+					  &(struct dmr_temp){ 0 }), DMR_HEAD_GC_HOT);
+	/* a recovery jump does not age it (item 14's clock) */
+	dmr_age_clock_jump(&m.age, 5500, 5501 + (1ULL << 32));
+	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m, &m.segs[hot], 5900 + (1ULL << 32), &t),
+			DMR_HEAD_GC_HOT);
+
+	/* a cold victim's blocks go cold whatever their age */
+	cold = dmr_seg_alloc(&m);
+	dmr_seg_open(&m, cold, 7000);
+	dmr_seg_set_head(&m.segs[cold], DMR_HEAD_COLD);
+	dmr_map_set(&m, 4, cold * b + 1);
+	dmr_seg_seal(&m, cold);
+	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m, &m.segs[cold], 7001, &t), DMR_HEAD_GC);
+
+	/* moves mix the sources' births, weighted by the blocks held */
+	gch = dmr_seg_alloc(&m);
+	dmr_seg_open(&m, gch, 9000);
+	dmr_seg_set_head(&m.segs[gch], DMR_HEAD_GC_HOT);
+	KUNIT_EXPECT_EQ(test, m.segs[gch].birth, 9000ULL);
+	KUNIT_EXPECT_TRUE(test, dmr_move_commit(&m, 1, hot * b + 1, gch * b + 1));
+	KUNIT_EXPECT_EQ(test, m.segs[gch].birth, 5000ULL);	/* the first sets it */
+	KUNIT_EXPECT_TRUE(test, dmr_move_commit(&m, 2, hot * b + 2, gch * b + 2));
+	KUNIT_EXPECT_EQ(test, m.segs[gch].birth, 5000ULL);
+	KUNIT_EXPECT_TRUE(test, dmr_move_commit(&m, 4, cold * b + 1, gch * b + 3));
+	KUNIT_EXPECT_EQ(test, m.segs[gch].birth, 5666ULL);	/* (2 * 5000 + 7000) / 3 */
+	/* a move the map refuses mixes nothing */
+	KUNIT_EXPECT_FALSE(test, dmr_move_commit(&m, 3, hot * b + 9, gch * b + 4));
+	KUNIT_EXPECT_EQ(test, m.segs[gch].birth, 5666ULL);
+	/* an older source pulls the mean down */
+	dmr_seg_birth_mix(&m.segs[gch], 2000);
+	KUNIT_EXPECT_EQ(test, m.segs[gch].birth, 4750ULL);	/* 5666 - 3666 / 4 */
 	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
 }
 
@@ -2170,6 +2234,7 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE(dmr_gct_gc_refuse_and_verify),
 	KUNIT_CASE(dmr_gct_head_may_alloc),
 	KUNIT_CASE(dmr_gct_gc_heads),
+	KUNIT_CASE(dmr_gct_gc_head_birth),
 	KUNIT_CASE(dmr_gct_gc_active),
 	KUNIT_CASE(dmr_gct_params_check),
 	KUNIT_CASE_PARAM(dmr_gct_params_default, dmr_gct_dev_gen_params),

@@ -217,7 +217,8 @@ static int dmr_gc_collect(struct dmr_target *rc)
 {
 	u32 seg = rc->gc_rd_seg, seg_blocks = dmr_seg_blocks(rc), off = 0, i, live;
 	u64 first_seq = rc->map.segs[seg].seq;
-	unsigned int hid = dmr_gc_head(&rc->map.segs[seg]);
+	unsigned int hid = dmr_gc_head(&rc->map, &rc->map.segs[seg], rc->seq,
+				       &rc->temp);
 	struct dmr_unit *u = rc->gc_unit;
 	u32 refuse = DMR_SEG_NOGC;
 	u8 *buf = rc->gc_buf;

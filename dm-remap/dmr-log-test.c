@@ -704,8 +704,12 @@ static void dmr_fake_write_slot(struct dmr_fake *f, unsigned int slot,
 	for (i = 0; i < m->nr_segs; i++) {
 		d[i].seq = cpu_to_le64(m->segs[i].seq);
 		d[i].valid = cpu_to_le32(m->segs[i].valid);
+		u64 delta = m->segs[i].seq - m->segs[i].birth;
+
+		/* the birth: below 2^11, its float is the value itself */
 		d[i].flags = cpu_to_le32((m->segs[i].flags & DMR_SEG_USED) |
-					  (m->segs[i].flags & DMR_SEG_HOT ? DMR_DISK_SEG_HOT : 0));
+					  (m->segs[i].flags & DMR_SEG_HOT ? DMR_DISK_SEG_HOT : 0) |
+					  (delta < 2048 ? (u32)delta << 16 : 0xffff0000U));
 	}
 	c->segtab_csum = crc32c(~0U, d, l.segtab_blocks * DMR_BLOCK_SIZE);
 }
@@ -818,7 +822,11 @@ static void dmr_test_slot_write(struct kunit *test)
 	f->map.segs[2].flags |= DMR_SEG_USED | DMR_SEG_PREFREE;	/* empty, sealed */
 	f->map.segs[2].seq = 12;
 	f->map.segs[3].flags |= DMR_SEG_USED | DMR_SEG_HOT;	/* a hot head's, sealed */
-	f->map.segs[3].seq = 40;
+	f->map.segs[3].seq = 2040;
+	f->map.segs[3].birth = 1;	/* GC moved older data into it */
+	f->map.segs[4].flags |= DMR_SEG_USED;
+	f->map.segs[4].seq = 50;
+	f->map.segs[4].birth = 50;
 
 	dmr_fake_write_slot(f, 0, &f->map, &c0);
 	KUNIT_ASSERT_EQ(test, dmr_slot_write(&io, &f->geo, 1, &f->map, map_crc, &c1), 0);
@@ -845,6 +853,8 @@ static void dmr_test_slot_write(struct kunit *test)
 		/* only USED and HOT are on disk (item 14: the hot flag survives) */
 		KUNIT_EXPECT_EQ(test, m.segs[seg].flags,
 				f->map.segs[seg].flags & (DMR_SEG_USED | DMR_SEG_HOT));
+		/* and the birth (issue 25) */
+		KUNIT_EXPECT_EQ(test, m.segs[seg].birth, f->map.segs[seg].birth);
 	}
 
 	/* an unmapped map block is all zeroes, and dmr_slot_map_zero() says so */

@@ -376,6 +376,8 @@ static int dmr_slot_table(const struct dmr_slot_io *io, u64 start, u64 nr_blocks
 				s->seq = le64_to_cpu(d[k].seq);
 				s->valid = le32_to_cpu(d[k].valid);
 				flags = le32_to_cpu(d[k].flags);
+				s->birth = s->seq - min(s->seq,
+					dmr_birth_decode(flags >> DMR_DISK_SEG_BIRTH_SHIFT));
 				s->flags = (flags & DMR_SEG_DISK_FLAGS) |
 					   ((flags & DMR_DISK_SEG_HOT) && (flags & DMR_SEG_USED) ?
 					    DMR_SEG_HOT : 0);
@@ -529,7 +531,10 @@ u64 dmr_slot_table_encode(const struct dmr_map *m, const u32 *map_crc,
 			d[k].seq = cpu_to_le64(s->seq);
 			d[k].valid = cpu_to_le32(s->valid);
 			d[k].flags = cpu_to_le32((s->flags & DMR_SEG_DISK_FLAGS) |
-						  (s->flags & DMR_SEG_HOT ? DMR_DISK_SEG_HOT : 0));
+						  (s->flags & DMR_SEG_HOT ? DMR_DISK_SEG_HOT : 0) |
+						  dmr_birth_encode(s->birth < s->seq ?
+								   s->seq - s->birth : 0) <<
+						  DMR_DISK_SEG_BIRTH_SHIFT);
 		}
 	}
 	return item;

@@ -271,10 +271,33 @@ void dmr_map_unmap(struct dmr_map *m, u64 lba)
  */
 bool dmr_move_commit(struct dmr_map *m, u64 lba, u32 src, u32 dst)
 {
+	struct dmr_seg *d = &m->segs[dmr_pba_segment(m, dst)];
+
 	if (m->l2p[lba] != src + 1)
 		return false;
+	dmr_seg_birth_mix(d, m->segs[dmr_pba_segment(m, src)].birth);
 	dmr_map_set(m, lba, dst);
 	return true;
+}
+
+/**
+ * dmr_seg_birth_mix() - a block moves into a segment: mix in its birth
+ * @d: the segment it moves to (a GC head's)
+ * @birth: the birth of the segment it comes from
+ *
+ * The mean over the blocks @d holds, each weighted alike: @d->valid
+ * blocks before this one.  The first block of a use sets it.
+ */
+void dmr_seg_birth_mix(struct dmr_seg *d, u64 birth)
+{
+	u64 n = (u64)d->valid + 1;
+
+	if (d->valid == 0)
+		d->birth = birth;
+	else if (birth < d->birth)
+		d->birth -= div64_u64(d->birth - birth, n);
+	else
+		d->birth += div64_u64(birth - d->birth, n);
 }
 
 /**
@@ -599,6 +622,7 @@ void dmr_seg_open(struct dmr_map *m, u32 seg, u64 seq)
 	dmr_seg_unlist(m, seg);
 	dmr_seg_flags(s, DMR_SEG_USED | DMR_SEG_OPEN, DMR_SEG_HOT);
 	s->seq = seq;
+	s->birth = seq;
 }
 
 /**

@@ -70,6 +70,11 @@
 /**
  * struct dmr_seg - in-memory segment table entry
  * @seq: log sequence number of the first unit of its current use
+ * @birth: when the data it holds was written by users, in log sequence
+ *	numbers: @seq for a user head's segment; for GC's, the mean of the
+ *	births of the segments its blocks were moved from
+ *	(dmr_seg_birth_mix()).  dmr_gc_head() sends the blocks of a hot
+ *	victim whose data is old to the cold GC head.
  * @free_after: sealed: checkpoint sequence number from which no slot's
  *	replay reaches it (dmr_seg_reusable())
  * @flush_after: prefree: flush count from which what emptied it is durable
@@ -78,11 +83,12 @@
  * @next: the next segment on its list (see struct dmr_map), if it is on one
  * @prev: the previous one
  *
- * 40 bytes: the two links (8 bytes per segment, 128 MiB on a 16 TiB
+ * 48 bytes: the two links (8 bytes per segment, 128 MiB on a 16 TiB
  * device of 1 MiB segments) make every GC step cost the same on any size.
  */
 struct dmr_seg {
 	u64 seq;
+	u64 birth;
 	u64 free_after;
 	u64 flush_after;
 	u32 valid;
@@ -231,6 +237,7 @@ void dmr_map_init(struct dmr_map *m, u32 *l2p, u64 nr_logical,
 u32 dmr_map_get(const struct dmr_map *m, u64 lba);
 void dmr_map_set(struct dmr_map *m, u64 lba, u32 pba);
 void dmr_map_unmap(struct dmr_map *m, u64 lba);
+void dmr_seg_birth_mix(struct dmr_seg *d, u64 birth);
 bool dmr_move_commit(struct dmr_map *m, u64 lba, u32 src, u32 dst);
 u32 dmr_map_run(const struct dmr_map *m, u64 lba, u32 max, u32 *first);
 int __must_check dmr_map_recount(struct dmr_map *m);

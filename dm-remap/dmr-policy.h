@@ -23,7 +23,6 @@ enum dmr_head_id {
 
 bool dmr_head_is_gc(unsigned int head);
 void dmr_seg_set_head(struct dmr_seg *s, unsigned int head);
-unsigned int dmr_gc_head(const struct dmr_seg *victim);
 
 /**
  * struct dmr_gc_params - GC tunables, in free segments
@@ -119,5 +118,7 @@ struct dmr_temp {
 
 unsigned int dmr_temp_classify(struct dmr_temp *t, u32 old_entry,
 			       const struct dmr_map *m, u64 now_seq);
+unsigned int dmr_gc_head(const struct dmr_map *m, const struct dmr_seg *victim,
+			 u64 now_seq, const struct dmr_temp *t);
 
 #endif /* DMR_POLICY_H */

@@ -390,7 +390,7 @@ static void dmr_test_default_segment(struct kunit *test)
  * @bytes: expected dmr_map_memory_bytes(), worked out by hand below as
  *	map (4 * logical, logical = (segments - 10) * segment_blocks *
  *	(100 - overprovision) / 100) + segment table, with its list links,
- *	and reader counts ((40 + 4) * segments) + the segment lists' heads
+ *	and reader counts ((48 + 4) * segments) + the segment lists' heads
  *	(4 * (segment_blocks + 5)) + map block bookkeeping
  *	(5 * ceil(logical / 1024)) + eight segment buffers (four heads,
  *	three in flight, GC's: 8 * 4096 * segment_blocks) + bounce buffer
@@ -406,20 +406,20 @@ struct dmr_mem_case {
 };
 
 static const struct dmr_mem_case dmr_mem_cases[] = {
-	/* 48844 + 2772 + 1044 + 5 * 12 + 8388608 + 262144 */
-	{ "64 MiB", 16384, 256, 10, 63, 12211, 8703472ULL, false },
-	/* 2182857952 + 96695984 + 1044 + 5 * 532925 + 8388608 + 262144 */
+	/* 48844 + 3276 + 1044 + 5 * 12 + 8388608 + 262144 */
+	{ "64 MiB", 16384, 256, 10, 63, 12211, 8703976ULL, false },
+	/* 2182857952 + 114277072 + 1044 + 5 * 532925 + 8388608 + 262144 */
 	{ "2.1 TiB, 3% overprovision", 563714457ULL, 256, 3,
-	  2197636, 545714488ULL, 2290870357ULL, true },
-	/* 2170000280 + 103602884 + 1044 + 5 * 529786 + 8388608 + 262144 */
+	  2197636, 545714488ULL, 2308451445ULL, true },
+	/* 2170000280 + 122439772 + 1044 + 5 * 529786 + 8388608 + 262144 */
 	{ "2.25 TiB", 603979776ULL, 256, 10,
-	  2354611, 542500070ULL, 2284903890ULL, true },
-	/* 7715716300 + 46046924 + 8212 + 5 * 1883720 + 67108864 + 262144 */
+	  2354611, 542500070ULL, 2303740778ULL, true },
+	/* 7715716300 + 54419092 + 8212 + 5 * 1883720 + 67108864 + 262144 */
 	{ "8 TiB, 8 MiB segments", 1ULL << 31, 2048, 10,
-	  1046521, 1928929075ULL, 7838561044ULL, true },
-	/* 15461872128 + 738197460 + 1044 + 5 * 3774872 + 8388608 + 262144 */
+	  1046521, 1928929075ULL, 7846933212ULL, true },
+	/* 15461872128 + 872415180 + 1044 + 5 * 3774872 + 8388608 + 262144 */
 	{ "largest, ~16 TiB", 4303512319ULL, 256, 10,
-	  16777215, 3865468032ULL, 16227595744ULL, true },
+	  16777215, 3865468032ULL, 16361813464ULL, true },
 };
 
 static void dmr_mem_desc(const struct dmr_mem_case *c, char *desc)
@@ -704,10 +704,44 @@ static void dmr_test_sb_strerror(struct kunit *test)
 					    dmr_sb_strerror(j));
 }
 
+/*
+ * The birth's 16-bit float in the segment table (dmr_birth_encode()):
+ * exact below 2^11, rounded down by less than 2^-11 above, monotonic,
+ * and clamped at its largest value.
+ */
+static void dmr_test_birth_codec(struct kunit *test)
+{
+	u64 d, prev = 0, back;
+	u32 c;
+
+	for (d = 0; d < 2048; d++)
+		KUNIT_EXPECT_EQ(test, dmr_birth_encode(d), (u32)d);
+	KUNIT_EXPECT_EQ(test, dmr_birth_encode(2048), 1U << 11);
+	KUNIT_EXPECT_EQ(test, dmr_birth_encode(4095), 1U << 11 | 2047);
+	KUNIT_EXPECT_EQ(test, dmr_birth_encode(4096), 2U << 11);
+	KUNIT_EXPECT_EQ(test, dmr_birth_encode(5001), 2U << 11 | 452);
+	KUNIT_EXPECT_EQ(test, dmr_birth_decode(2U << 11 | 452), 5000ULL);
+	for (d = 1; d < (1ULL << 44); d += d / 7 + 1) {
+		c = dmr_birth_encode(d);
+		KUNIT_EXPECT_LT(test, c, 1U << 16);
+		back = dmr_birth_decode(c);
+		KUNIT_EXPECT_GE(test, back, prev);
+		if (d < (4096ULL << 30)) {
+			KUNIT_EXPECT_LE(test, back, d);
+			KUNIT_EXPECT_LE(test, (d - back) * 2048, d);
+		}
+		prev = back;
+	}
+	KUNIT_EXPECT_EQ(test, dmr_birth_encode(1ULL << 50), 0xffffU);
+	KUNIT_EXPECT_EQ(test, dmr_birth_decode(0xffff), 4095ULL << 30);
+	KUNIT_EXPECT_EQ(test, dmr_birth_decode(0xffff0000U), 0ULL);
+}
+
 static struct kunit_case dmr_pure_cases[] = {
 	KUNIT_CASE_PARAM(dmr_test_parse_u64, dmr_u64_gen_params),
 	KUNIT_CASE_PARAM(dmr_test_options, dmr_opt_gen_params),
 	KUNIT_CASE(dmr_test_options_emit),
+	KUNIT_CASE(dmr_test_birth_codec),
 	KUNIT_CASE_PARAM(dmr_test_geometry, dmr_geo_gen_params),
 	KUNIT_CASE_PARAM(dmr_test_default_segment, dmr_seg_gen_params),
 	KUNIT_CASE_PARAM(dmr_test_map_memory, dmr_mem_gen_params),

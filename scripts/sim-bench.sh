@@ -27,10 +27,12 @@ trap 'rm -rf "$tmp"' EXIT
 # workload op
 runs=(
 	"uniform 7" "uniform 10" "uniform 20" "uniform 28"
-	"hot80 10" "hot95 10" "seq 10"
+	"hot80 10" "hot95 10" "shift80 10" "cold70 10" "seq 10"
 )
 
-common=(--segments "$segments" --segment-blocks "$seg_blocks"
+# every run measured once its WAF settles (--warmup auto, the convergence
+# rule of Documentation/dm-remap-gc-sim.rst), not after a fixed warm-up
+common=(--segments "$segments" --segment-blocks "$seg_blocks" --warmup auto
 	--overwrites "$overwrites" --seed "$seed" --json)
 i=0
 for r in "${runs[@]}"; do
@@ -63,12 +65,12 @@ for path in sorted(glob.glob(tmp + "/*.json")):
     key = path.rsplit("/", 1)[1].split("-")[0]
     rows.setdefault(key, {})[run["heads"]] = run
 
-print(f"remap-sim: {segments} segments of {seg_blocks} blocks, fill + 2 "
-      f"overwrites of warm-up, {overwrites} measured, seed {seed}\n")
+print(f"remap-sim: {segments} segments of {seg_blocks} blocks, fill + warm-up "
+      f"until the WAF settles, {overwrites} measured, seed {seed}\n")
 print("| workload | OP | WAF | WAF, all writes | single-head WAF "
       "| single-head, all writes | vs single-head | analytic / bound "
-      "| vs analytic / bound |")
-print("|---|---|---|---|---|---|---|---|---|")
+      "| vs analytic / bound | warm-up (capacities) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for key in sorted(rows):
     m, s = rows[key]["multi"], rows[key]["single"]
     ref = m.get("analytic", m.get("bound"))
@@ -77,7 +79,8 @@ for key in sorted(rows):
           f"{m['waf_all']:.2f} | {s['waf']:.2f} | {s['waf_all']:.2f} | "
           f"{100 * (m['waf'] / s['waf'] - 1):+.0f}% | "
           + (f"{ref:.2f} ({kind}) | {100 * (m['waf'] / ref - 1):+.1f}% |"
-             if ref else "- | - |"))
+             if ref else "- | - |")
+          + f" {m['warmup']:.1f}{'' if m.get('settled') else ' (not settled)'} |")
 print("\nWAF: device data blocks (user and relocated) per user block.  "
       "All writes: summaries and checkpoints too.")
 EOF

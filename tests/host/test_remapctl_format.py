@@ -8,6 +8,7 @@ file read instead of /proc/meminfo.
 """
 import math
 import os
+import re
 import struct
 import subprocess
 from pathlib import Path
@@ -100,12 +101,12 @@ def layout(d):
 def memory_bytes(d):
     """dmr_map_memory_bytes(), from dump's geometry."""
     logical, segs = int(d["logical_blocks"]), int(d["nr_segments"])
-    # map, segment table (40-byte struct dmr_seg, with its list links) and
+    # map, segment table (48-byte struct dmr_seg, with its birth and list links) and
     # reader counts (4), the segment lists' heads (4 per valid count, 3
     # prefree lists, the free list), map block bookkeeping, eight segment
     # buffers (four log heads, three in flight, GC's), the bounce buffer
     sb = int(d["segment_blocks"])
-    return (logical * 4 + segs * (40 + 4) + (sb + 5) * 4 +
+    return (logical * 4 + segs * (48 + 4) + (sb + 5) * 4 +
             math.ceil(logical / 1024) * 5 + 8 * sb * BLOCK + 64 * BLOCK)
 
 
@@ -334,3 +335,38 @@ def test_real_meminfo_small_image(img):
     p = rc("format", img)
     assert p.returncode == 0 and p.stderr == ""
     assert f"kernel memory when loaded: {fmt_bytes(memory_bytes(dump(img)))}\n" in p.stdout
+
+
+def desnoyers(a):
+    """Greedy GC under uniform random writes (Desnoyers, SYSTOR 2012),
+    computed here independently of tools/lib/waf.c."""
+    lo, hi = 0.0, 1 - 1e-12          # x = exp(-a (1 - x)) has one root in (0, 1)
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if mid - math.exp(-a * (1 - mid)) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return 1 / (1 - lo)
+
+
+@pytest.mark.parametrize("op", [5, 10, 28])
+def test_format_predicts_write_amplification(tmp_path, op):
+    """Issue 25: format says what the spare means, the predicted
+    steady-state WAF for uniform random writes, and that TRIM raises the
+    effective spare (20% and 50% of the logical space trimmed)."""
+    path = sparse(tmp_path, 256 << 20)
+    p = rc("format", str(path), "--overprovision", str(op))
+    assert p.returncode == 0, p.stderr
+    text = " ".join(p.stdout.split())
+    m = re.search(
+        r"predicted write amplification, uniform random writes: ([\d.]+) when every "
+        r"logical block holds data; blocks the file system discards \(mount -o discard, "
+        r"fstrim\) add to the spare: ([\d.]+) with 20% trimmed, ([\d.]+) with 50%", text)
+    assert m, p.stdout
+    full, t20, t50 = map(float, m.groups())
+    live = (100 - op) / 100
+    assert full == pytest.approx(desnoyers(1 / live), abs=0.006)
+    assert t20 == pytest.approx(desnoyers(1 / (live * 0.8)), abs=0.006)
+    assert t50 == pytest.approx(desnoyers(1 / (live * 0.5)), abs=0.006)
+    assert full > t20 > t50 > 1

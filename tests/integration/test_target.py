@@ -87,13 +87,13 @@ def test_status_fields_and_messages(ram):
     assert f["gc_reserve"] <= f["gc_low"] <= f["gc_high"] <= f["segments"] // 2
     assert (f["waf_load"], f["waf_format"]) == ("-", "-")
     assert f["checkpoint_seq"] == 1 and f["replayed_units"] == 0
-    # the map (4 bytes per logical block), 44 bytes per segment (its entry
-    # with the two list links, and its readers), a list head per valid
+    # the map (4 bytes per logical block), 52 bytes per segment (its entry
+    # with its birth and the two list links, and its readers), a list head per valid
     # count and per prefree and free list (4 bytes each), 5 per map
     # block, eight segment buffers and the 256 KiB checkpoint buffer
     lg, segs = f["logical_blocks"], f["segments"]
     seg_blocks = f["segment_sectors"] // 8
-    assert f["map_memory"] == (4 * lg + 44 * segs + 4 * (seg_blocks + 1 + 3 + 1)
+    assert f["map_memory"] == (4 * lg + 52 * segs + 4 * (seg_blocks + 1 + 3 + 1)
                                + 5 * -(-lg // 1024)
                                + 8 * f["segment_sectors"] * 512 + 64 * BLOCK)
     assert f["sb_copies_ok"] == 2 and f["first_error"] == 0
