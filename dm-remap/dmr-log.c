@@ -61,8 +61,8 @@ u32 dmr_data_csum(const void *data, u32 nr_blocks)
  * @len: their length
  *
  * dmr_data_csum_end() of the chain over pieces in order equals
- * dmr_data_csum() of the same bytes contiguous: a zero-copy write
- * checksums a bio's pages one by one.
+ * dmr_data_csum() of the same bytes contiguous (data in pieces, as
+ * pages of a bio, need no copy to be checksummed).
  *
  * Return: the running checksum.
  */
@@ -145,8 +145,8 @@ u32 dmr_unit_finish(void *block, const void *data)
 /**
  * dmr_unit_finish_csum() - add the checksums to an encoded summary
  * @block: a summary written by dmr_unit_encode_body()
- * @data_csum: dmr_data_csum() of its data blocks, computed elsewhere (a
- *	zero-copy write's data is not behind its summary in memory)
+ * @data_csum: dmr_data_csum() of its data blocks, computed elsewhere
+ *	(data that is not behind its summary in memory)
  */
 void dmr_unit_finish_csum(void *block, u32 data_csum)
 {

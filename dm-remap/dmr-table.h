@@ -40,9 +40,8 @@ enum dmr_opt_id {
  *	given, the device's default applies)
  * @gc_high: background GC stops at this many free or prefree segments
  *	(0: not given, the device's default applies)
- * @zero_copy: write a write of at least dmr_zero_copy_min() blocks to
- *	the log from its own pages (by default every write is copied into
- *	the segment buffer)
+ * @zero_copy: given (retired: accepted, re-emitted and ignored, with a
+ *	warning; every write is copied into the segment buffer)
  * @order: option ids in the order the table gave them, for re-emission
  * @nr_given: number of entries in @order
  */

@@ -394,7 +394,7 @@ static int dmr_seg_leave(struct dmr_target *rc, struct dmr_head *h,
 {
 	u32 seg = h->pos.segment, next = h->pos.next_segment;
 
-	/* for the zero-copy path; __dmr_seal() checks before handing @f over */
+	/* __dmr_seal() checks before handing @f over */
 	if (WARN_ON_ONCE(next == DMR_NO_SEGMENT)) {
 		dmr_fail(rc, -EIO, "log head without a next segment");
 		return -EIO;
@@ -564,82 +564,6 @@ static void dmr_copy_from_bio(struct bio *bio, u8 *dst, unsigned int bytes)
 	bio_advance(bio, bytes);
 }
 
-/* dmr_data_csum() of the first @bytes of the bio, from its own pages. */
-static u32 dmr_bio_csum(struct bio *bio, unsigned int bytes)
-{
-	struct bvec_iter iter, start = bio->bi_iter;
-	u32 crc = DMR_DATA_CSUM_SEED;
-	struct bio_vec bv;
-
-	start.bi_size = bytes;
-	__bio_for_each_segment(bv, bio, iter, start) {
-		void *p = bvec_kmap_local(&bv);
-
-		crc = dmr_data_csum_add(crc, p, bv.bv_len);
-		kunmap_local(p);
-	}
-	return dmr_data_csum_end(crc);
-}
-
-/* The two bios of a zero-copy write: its summary and the user's pages. */
-struct dmr_zc_io {
-	atomic_t pending;
-	blk_status_t status;	/* an error of either (any one will do) */
-	struct completion *done;
-};
-
-static void dmr_zc_endio(struct bio *bio)
-{
-	struct dmr_zc_io *io = bio->bi_private;
-
-	if (bio->bi_status)
-		WRITE_ONCE(io->status, bio->bi_status);
-	bio_put(bio);
-	if (atomic_dec_and_test(&io->pending))
-		complete(io->done);
-}
-
-/*
- * Write the summary block @summary (in a segment buffer) to @blocknr and,
- * behind it, the first @nr blocks of @bio from the bio's own pages, and
- * wait.  The two go down together under a plug, so md RAID-5 sees one
- * write; a crash between them leaves a unit whose data checksum fails,
- * which replay takes for torn (rule 2).
- */
-static int dmr_zc_write(struct dmr_target *rc, void *summary, struct bio *bio,
-			u32 nr, u64 blocknr)
-{
-	DECLARE_COMPLETION_ONSTACK(done);
-	struct block_device *bdev = rc->dev->bdev;
-	const blk_opf_t opf = REQ_OP_WRITE | REQ_SYNC;
-	struct dmr_zc_io io = { .done = &done };
-	struct blk_plug plug;
-	struct bio *s, *d;
-
-	atomic_set(&io.pending, 2);
-	s = bio_alloc_bioset(bdev, 1, opf, GFP_NOIO, &rc->bs);
-	__bio_add_page(s, vmalloc_to_page(summary), DMR_BLOCK_SIZE,
-		       offset_in_page(summary));
-	s->bi_iter.bi_sector = blocknr * DMR_SECTORS_PER_BLOCK;
-	s->bi_private = &io;
-	s->bi_end_io = dmr_zc_endio;
-	flush_kernel_vmap_range(summary, DMR_BLOCK_SIZE);
-
-	d = bio_alloc_clone(bdev, bio, GFP_NOIO, &rc->bs);
-	d->bi_opf = opf;
-	d->bi_iter.bi_size = nr << DMR_BLOCK_SHIFT;
-	d->bi_iter.bi_sector = (blocknr + 1) * DMR_SECTORS_PER_BLOCK;
-	d->bi_private = &io;
-	d->bi_end_io = dmr_zc_endio;
-
-	blk_start_plug(&plug);
-	submit_bio_noacct(s);
-	submit_bio_noacct(d);
-	blk_finish_plug(&plug);
-	wait_for_completion_io(&done);
-	return blk_status_to_errno(READ_ONCE(io.status));
-}
-
 /* Common start of a write or discard: mode, rule 7. */
 static int dmr_write_begin(struct dmr_target *rc, bool changes)
 {
@@ -685,89 +609,6 @@ static int dmr_order_before(struct dmr_target *rc, unsigned int hid, u64 lba, u3
 }
 
 /*
- * Write the next chunk of @bio, at logical block @lba, to head @hid from
- * the bio's own pages (dmr_zero_copy_now() chose it), as a unit of its
- * own, and wait.  The chunk is written synchronously, like a flush's
- * write without the flush: first every unit the head holds, after every
- * segment in flight (rule 3, __dmr_seal()), then the chunk's unit, which
- * is the newest unit on the device while it is written (nothing is
- * numbered after it until it is done).  Its map entries are set once it
- * is on the device, so nothing reads the blocks before they are there;
- * its blocks then read from the device (dmr_mem_run(): they are below
- * the head's @seg_written) since the buffer holds no copy of them.
- *
- * The pages are checksummed again after the write: a writer may change a
- * page under I/O (nothing here asks for stable pages), and a unit whose
- * data differs from its checksum would stop every later replay there,
- * losing what was flushed after it.  Then the data is copied into the
- * buffer and the unit written again from the copy, with the checksum of
- * what is written; still the newest unit, it replaces the one before.
- *
- * Return: blocks written (the bio is advanced past them), 0 if the head
- * cannot take a unit of its own now (copy the chunk instead), or a
- * negative errno (the target is then in failed mode).
- */
-static int dmr_write_zero_copy(struct dmr_target *rc, unsigned int hid,
-			       struct bio *bio, u64 lba)
-{
-	struct dmr_head *h = &rc->heads[hid];
-	u32 seg_blocks = dmr_seg_blocks(rc), n, i, off, pba, csum;
-	u64 blocknr;
-	u8 *sum;
-	int r;
-
-	r = __dmr_seal(rc, h, true, false);
-	if (r)
-		return r;
-	r = dmr_head_room(rc, hid, bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT, &n);
-	if (r)
-		return r;
-	/* a fresh unit with nothing unwritten before it, or copy */
-	if (!h->unit_open || h->unit->nr_blocks || h->unit->nr_discards ||
-	    h->seg_written != h->pos.offset)
-		return 0;
-	r = dmr_order_before(rc, hid, lba, n);
-	if (r)
-		return r;
-	off = h->pos.offset;
-	for (i = 0; i < n; i++)
-		h->unit->lba[h->unit->nr_blocks++] = lba + i;
-	h->wp = off + 1 + n;
-	dmr_close_unit(rc, h);
-	sum = (u8 *)h->buf + (size_t)off * DMR_BLOCK_SIZE;
-	blocknr = dmr_seg_block(rc, h->pos.segment, off);
-	csum = dmr_bio_csum(bio, n << DMR_BLOCK_SHIFT);
-	dmr_unit_finish_csum(sum, csum);
-	r = dmr_zc_write(rc, sum, bio, n, blocknr);
-	if (!r && dmr_bio_csum(bio, n << DMR_BLOCK_SHIFT) != csum) {
-		dmr_copy_from_bio(bio, sum + DMR_BLOCK_SIZE, n << DMR_BLOCK_SHIFT);
-		r = dmr_write_units(rc, h->buf, off, 1 + n, blocknr, false);
-		atomic64_inc(&rc->stats.zero_copy_recopied);
-	} else {
-		bio_advance(bio, n << DMR_BLOCK_SHIFT);
-	}
-	if (r) {
-		dmr_fail(rc, r, "log write");
-		return r;
-	}
-	h->seg_written = h->pos.offset;
-	pba = h->pos.segment * seg_blocks + off + 1;
-	spin_lock(&rc->map_lock);
-	for (i = 0; i < n; i++)
-		dmr_map_set(&rc->map, lba + i, pba + i);
-	spin_unlock(&rc->map_lock);
-	atomic64_add(n, &rc->stats.user_blocks);
-	atomic64_add(n, &rc->stats.zero_copy_blocks);
-	atomic64_add(1 + n, &rc->stats.device_blocks);
-	rc->total_user += n;
-	rc->total_log += 1 + n;
-	if (!dmr_seg_done(h->pos.offset, seg_blocks))
-		return n;
-	r = dmr_seg_leave(rc, h, NULL);
-	return r ?: n;
-}
-
-/*
  * A write, or an empty flush.  A REQ_PREFLUSH or REQ_FUA request is not
  * completed here: once its data is in its head it waits in @commit_bios
  * for the group commit (dmr_group_commit()), whose flush makes everything
@@ -797,18 +638,6 @@ void dmr_do_write(struct dmr_target *rc, struct bio *bio)
 	while (bio->bi_iter.bi_size) {
 		u32 n, i, pba, want = bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT;
 
-		if (dmr_zero_copy_now(rc->zero_copy, want,
-				      h->unit_open ? h->wp : h->pos.offset,
-				      seg_blocks, rc->zero_copy_min)) {
-			r = dmr_write_zero_copy(rc, hid, bio, lba);
-			if (r < 0)
-				goto out;
-			lba += r;
-			if (r) {
-				r = 0;
-				continue;
-			}
-		}
 		r = dmr_head_room(rc, hid, want, &n);
 		if (r)
 			goto out;

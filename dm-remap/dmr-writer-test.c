@@ -321,11 +321,11 @@ static void dmr_test_units_finish(struct kunit *test)
 }
 
 /*
- * A zero-copy unit: its summary finished with a checksum chained over
+ * A summary finished with a checksum chained over
  * pieces of the data, which need not be contiguous nor block-sized,
  * decodes and verifies exactly like one finished over contiguous data.
  */
-static void dmr_test_zero_copy_csum(struct kunit *test)
+static void dmr_test_data_csum_pieces(struct kunit *test)
 {
 	static const u8 uuid[16] = { 4, 5, 6 };
 	static const u32 cuts[] = { 512, 4096, 1, 3583, 8192, 4096 };	/* 5 blocks */
@@ -365,54 +365,6 @@ static void dmr_test_zero_copy_csum(struct kunit *test)
 
 /* ------------------------------------------------------------------ */
 /* zero-copy writes */
-
-static void dmr_test_zero_copy_min(struct kunit *test)
-{
-	KUNIT_EXPECT_EQ(test, dmr_zero_copy_min(0), DMR_ZERO_COPY_MIN);
-	KUNIT_EXPECT_EQ(test, dmr_zero_copy_min(48), DMR_ZERO_COPY_MIN);	/* 3 x 64K */
-	KUNIT_EXPECT_EQ(test, dmr_zero_copy_min(384), 384U);		/* 3 x 512K */
-}
-
-struct dmr_zc_case {
-	bool enabled;
-	u32 want, start, seg_blocks, min;
-	bool zero_copy;
-};
-
-static const struct dmr_zc_case dmr_zc_cases[] = {
-	/* small writes are copied */
-	{ true, 1, 1, 288, 64, false },
-	{ true, 63, 1, 288, 64, false },
-	/* a large one at a segment's start, or with room enough, is not */
-	{ true, 64, 0, 288, 64, true },
-	{ true, 256, 0, 288, 64, true },
-	{ true, 256, 223, 288, 64, true },	/* 64 blocks after the summary */
-	/* too little room left: copied, the segment fills */
-	{ true, 256, 224, 288, 64, false },
-	{ true, 256, 280, 288, 64, false },
-	/* a done segment: the chunk starts the next one */
-	{ true, 256, 287, 288, 64, true },
-	{ true, 256, 288, 288, 64, true },
-	/* the option off */
-	{ false, 256, 0, 288, 64, false },
-	{ false, 100000, 0, 288, 64, false },
-};
-
-static void dmr_zc_desc(const struct dmr_zc_case *c, char *desc)
-{
-	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "on=%d want=%u start=%u/%u min=%u",
-		 c->enabled, c->want, c->start, c->seg_blocks, c->min);
-}
-
-KUNIT_ARRAY_PARAM(dmr_zc, dmr_zc_cases, dmr_zc_desc);
-
-static void dmr_test_zero_copy_now(struct kunit *test)
-{
-	const struct dmr_zc_case *c = test->param_value;
-
-	KUNIT_EXPECT_EQ(test, dmr_zero_copy_now(c->enabled, c->want, c->start,
-						c->seg_blocks, c->min), c->zero_copy);
-}
 
 static void dmr_test_mem_run(struct kunit *test)
 {
@@ -977,9 +929,7 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_discard_at_segment_end),
 	KUNIT_CASE(dmr_test_write_pieces),
 	KUNIT_CASE(dmr_test_units_finish),
-	KUNIT_CASE(dmr_test_zero_copy_csum),
-	KUNIT_CASE(dmr_test_zero_copy_min),
-	KUNIT_CASE_PARAM(dmr_test_zero_copy_now, dmr_zc_gen_params),
+	KUNIT_CASE(dmr_test_data_csum_pieces),
 	KUNIT_CASE(dmr_test_mem_run),
 	KUNIT_CASE(dmr_test_empty_flush_verdict),
 	KUNIT_CASE(dmr_test_ckpt_rearm),

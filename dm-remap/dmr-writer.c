@@ -303,47 +303,6 @@ u32 dmr_write_piece(u32 stripe_blocks)
 }
 
 /**
- * dmr_zero_copy_min() - smallest write that is not copied
- * @stripe_blocks: full stripe recorded at format (0 if none)
- *
- * A write of at least a full stripe and DMR_ZERO_COPY_MIN blocks goes to
- * the log from its own pages, behind a summary of its own; smaller ones
- * are copied into the segment buffer and written with their neighbours.
- *
- * Return: blocks.
- */
-u32 dmr_zero_copy_min(u32 stripe_blocks)
-{
-	return max(DMR_ZERO_COPY_MIN, stripe_blocks);
-}
-
-/**
- * dmr_zero_copy_now() - write the next chunk of a write from its pages?
- * @enabled: zero copy is on for the target (table option zero_copy)
- * @want: blocks the write still has
- * @start: where a fresh unit of the head would start: its write pointer
- *	if a unit is open, else its next unit's summary offset
- * @seg_blocks: blocks per segment
- * @min: dmr_zero_copy_min()
- *
- * The chunk is a unit of its own, so it takes what is left of the open
- * segment, or a segment of its own if that one is done.  A write's tail
- * shorter than @min, or a chunk that would get fewer than @min blocks
- * before the segment ends, is copied: the copy fills the segment, which
- * goes down whole, and the rest of the write starts the next segment.
- *
- * Return: true to write the chunk from the bio's pages.
- */
-bool dmr_zero_copy_now(bool enabled, u32 want, u32 start, u32 seg_blocks, u32 min)
-{
-	if (!enabled || want < min)
-		return false;
-	if (dmr_seg_done(start, seg_blocks))
-		return true;
-	return seg_blocks - start - 1 >= min;
-}
-
-/**
  * dmr_mem_run() - where a run of blocks of a segment in memory is read
  * @off: block of the run's start in its segment
  * @run: blocks in the run
@@ -351,8 +310,7 @@ bool dmr_zero_copy_now(bool enabled, u32 want, u32 start, u32 seg_blocks, u32 mi
  *	(a head's written blocks, or those before a second-stage write)
  * @from_buf: set to true if the run is copied from the segment's buffer
  *
- * Blocks on the device are read from there: a zero-copy write left no
- * copy of its data in the buffer.
+ * Blocks on the device are read from there, the others from the buffer.
  *
  * Return: blocks of the run, from @off, read from the same place.
  */

@@ -147,10 +147,6 @@ int dmr_flush_carrier(const bool *unwritten, unsigned int nr);
 bool dmr_discard_needs_seal(bool unit_open, const struct dmr_unit *u);
 u32 dmr_write_piece(u32 stripe_blocks);
 u32 dmr_piece_len(u32 from, u32 end, u32 piece);
-/* Writes of at least this many blocks (256 KiB) are not copied. */
-#define DMR_ZERO_COPY_MIN	64U
-u32 dmr_zero_copy_min(u32 stripe_blocks);
-bool dmr_zero_copy_now(bool enabled, u32 want, u32 start, u32 seg_blocks, u32 min);
 u32 dmr_mem_run(u32 off, u32 run, u32 on_disk, bool *from_buf);
 
 /**

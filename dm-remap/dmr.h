@@ -82,8 +82,9 @@ struct dmr_stats {
 	atomic64_t segs_freed;		/* segments made free again */
 	atomic64_t throttled;		/* user writes that waited for GC */
 	atomic64_t device_flushes;	/* flushes made durable on the device */
-	atomic64_t zero_copy_blocks;	/* user blocks written from their own pages */
-	atomic64_t zero_copy_recopied;	/* zero-copy units written again from a copy */
+	/* retired with the zero-copy path (issue 25): 0, in status for parsers */
+	atomic64_t zero_copy_blocks;
+	atomic64_t zero_copy_recopied;
 	atomic64_t gc_read_errors;	/* victim reads that failed (tried again later) */
 	atomic64_t gc_unverified;	/* victim units failing their data checksum */
 };
@@ -163,8 +164,7 @@ enum dmr_gc_mode {
  * @sb_copies_valid: how many copies validated at load
  * @data_start: first sector of the data area on @dev
  * @io_client: dm-io client for log and metadata I/O
- * @bs: bio set for clones of reads the worker sends down and for the
- *	bios of zero-copy writes
+ * @bs: bio set for clones of reads the worker sends down
  * @map_lock: protects @map (entries, segment table and states, dirty
  *	bits, counters), the @flight segments and @gc; taken by status and
  *	messages too, never held across I/O
@@ -202,8 +202,6 @@ enum dmr_gc_mode {
  * @gc_retry: some segment is DMR_SEG_GCERR: dmr_gc_retry() after the next
  *	checkpoint (worker)
  * @discard_free: discard freed segments on @dev
- * @zero_copy: write large writes from their own pages (table option zero_copy)
- * @zero_copy_min: dmr_zero_copy_min() of the device
  * @temp: the write temperature estimate (worker)
  * @total_user: user blocks written since format (worker; status reads it)
  * @total_log: log blocks written since format (worker; status reads it)
@@ -282,8 +280,6 @@ struct dmr_target {
 	struct completion gc_rd_done;
 	bool gc_retry;
 	bool discard_free;
-	bool zero_copy;
-	u32 zero_copy_min;
 	struct dmr_temp temp;
 	u64 total_user;
 	u64 total_log;
