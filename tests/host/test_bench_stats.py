@@ -108,8 +108,9 @@ def test_select_cells_by_pattern(gb):
     assert gb.select(cells, "all") == cells
     assert gb.select(cells, "") == cells
     ids = [c["id"] for c in gb.select(cells, "randwrite-4k-t*, seqwrite-stripe")]
-    assert ids == ["randwrite-4k-t1", "randwrite-4k-t10", "randwrite-4k-t40",
-                   "seqwrite-stripe"]
+    assert ids == ["randwrite-4k-t1", "randwrite-4k-t2", "randwrite-4k-t4",
+                   "randwrite-4k-t8", "randwrite-4k-t10", "randwrite-4k-t16",
+                   "randwrite-4k-t40", "seqwrite-stripe"]
     assert gb.select(cells, "nothing-*") == []
 
 
@@ -117,6 +118,8 @@ def test_cell_grid(gb):
     cells = {c["id"]: c for c in gb.raw_cells(196608)}
     for t in (1, 10, 40):
         assert f"randwrite-4k-t{t}" in cells and f"randread-4k-t{t}" in cells
+    for t in (2, 4, 8, 16):     # the scaling of issue 25
+        assert f"--numjobs={t}" in cells[f"randwrite-4k-t{t}"]["fio"]
     for bs in ("256k", "1m"):
         for t in (1, 10):
             assert f"randwrite-{bs}-t{t}" in cells
@@ -196,6 +199,23 @@ def test_goals_met_missed_and_not_measured(gb):
     assert s["status"] == "met"
     m = goal(rows, "media model")
     assert m["status"] == "not measured" and m["values"] == []
+    # no 8- or 16-thread cells in this run
+    assert goal(rows, "remapped 4K random write, 8 and 16")["status"] == "not measured"
+
+
+def test_scaling_goal(gb):
+    """Issue 25 2b: remapped IOPS at 8 and 16 writers against 1 writer,
+    the remapped device's own medians (bare does not enter)."""
+    def cfg(t8, t16):
+        return config(gb, "raid5-4", {
+            "randwrite-4k-t1": iops_runs(bare=[9] * 3, linear=[9] * 3, remap=[100, 90, 110]),
+            "randwrite-4k-t8": iops_runs(bare=[1] * 3, linear=[1] * 3, remap=t8),
+            "randwrite-4k-t16": iops_runs(bare=[1] * 3, linear=[1] * 3, remap=t16)})
+    g = goal(gb.evaluate_goals([cfg([120, 130, 125], [101, 100, 99])]), "remapped 4K random write, 8")
+    assert g["status"] == "met" and g["values"] == [pytest.approx(1.25), pytest.approx(1.0)]
+    g = goal(gb.evaluate_goals([cfg([40, 41, 39], [200] * 3)]), "remapped 4K random write, 8")
+    assert g["status"] == "missed" and g["values"][0] == pytest.approx(0.4)
+    assert "40 vs 100 IOPS" in g["measured"]
 
 
 def test_goal_with_a_missing_cell_is_not_measured(gb):
