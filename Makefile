@@ -3,7 +3,10 @@
 # dm-remap top-level Makefile.
 #
 #   make                 module (against KDIR) and userspace tools
-#   make module          dm-remap/dm-remap.ko against KDIR
+#   make module          dm-remap/dm-remap.ko against KDIR, and the flashsim
+#                        test target
+#   make flashsim        tests/flashsim/dm-flashsim.ko against KDIR (the
+#                        test-only flash timing target the VM tests load)
 #   make tools           tools/remapctl and friends
 #   make check           the whole test suite (README's test command)
 #   make demo            the main job in a VM
@@ -20,12 +23,17 @@ KDIR ?= /lib/modules/$(shell uname -r)/build
 DMR_CACHE ?= $(HOME)/.cache/dm-remap
 export DMR_CACHE
 
-.PHONY: all module tools check demo bench profile transcript deps kunit vm-test sparse fuzz clean install
+.PHONY: all module flashsim tools check demo bench profile transcript deps kunit vm-test sparse fuzz clean install
 
 all: module tools
 
-module:
+module: flashsim
 	$(MAKE) -C $(KDIR) M=$(CURDIR) CONFIG_DM_REMAP=m modules
+
+# Its own kbuild directory (not in ./Kbuild): the dkms package and the
+# install target stay dm-remap alone.
+flashsim:
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/tests/flashsim modules
 
 tools:
 	$(MAKE) -C tools
@@ -74,4 +82,5 @@ install: module tools
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || \
 		find . -name '*.o' -o -name '*.ko' -o -name '*.mod*' | xargs rm -f
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/tests/flashsim clean 2>/dev/null || true
 	$(MAKE) -C tools clean

@@ -2,8 +2,9 @@
 # dm-remap test suite: `make check` (the README's test command).
 #
 # Stages (all by default, or name some: scripts/check.sh build61 kunit):
-#   build612  module against Debian's 6.12 headers (-Werror), for the VM
-#   build61   module against Debian's 6.1 headers (-Werror), in a copy
+#   build612  module against Debian's 6.12 headers (-Werror), for the VM;
+#             and tests/flashsim/dm-flashsim.ko, in a copy
+#   build61   the same against Debian's 6.1 headers, in copies
 #   tools     userspace tools, and the KUnit suite of the pure code on the host
 #   host      pytest: remapctl, bm-flash, compare (arguments, refusals, output)
 #   dkms      `dkms build` of the tracked tree for the 6.12 and 6.1 kernels
@@ -59,6 +60,25 @@ stage_build() {	# stage_build NAME KDIR DIR
 		count 0 1 "$name" FAIL; return
 	fi
 	echo "$name: ok ($(modinfo -F vermagic "$dir/dm-remap/dm-remap.ko"))"
+	count 1 0 "$name" ok
+}
+
+# tests/flashsim/dm-flashsim.ko, the test-only flash timing target the
+# VM suite loads (test_flashsim.py), in a copy of its own directory
+stage_build_flashsim() {	# stage_build_flashsim NAME KDIR
+	local name=$1-flashsim kdir=$2 dir=$cache/$1-flashsim
+	rm -rf "$dir" && mkdir -p "$dir"
+	cp tests/flashsim/Kbuild tests/flashsim/dm-flashsim-target.c \
+		tests/flashsim/flashsim-model.[ch] "$dir/"
+	make -s -C "$kdir" M="$dir" modules > "$out/$name.log" 2>&1
+	local rc=$?
+	if [ $rc -ne 0 ] || grep -qE 'warning|error' "$out/$name.log" ||
+	   [ ! -f "$dir/dm-flashsim.ko" ]; then
+		cat "$out/$name.log"
+		echo "$name: FAILED"
+		count 0 1 "$name" FAIL; return
+	fi
+	echo "$name: ok"
 	count 1 0 "$name" ok
 }
 
@@ -126,12 +146,14 @@ for s in "${stages[@]}"; do
 	t0=$(date +%s)
 	case $s in
 	build612)
-		stage_build build612 "$KDIR612" "$repo" ;;
+		stage_build build612 "$KDIR612" "$repo"
+		stage_build_flashsim build612 "$KDIR612" ;;
 	build61)
 		rm -rf "$cache/build61" && mkdir -p "$cache/build61"
 		cp -r Kbuild dm-remap "$cache/build61/"
 		find "$cache/build61" \( -name '*.o' -o -name '*.ko' -o -name '.*.cmd' \) -delete
-		stage_build build61 "$KDIR61" "$cache/build61" ;;
+		stage_build build61 "$KDIR61" "$cache/build61"
+		stage_build_flashsim build61 "$KDIR61" ;;
 	tools)
 		echo "== tools: build and host run of the pure-code KUnit suite"
 		if make -s -C tools > "$out/tools-build.log" 2>&1; then
@@ -165,7 +187,9 @@ for s in "${stages[@]}"; do
 		[ -f "$cp_pl" ] || DMR_KUNIT_PREPARE_ONLY=1 bash tests/kunit/run.sh
 		if perl "$cp_pl" --no-tree --strict --terse --show-types \
 			--ignore SPDX_LICENSE_TAG,FILE_PATH_CHANGES \
-			-f $(ls dm-remap/*.[ch] | grep -v '\.mod\.c$') > "$out/style.log" 2>&1; then
+			-f $(ls dm-remap/*.[ch] | grep -v '\.mod\.c$') \
+			tests/flashsim/dm-flashsim-target.c tests/flashsim/flashsim-model.[ch] \
+			> "$out/style.log" 2>&1; then
 			echo "style: ok"; count 1 0 style ok
 		else
 			cat "$out/style.log"; count 0 1 style FAIL
