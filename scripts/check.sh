@@ -3,7 +3,7 @@
 #
 # Stages (all by default, or name some: scripts/check.sh build61 kunit):
 #   build612  module against Debian's 6.12 headers (-Werror), for the VM;
-#             and tests/flashsim/dm-flashsim.ko, in a copy
+#             and tests/flashsim/dm-flashsim.ko, in the tree too
 #   build61   the same against Debian's 6.1 headers, in copies
 #   tools     userspace tools, and the KUnit suite of the pure code on the host
 #   host      pytest: remapctl, bm-flash, compare (arguments, refusals, output)
@@ -64,12 +64,17 @@ stage_build() {	# stage_build NAME KDIR DIR
 }
 
 # tests/flashsim/dm-flashsim.ko, the test-only flash timing target the
-# VM suite loads (test_flashsim.py), in a copy of its own directory
-stage_build_flashsim() {	# stage_build_flashsim NAME KDIR
+# VM suite loads (test_flashsim.py): in the tree for 6.12 (the VM's), in a
+# copy of its own directory for 6.1
+stage_build_flashsim() {	# stage_build_flashsim NAME KDIR [in-tree]
 	local name=$1-flashsim kdir=$2 dir=$cache/$1-flashsim
-	rm -rf "$dir" && mkdir -p "$dir"
-	cp tests/flashsim/Kbuild tests/flashsim/dm-flashsim-target.c \
-		tests/flashsim/flashsim-model.[ch] "$dir/"
+	if [ "${3:-}" = in-tree ]; then
+		dir=$repo/tests/flashsim
+	else
+		rm -rf "$dir" && mkdir -p "$dir"
+		cp tests/flashsim/Kbuild tests/flashsim/dm-flashsim-target.c \
+			tests/flashsim/flashsim-model.[ch] "$dir/"
+	fi
 	make -s -C "$kdir" M="$dir" modules > "$out/$name.log" 2>&1
 	local rc=$?
 	if [ $rc -ne 0 ] || grep -qE 'warning|error' "$out/$name.log" ||
@@ -147,7 +152,7 @@ for s in "${stages[@]}"; do
 	case $s in
 	build612)
 		stage_build build612 "$KDIR612" "$repo"
-		stage_build_flashsim build612 "$KDIR612" ;;
+		stage_build_flashsim build612 "$KDIR612" in-tree ;;
 	build61)
 		rm -rf "$cache/build61" && mkdir -p "$cache/build61"
 		cp -r Kbuild dm-remap "$cache/build61/"
