@@ -52,14 +52,20 @@ stage_build() {	# stage_build NAME KDIR DIR
 	local name=$1 kdir=$2 dir=$3
 	echo "== $name: module against $kdir"
 	make -s -C "$kdir" M="$dir" CONFIG_DM_REMAP=m modules > "$out/$name.log" 2>&1
-	local rc=$?
-	if [ $rc -ne 0 ] || grep -qE 'warning|error' "$out/$name.log" ||
-	   [ ! -f "$dir/dm-remap/dm-remap.ko" ]; then
+	build_result "$name" $? "$dir/dm-remap/dm-remap.ko"
+}
+
+# A module build's verdict: the make status, no warning or error in its
+# log, and the module there; the log is shown when it failed.
+build_result() {	# build_result NAME MAKE_STATUS KO
+	local name=$1 rc=$2 ko=$3
+	if [ "$rc" -ne 0 ] || grep -qE 'warning|error' "$out/$name.log" ||
+	   [ ! -f "$ko" ]; then
 		cat "$out/$name.log"
 		echo "$name: FAILED"
 		count 0 1 "$name" FAIL; return
 	fi
-	echo "$name: ok ($(modinfo -F vermagic "$dir/dm-remap/dm-remap.ko"))"
+	echo "$name: ok ($(modinfo -F vermagic "$ko"))"
 	count 1 0 "$name" ok
 }
 
@@ -76,15 +82,7 @@ stage_build_flashsim() {	# stage_build_flashsim NAME KDIR [in-tree]
 			tests/flashsim/flashsim-model.[ch] "$dir/"
 	fi
 	make -s -C "$kdir" M="$dir" modules > "$out/$name.log" 2>&1
-	local rc=$?
-	if [ $rc -ne 0 ] || grep -qE 'warning|error' "$out/$name.log" ||
-	   [ ! -f "$dir/dm-flashsim.ko" ]; then
-		cat "$out/$name.log"
-		echo "$name: FAILED"
-		count 0 1 "$name" FAIL; return
-	fi
-	echo "$name: ok"
-	count 1 0 "$name" ok
+	build_result "$name" $? "$dir/dm-flashsim.ko"
 }
 
 # pytest / kunit / test-pure closing lines -> counts

@@ -177,12 +177,12 @@ def dm_status(name):
     return run(["dmsetup", "status", DM_PREFIX + name]).stdout.split()
 
 
-def documented_status_fields():
-    """The status field names, in order, from Documentation/dm-remap.rst:
-    the numbered list of its Status section, each item ``N. ``name``: ...``.
-    Tests parse status with this list, so documentation and code cannot
-    drift apart."""
-    text = (REPO / "Documentation" / "dm-remap.rst").read_text()
+def documented_status_fields(doc="dm-remap.rst"):
+    """The status field names, in order, from Documentation/@doc (the
+    target's, or dm-remap-flashsim.rst): the numbered list of its Status
+    section, each item ``N. ``name``: ...``.  Tests parse status with this
+    list, so documentation and code cannot drift apart."""
+    text = (REPO / "Documentation" / doc).read_text()
     section = text.split("\nStatus\n======\n", 1)[1].split("\n=====", 1)[0]
     items = re.findall(r"^(\d+)\. ``(\w+)``", section, re.M)
     assert [int(n) for n, _ in items] == list(range(1, len(items) + 1)), items

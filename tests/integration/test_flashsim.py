@@ -26,28 +26,19 @@ factor 1.5 either way (the brief's tolerance), except where noted:
 """
 import json
 import os
-import re
 import time
 
 import pytest
 
-from conftest import DM_PREFIX, REPO, dm_create, dm_path, kmsg_lines, run
+from conftest import (DM_PREFIX, REPO, dm_create, dm_path, documented_status_fields,
+                      kmsg_lines, run)
 
 KO = REPO / "tests" / "flashsim" / "dm-flashsim.ko"
 MIB = 1 << 20
 TOL = 1.5
 
 
-def documented_status_fields():
-    """The numbered Status list of Documentation/dm-remap-flashsim.rst."""
-    text = (REPO / "Documentation" / "dm-remap-flashsim.rst").read_text()
-    section = text.split("\nStatus\n======\n", 1)[1].split("\n=====", 1)[0]
-    items = re.findall(r"^(\d+)\. ``(\w+)``", section, re.M)
-    assert [int(n) for n, _ in items] == list(range(1, len(items) + 1)), items
-    return [name for _, name in items]
-
-
-STATUS_FIELDS = documented_status_fields()
+STATUS_FIELDS = documented_status_fields("dm-remap-flashsim.rst")
 
 
 @pytest.fixture(scope="module", autouse=True)
