@@ -315,7 +315,9 @@ static_assert(sizeof(struct dmr_disk_ckpt) == DMR_BLOCK_SIZE,
  * (struct dmr_seg), in the 16-bit float of dmr_birth_encode().  Written
  * since issue 25; earlier modules of format 3 mask it off (their load
  * keeps DMR_SEG_USED and DMR_DISK_SEG_HOT only), and a table written by
- * them has 0 there: a birth equal to the seq, as they had it.
+ * them has 0 there: a birth equal to the seq, as they had it.  A delta
+ * past the seq (never written) loads as 0 too, so a load writes back
+ * what it read.
  */
 #define DMR_DISK_SEG_BIRTH_SHIFT	16
 

@@ -706,7 +706,11 @@ static void dmr_fake_write_slot(struct dmr_fake *f, unsigned int slot,
 		d[i].valid = cpu_to_le32(m->segs[i].valid);
 		u64 delta = m->segs[i].seq - m->segs[i].birth;
 
-		/* the birth: below 2^11, its float is the value itself */
+		/* the birth: below 2^11, its float is the value itself; a
+		 * birth past the seq is written as none (0)
+		 */
+		if (m->segs[i].birth > m->segs[i].seq)
+			delta = 0;
 		d[i].flags = cpu_to_le32((m->segs[i].flags & DMR_SEG_USED) |
 					  (m->segs[i].flags & DMR_SEG_HOT ? DMR_DISK_SEG_HOT : 0) |
 					  (delta < 2048 ? (u32)delta << 16 : 0xffff0000U));
@@ -827,6 +831,10 @@ static void dmr_test_slot_write(struct kunit *test)
 	f->map.segs[4].flags |= DMR_SEG_USED;
 	f->map.segs[4].seq = 50;
 	f->map.segs[4].birth = 50;
+	/* a birth past the seq is written as none: it loads as the seq */
+	f->map.segs[5].flags |= DMR_SEG_USED;
+	f->map.segs[5].seq = 7;
+	f->map.segs[5].birth = 9;
 
 	dmr_fake_write_slot(f, 0, &f->map, &c0);
 	KUNIT_ASSERT_EQ(test, dmr_slot_write(&io, &f->geo, 1, &f->map, map_crc, &c1), 0);
@@ -853,8 +861,9 @@ static void dmr_test_slot_write(struct kunit *test)
 		/* only USED and HOT are on disk (item 14: the hot flag survives) */
 		KUNIT_EXPECT_EQ(test, m.segs[seg].flags,
 				f->map.segs[seg].flags & (DMR_SEG_USED | DMR_SEG_HOT));
-		/* and the birth (issue 25) */
-		KUNIT_EXPECT_EQ(test, m.segs[seg].birth, f->map.segs[seg].birth);
+		/* and the birth (issue 25); one past the seq loads as the seq */
+		KUNIT_EXPECT_EQ(test, m.segs[seg].birth,
+				seg == 5 ? 7ULL : f->map.segs[seg].birth);
 	}
 
 	/* an unmapped map block is all zeroes, and dmr_slot_map_zero() says so */

@@ -371,13 +371,20 @@ static int dmr_slot_table(const struct dmr_slot_io *io, u64 start, u64 nr_blocks
 			} else {
 				const struct dmr_disk_segment *d = io->bounce;
 				struct dmr_seg *s = &m->segs[item];
+				u64 delta;
 				u32 flags;
 
 				s->seq = le64_to_cpu(d[k].seq);
 				s->valid = le32_to_cpu(d[k].valid);
 				flags = le32_to_cpu(d[k].flags);
-				s->birth = s->seq - min(s->seq,
-					dmr_birth_decode(flags >> DMR_DISK_SEG_BIRTH_SHIFT));
+				/*
+				 * A delta past the segment's own seq is no
+				 * birth this code writes: the seq then, as
+				 * before births, which writes back as 0 and
+				 * loads the same again.
+				 */
+				delta = dmr_birth_decode(flags >> DMR_DISK_SEG_BIRTH_SHIFT);
+				s->birth = delta <= s->seq ? s->seq - delta : s->seq;
 				s->flags = (flags & DMR_SEG_DISK_FLAGS) |
 					   ((flags & DMR_DISK_SEG_HOT) && (flags & DMR_SEG_USED) ?
 					    DMR_SEG_HOT : 0);

@@ -139,6 +139,16 @@ static void seeds_slot(void)
 	c.mapped_blocks = 3;
 	dmr_ckpt_encode(&c, fuzz_uuid, img[0]);
 	put("slot", "three-fix", FUZZ_FIX_CSUM, img, geo.ckpt_slot_blocks * DMR_BLOCK_SIZE);
+	/*
+	 * births: segment 0's past its seq (loads as the seq: 5001 has no
+	 * exact float, so seq - birth would not load back the same), 1's
+	 * within it
+	 */
+	d[0].seq = cpu_to_le64(5001);
+	d[0].flags = cpu_to_le32(DMR_SEG_USED | DMR_DISK_SEG_HOT |
+				 0xffffU << DMR_DISK_SEG_BIRTH_SHIFT);
+	d[1].flags = cpu_to_le32(DMR_SEG_USED | 3U << DMR_DISK_SEG_BIRTH_SHIFT);
+	put("slot", "births-fix", FUZZ_FIX_CSUM, img, geo.ckpt_slot_blocks * DMR_BLOCK_SIZE);
 }
 
 static void seeds_table(void)
