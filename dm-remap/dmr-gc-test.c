@@ -1779,6 +1779,66 @@ static void dmr_gct_gc_refuse_and_verify(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, dmr_unit_data_ok(u, data));
 }
 
+/*
+ * dmr_seg_verify(), the check GC's victim gets beside the worker: a unit
+ * is marked movable only where its summary is, it had a live block and
+ * its data match; dead units are not checked; the walk stops where
+ * dmr_gc_collect()'s does (a unit of an earlier use of the segment).
+ */
+static void dmr_gct_seg_verify(struct kunit *test)
+{
+	struct dmr_gct_dev *f = dmr_gct_dev_new(test);
+	struct dmr_log_pos pos = { .segment = 1, .next_segment = 2 };
+	static const u32 a[] = { 1, 2 }, b[] = { 3 }, c[] = { 4, 5 };
+	u32 fa, fb, fc, i;
+	u8 *ok = kunit_kzalloc(test, GCT_SEG_BLOCKS, GFP_KERNEL);
+	u8 *buf = f->dev + ((size_t)GCT_DATA_OFFSET + GCT_SEG_BLOCKS) * DMR_BLOCK_SIZE;
+	u64 block0 = GCT_DATA_OFFSET + GCT_SEG_BLOCKS;
+	u32 *l2p = f->map.l2p;
+
+	KUNIT_ASSERT_NOT_NULL(test, ok);
+	fa = dmr_gct_user(f, &pos, 5, a, 2);
+	fb = dmr_gct_user(f, &pos, 6, b, 1);
+	fc = dmr_gct_user(f, &pos, 7, c, 2);
+	l2p[1] = fa + 0 + 1;		/* a: one block live, one dead */
+	l2p[2] = 0;
+	l2p[3] = fb + 40;		/* b: overwritten elsewhere */
+	l2p[4] = fc + 0 + 1;		/* c: live */
+	l2p[5] = fc + 1 + 1;
+	memset(ok, 0xee, GCT_SEG_BLOCKS);
+	KUNIT_EXPECT_EQ(test, dmr_seg_verify(buf, block0, GCT_SEG_BLOCKS,
+					     GCT_SEG_BLOCKS, 5, f->uuid, GCT_LOGICAL,
+					     l2p, f->unit, ok), 2U);
+	for (i = 0; i < GCT_SEG_BLOCKS; i++)
+		KUNIT_EXPECT_EQ(test, ok[i],
+				(u8)(i == fa - 1 - GCT_SEG_BLOCKS ||
+				     i == fc - 1 - GCT_SEG_BLOCKS));
+
+	/* c's last data byte damaged: c is not movable, a still is */
+	f->dev[((size_t)GCT_DATA_OFFSET + fc + 1) * DMR_BLOCK_SIZE + 4095] ^= 1;
+	KUNIT_EXPECT_EQ(test, dmr_seg_verify(buf, block0, GCT_SEG_BLOCKS,
+					     GCT_SEG_BLOCKS, 5, f->uuid, GCT_LOGICAL,
+					     l2p, f->unit, ok), 2U);
+	KUNIT_EXPECT_EQ(test, ok[fa - 1 - GCT_SEG_BLOCKS], 1);
+	KUNIT_EXPECT_EQ(test, ok[fc - 1 - GCT_SEG_BLOCKS], 0);
+
+	/* b dead: its damage is not looked at (and it is not moved anyway) */
+	f->dev[((size_t)GCT_DATA_OFFSET + fc + 1) * DMR_BLOCK_SIZE + 4095] ^= 1;
+	f->dev[((size_t)GCT_DATA_OFFSET + fb) * DMR_BLOCK_SIZE] ^= 1;
+	KUNIT_EXPECT_EQ(test, dmr_seg_verify(buf, block0, GCT_SEG_BLOCKS,
+					     GCT_SEG_BLOCKS, 5, f->uuid, GCT_LOGICAL,
+					     l2p, f->unit, ok), 2U);
+	KUNIT_EXPECT_EQ(test, ok[fc - 1 - GCT_SEG_BLOCKS], 1);
+	KUNIT_EXPECT_EQ(test, ok[fb - 1 - GCT_SEG_BLOCKS], 0);
+
+	/* the segment's use began at seq 6: a is stale and ends the walk */
+	KUNIT_EXPECT_EQ(test, dmr_seg_verify(buf, block0, GCT_SEG_BLOCKS,
+					     GCT_SEG_BLOCKS, 6, f->uuid, GCT_LOGICAL,
+					     l2p, f->unit, ok), 0U);
+	for (i = 0; i < GCT_SEG_BLOCKS; i++)
+		KUNIT_EXPECT_EQ(test, ok[i], 0);
+}
+
 static void dmr_gct_head_may_alloc(struct kunit *test)
 {
 	const struct dmr_gc_params p = { .reserve = 6, .low = 8, .high = 10, .batch = 2 };
@@ -2240,6 +2300,7 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE_PARAM(dmr_gct_params_default, dmr_gct_dev_gen_params),
 	KUNIT_CASE(dmr_gct_gc_decide),
 	KUNIT_CASE(dmr_gct_gc_read_step),
+	KUNIT_CASE(dmr_gct_seg_verify),
 	{}
 };
 

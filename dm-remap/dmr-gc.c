@@ -106,13 +106,10 @@ static int dmr_gc_move(struct dmr_target *rc, unsigned int hid, u64 lba,
 	return 0;
 }
 
-/* The victim's read ended (dm-io's completion, any context). */
-static void dmr_gc_read_end(unsigned long error, void *context)
+/* The victim's read, and its check, are over: hand it to the worker. */
+static void dmr_gc_read_over(struct dmr_target *rc)
 {
-	struct dmr_target *rc = context;
-
-	rc->gc_rd_error = error;
-	/* error, then ended; the worker reads them in the other order */
+	/* error and @gc_ok, then ended; the worker reads them in the other order */
 	smp_store_release(&rc->gc_rd_ended, true);
 	queue_work(rc->wq, &rc->work);
 	/*
@@ -122,6 +119,41 @@ static void dmr_gc_read_end(unsigned long error, void *context)
 	 * @gc_rd_done, and dmr_gc_read_drop() before @rc may be freed.
 	 */
 	complete_all(&rc->gc_rd_done);
+}
+
+/**
+ * dmr_gc_verify_fn() - check a victim's data beside the worker
+ * @work: @rc->gc_verify, queued by dmr_gc_read_end() on @gc_verify_wq
+ *
+ * dmr_seg_verify() marks in @gc_ok the units dmr_gc_collect() may move.
+ * The victim is not reused meanwhile: its read holds a reference in
+ * @readers until it is collected.  The worker does not look at @gc_buf
+ * or @gc_ok before @gc_rd_ended, which dmr_gc_read_over() sets after
+ * this, with release semantics; @gc_rd_done completes last, so
+ * dmr_gc_read_drop() and the next read's submission wait for this too.
+ */
+void dmr_gc_verify_fn(struct work_struct *work)
+{
+	struct dmr_target *rc = container_of(work, struct dmr_target, gc_verify);
+	u32 seg = rc->gc_rd_seg, seg_blocks = dmr_seg_blocks(rc);
+
+	dmr_seg_verify(rc->gc_buf, dmr_seg_block(rc, seg, 0), seg * seg_blocks,
+		       seg_blocks, rc->map.segs[seg].seq, rc->sb.uuid,
+		       rc->sb.geo.logical_blocks, rc->map.l2p, rc->gc_vunit,
+		       rc->gc_ok);
+	dmr_gc_read_over(rc);
+}
+
+/* The victim's read ended (dm-io's completion, any context). */
+static void dmr_gc_read_end(unsigned long error, void *context)
+{
+	struct dmr_target *rc = context;
+
+	rc->gc_rd_error = error;
+	if (!error)	/* the check, then the worker */
+		queue_work(rc->gc_verify_wq, &rc->gc_verify);
+	else
+		dmr_gc_read_over(rc);
 }
 
 /**
@@ -199,8 +231,8 @@ void dmr_gc_read_drop(struct dmr_target *rc)
  * last, so the segment is not reused before the map has left it.
  *
  * GC never launders corruption: a unit holding valid blocks is moved only
- * if its data matches the checksum its summary carries
- * (dmr_unit_data_ok()), since a move writes them again under a fresh
+ * if its data matches the checksum its summary carries (checked by
+ * dmr_gc_verify_fn() when the read ended: @gc_ok), since a move writes them again under a fresh
  * checksum and nothing could tell them damaged after that.  The blocks
  * of a unit that fails stay where they are (reads return what the device
  * holds, and `remapctl check` names them), the segment is never
@@ -249,7 +281,7 @@ static int dmr_gc_collect(struct dmr_target *rc)
 			break;
 		for (i = 0, live = 0; i < u->nr_blocks; i++)
 			live += rc->map.l2p[u->lba[i]] == seg * seg_blocks + off + 1 + i + 1;
-		if (live && !dmr_unit_data_ok(u, data)) {
+		if (live && !rc->gc_ok[off]) {	/* dmr_gc_verify_fn() */
 			atomic64_inc(&rc->stats.gc_unverified);
 			DMERR_LIMIT("%s: GC: unit at %llu (segment %u) fails its data checksum",
 				    rc->dev->name, (unsigned long long)blk, seg);

@@ -109,6 +109,7 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	}
 
 	rc->gc_rd_seg = DMR_NO_SEGMENT;
+	INIT_WORK(&rc->gc_verify, dmr_gc_verify_fn);
 	init_completion(&rc->gc_rd_done);
 	complete_all(&rc->gc_rd_done);	/* no read's end is running */
 	rc->mode = DMR_MODE_READ_ONLY;	/* until dmr_load() */
@@ -133,8 +134,10 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	rc->gc_buf = vmalloc(seg_bytes);
 	rc->bounce = vmalloc((size_t)DMR_BOUNCE_BLOCKS * DMR_BLOCK_SIZE);
 	rc->gc_unit = kzalloc(sizeof(*rc->gc_unit), GFP_KERNEL);
+	rc->gc_vunit = kzalloc(sizeof(*rc->gc_vunit), GFP_KERNEL);
+	rc->gc_ok = kvzalloc(geo->segment_blocks, GFP_KERNEL);
 	ok = l2p && segs && dirty && lists && rc->readers && rc->map_crc &&
-	     rc->gc_buf && rc->bounce && rc->gc_unit;
+	     rc->gc_buf && rc->bounce && rc->gc_unit && rc->gc_vunit && rc->gc_ok;
 	for (i = 0; i < DMR_FLIGHT_SLOTS; i++) {
 		rc->flight[i].buf = vmalloc(seg_bytes);
 		ok = ok && rc->flight[i].buf;
@@ -178,7 +181,10 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	rc->flight_wq = alloc_workqueue("dmr-%s-log", WQ_MEM_RECLAIM | WQ_UNBOUND,
 					DMR_FLIGHT_SLOTS,
 					dm_device_name(dm_table_get_md(rc->ti->table)));
-	if (!rc->wq || !rc->flight_wq) {
+	/* unbound: a victim's data are checked beside the worker */
+	rc->gc_verify_wq = alloc_workqueue("dmr-%s-gc", WQ_MEM_RECLAIM | WQ_UNBOUND, 1,
+					   dm_device_name(dm_table_get_md(rc->ti->table)));
+	if (!rc->wq || !rc->flight_wq || !rc->gc_verify_wq) {
 		*error = "Cannot create the workqueue";
 		return -ENOMEM;
 	}
@@ -194,6 +200,8 @@ void dmr_io_exit(struct dmr_target *rc)
 		destroy_workqueue(rc->wq);
 	if (rc->flight_wq)
 		destroy_workqueue(rc->flight_wq);
+	if (rc->gc_verify_wq)
+		destroy_workqueue(rc->gc_verify_wq);
 	bioset_exit(&rc->bs);
 	if (rc->io_client)
 		dm_io_client_destroy(rc->io_client);
@@ -202,6 +210,8 @@ void dmr_io_exit(struct dmr_target *rc)
 		vfree(rc->heads[i].buf);
 	}
 	kfree(rc->gc_unit);
+	kfree(rc->gc_vunit);
+	kvfree(rc->gc_ok);
 	vfree(rc->bounce);
 	vfree(rc->gc_buf);
 	for (i = 0; i < DMR_FLIGHT_SLOTS; i++)

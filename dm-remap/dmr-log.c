@@ -900,3 +900,58 @@ bool dmr_unit_data_ok(const struct dmr_unit *u, const void *data)
 {
 	return dmr_data_csum(data, u->nr_blocks) == u->data_csum;
 }
+
+/**
+ * dmr_seg_verify() - which units of a victim read whole may GC move?
+ * @buf: the segment as read, @seg_blocks blocks
+ * @block0: device block number of the segment's first block
+ * @data0: the map's value for the segment's first block, minus one: a
+ *	block at offset o is live when l2p[lba] == @data0 + o + 1
+ * @seg_blocks: blocks per segment
+ * @first_seq: the segment's first unit's sequence number (a unit below
+ *	it is of an earlier use of the segment and ends the walk)
+ * @uuid: the device's
+ * @nr_logical: logical blocks (decoding checks the LBAs against it)
+ * @l2p: the map, read without its lock: a hint only (see below)
+ * @u: scratch for the decoded summaries
+ * @ok: @seg_blocks flags, set here: @ok[o] is 1 iff a unit's summary is
+ *	at offset o, some block of it was live when looked at, and its data
+ *	match their checksum; 0 everywhere else
+ *
+ * The walk is dmr_gc_collect()'s, which then moves a unit's blocks only
+ * where @ok says so: it runs on an unbound workqueue when the victim's
+ * read ends, so the data checksums (most of GC's CPU time) are computed
+ * beside the worker rather than in it.  Units with no live block are not
+ * checked, and that is safe with @l2p read unlocked: a block of a sealed
+ * segment that is not live never becomes live again (the map points only
+ * to the log's open segments when it changes), so a unit skipped here is
+ * also dead when GC collects; a unit seen live that died meanwhile was
+ * checked for nothing.  A unit @ok does not mark is not moved: the safe
+ * side, never laundering unverified data.
+ *
+ * Return: the number of units checked.
+ */
+u32 dmr_seg_verify(const u8 *buf, u64 block0, u32 data0, u32 seg_blocks,
+		   u64 first_seq, const u8 *uuid, u64 nr_logical, const u32 *l2p,
+		   struct dmr_unit *u, u8 *ok)
+{
+	u32 off = 0, i, live, n = 0;
+
+	memset(ok, 0, seg_blocks);
+	while (off + 2 <= seg_blocks) {
+		const u8 *data = buf + (size_t)(off + 1) * DMR_BLOCK_SIZE;
+
+		if (dmr_unit_decode(buf + (size_t)off * DMR_BLOCK_SIZE, block0 + off,
+				    uuid, nr_logical, u) != DMR_LOG_OK ||
+		    u->seq < first_seq || off + 1 + u->nr_blocks > seg_blocks)
+			break;
+		for (i = 0, live = 0; i < u->nr_blocks && !live; i++)
+			live = READ_ONCE(l2p[u->lba[i]]) == data0 + off + 1 + i + 1;
+		if (live) {
+			ok[off] = dmr_unit_data_ok(u, data);
+			n++;
+		}
+		off += 1 + u->nr_blocks;
+	}
+	return n;
+}

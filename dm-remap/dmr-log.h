@@ -69,6 +69,9 @@ void dmr_unit_encode_body(const struct dmr_unit *u, const u8 *uuid, void *block)
 u32 dmr_unit_finish(void *block, const void *data);
 void dmr_unit_finish_csum(void *block, u32 data_csum);
 bool dmr_unit_data_ok(const struct dmr_unit *u, const void *data);
+u32 dmr_seg_verify(const u8 *buf, u64 block0, u32 data0, u32 seg_blocks,
+		   u64 first_seq, const u8 *uuid, u64 nr_logical, const u32 *l2p,
+		   struct dmr_unit *u, u8 *ok);
 bool __must_check dmr_units_finish(void *seg, u32 from, u32 to);
 enum dmr_log_status __must_check
 dmr_unit_decode(const void *block, u64 blocknr, const u8 *uuid,

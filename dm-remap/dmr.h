@@ -192,6 +192,12 @@ enum dmr_gc_mode {
  * @gc_mode: enum dmr_gc_mode, for status
  * @gc_buf: GC's copy of the victim segment (worker)
  * @gc_unit: scratch for the victim's summaries (worker)
+ * @gc_vunit: scratch for the victim's summaries (@gc_verify)
+ * @gc_ok: per block of the victim, its unit may be moved
+ *	(dmr_seg_verify(): written by @gc_verify before @gc_rd_ended, read
+ *	by the worker after)
+ * @gc_verify_wq: unbound, where @gc_verify runs beside the worker
+ * @gc_verify: checks the victim's data when its read ends (dmr-gc.c)
  * @gc_rd_seg: the victim whose read into @gc_buf is pending, in flight or
  *	done and not collected yet, holding a reference in @readers
  *	(DMR_NO_SEGMENT: none; worker, or dmr_worker_stop())
@@ -274,6 +280,10 @@ struct dmr_target {
 	int gc_mode;
 	void *gc_buf;
 	struct dmr_unit *gc_unit;
+	struct dmr_unit *gc_vunit;
+	u8 *gc_ok;
+	struct workqueue_struct *gc_verify_wq;
+	struct work_struct gc_verify;
 	u32 gc_rd_seg;
 	unsigned long gc_rd_error;
 	bool gc_rd_ended;
@@ -343,6 +353,7 @@ void dmr_worker(struct work_struct *work);
 void dmr_do_write(struct dmr_target *rc, struct bio *bio);
 void dmr_do_discard(struct dmr_target *rc, struct bio *bio);
 void dmr_flight_fn(struct work_struct *work);
+void dmr_gc_verify_fn(struct work_struct *work);
 int dmr_flight_wait(struct dmr_target *rc);
 int dmr_flush_all(struct dmr_target *rc, bool flush_device);
 int dmr_head_room(struct dmr_target *rc, unsigned int hid, u32 want, u32 *n);
