@@ -10,20 +10,29 @@
 # Results: $DMR_CACHE/results/bench-<date>/ (report.txt: the summary and the
 # simulation's table; summary.txt and bench.json; guest.log, dmesg.txt;
 # sim-bench.txt).
-# Shorter runs: DMR_BENCH_* variables (see tests/vm/guest-bench.py), in the
-# environment or as arguments, e.g.
+# Then, in a second VM, tests/vm/guest-flashbench.py: the papers' bm-flash
+# grid on the flash model (dm-flashsim: one block-mapped drive, md RAID-5
+# over four, one page-mapped drive), bare and remapped, fresh and steady,
+# the papers' figures beside ours (flash/flash-summary.txt).
+# Shorter runs: DMR_BENCH_* variables (see tests/vm/guest-bench.py) and
+# DMR_FLASH_* (tests/vm/guest-flashbench.py), in the environment or as
+# arguments, e.g.
 #   DMR_BENCH_CONFIGS=raid5-4 DMR_BENCH_CELLS='randwrite-4k-*' DMR_BENCH_FS=0 make bench
-# The default run takes about 40 minutes in the TCG VM.
+# DMR_BENCH_PARTS [main,flash,sim] chooses the parts.
+# The default run takes about 40 minutes in the TCG VM for the main part.
 set -uo pipefail
 # DMR_BENCH_* settings, from the environment and the arguments, go to the guest
 vars=()
 while IFS= read -r v; do
 	vars+=("$v")
-done < <(env | grep -E '^DMR_BENCH_[A-Z_]+=')
+done < <(env | grep -E '^DMR_(BENCH|FLASH)_[A-Z_]+=')
 for a; do
-	[[ $a == DMR_BENCH_*=* ]] || { echo "usage: $0 [DMR_BENCH_NAME=VALUE...]" >&2; exit 2; }
+	[[ $a == DMR_BENCH_*=* || $a == DMR_FLASH_*=* ]] ||
+		{ echo "usage: $0 [DMR_BENCH_NAME=VALUE | DMR_FLASH_NAME=VALUE...]" >&2; exit 2; }
 	vars+=("$a")
+	export "${a?}"
 done
+parts=${DMR_BENCH_PARTS:-main,flash,sim}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo" || exit 1
 cache=${DMR_CACHE:-$HOME/.cache/dm-remap}
@@ -34,18 +43,37 @@ out=$cache/results/bench-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out" || exit 1
 
 rc=0
-# guest RAM: 8 ramdisks of DMR_BENCH_RAM_MIB (2 GiB by default), or 8
-# memory-backed null_blk members, besides fio and the page cache
-bash tests/vm/run-vm.sh --mem 6144 --timeout 10800 "$out" -- \
-	env "${vars[@]}" /usr/bin/python3 tests/vm/guest-bench.py || rc=$?
-
 report=$out/report.txt
-if [[ -s $out/summary.txt ]]; then
-	cat "$out/summary.txt" >"$report"
-else
-	echo "==== the VM benchmark failed (run-vm exit $rc): see $out/guest.log" >"$report"
+: >"$report"
+if [[ ,$parts, == *,main,* ]]; then
+	# guest RAM: 8 ramdisks of DMR_BENCH_RAM_MIB (2 GiB by default), or 8
+	# memory-backed null_blk members, besides fio and the page cache
+	bash tests/vm/run-vm.sh --mem 6144 --timeout 10800 "$out" -- \
+		env "${vars[@]}" /usr/bin/python3 tests/vm/guest-bench.py || rc=$?
+	if [[ -s $out/summary.txt ]]; then
+		cat "$out/summary.txt" >>"$report"
+	else
+		echo "==== the VM benchmark failed (run-vm exit $rc): see $out/guest.log" >>"$report"
+		rc=1
+	fi
 fi
-if [[ -f scripts/sim-bench.sh ]]; then
+if [[ ,$parts, == *,flash,* ]]; then
+	# the flash model: 2 x DMR_FLASH_MIB (512) of ramdisks at a time
+	mkdir -p "$out/flash" || exit 1
+	frc=0
+	bash tests/vm/run-vm.sh --mem 6144 --timeout 10800 "$out/flash" -- \
+		env "${vars[@]}" /usr/bin/python3 tests/vm/guest-flashbench.py || frc=$?
+	echo >>"$report"
+	if [[ -s $out/flash/flash-summary.txt ]]; then
+		cat "$out/flash/flash-summary.txt" >>"$report"
+	fi
+	if [[ $frc != 0 ]]; then
+		echo "==== the flash benchmark failed (run-vm exit $frc): see $out/flash/guest.log" \
+			>>"$report"
+		rc=1
+	fi
+fi
+if [[ ,$parts, == *,sim,* && -f scripts/sim-bench.sh ]]; then
 	echo "==== scripts/sim-bench.sh"
 	DMR_OUT=$out bash scripts/sim-bench.sh 2>&1 | tee "$out/sim-bench.txt"
 	src=${PIPESTATUS[0]}

@@ -1,0 +1,209 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""tests/vm/guest-flashbench.py on the host: the pure parts of the flash
+model bench (the papers' grid, their figures, the goals of issue 25
+section 4, the drives' counters and the summary), on synthetic results.
+Importing the script runs nothing: its main is guarded."""
+import importlib.machinery
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "tests" / "vm" / "guest-flashbench.py"
+SEED = REPO.parent / "shared" / "seeds" / "000_53fc3f7fc14268a2.txt"
+
+
+@pytest.fixture(scope="module")
+def fb():
+    loader = importlib.machinery.SourceFileLoader("guest_flashbench", str(SCRIPT))
+    spec = importlib.util.spec_from_loader("guest_flashbench", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def agg(v):
+    return {"median": v, "min": v, "max": v, "n": 1, "runs": [v]}
+
+
+def cell(op, bs, t, bare, remap):
+    return {"op": op, "bs": bs, "threads": t, "bare": {"iops": agg(bare)},
+            "remap": {"iops": agg(remap)}}
+
+
+def test_grid_is_the_papers(fb):
+    sizes = [fb.parse_size(s) for s in fb.PAPERS_BS.split(",")]
+    assert sizes[0] == 512 and sizes[-1] == 1 << 20 and len(sizes) == 10
+    g = fb.grid(sizes, [1, 10, 40], ["write", "read"])
+    ids = [c["id"] for c in g]
+    # writes first, sizes ascending, 40 threads only up to 128K (the
+    # papers' blanks): 7 sizes x 3 + 3 sizes x 2 = 27 per operation
+    assert len(g) == 54
+    assert ids[:4] == ["write-512b-t1", "write-512b-t10", "write-512b-t40", "write-4k-t1"]
+    assert "write-128k-t40" in ids and "write-256k-t40" not in ids
+    assert ids[27] == "read-512b-t1"
+    assert fb.bs_label(1 << 20) == "1M" and fb.bs_label(131072) == "128K"
+    with pytest.raises(ValueError):
+        fb.parse_size("0K")
+
+
+def seed_row(bs_label, heading):
+    """The six IOPS columns of one row of a seed 000 table, read from the
+    seed itself: (r1, r10, r40, w1, w10, w40), None for blanks."""
+    text = SEED.read_text().splitlines()
+    i = next(n for n, line in enumerate(text) if line.strip().startswith(heading))
+    for line in text[i:i + 20]:
+        f = line.split("\t")
+        if f and f[0] == bs_label:
+            vals = f[1::2]
+            return tuple(int(v) if v.strip() else None for v in (vals + [""] * 6)[:6])
+    raise AssertionError(f"{bs_label} not in {heading}")
+
+
+@pytest.mark.skipif(not SEED.exists(), reason="../shared/seeds not beside the clone")
+@pytest.mark.parametrize("config,kind,heading", [
+    ("block-1", "bare", "### Mtron PRO series:"),
+    ("block-1", "mft", "## Single Mtron PRO series drive with MFT"),
+    ("block-r5", "bare", "## 4 Drive RAID-5 Arrays"),
+    ("block-r5", "mft", "## Four Mtron PRO series drives configured for RAID-5 with MFT"),
+])
+def test_paper_figures_match_seed_000(fb, config, kind, heading):
+    table = fb.PAPERS[config][kind]
+    n = 0
+    for label, bs in (("4K", 4096), ("64K", 65536), ("1M", 1 << 20), ("256K", 262144)):
+        row = seed_row(label, heading)
+        for i, (op, t) in enumerate([("read", 1), ("read", 10), ("read", 40),
+                                     ("write", 1), ("write", 10), ("write", 40)]):
+            assert table.get((op, bs, t)) == row[i], (config, kind, op, bs, t)
+            n += 1
+    assert n == 24
+
+
+def test_paper_ratio(fb):
+    assert fb.paper_ratio("block-1", "write", 4096, 1) == pytest.approx(14987 / 123)
+    assert fb.paper_ratio("block-r5", "write", 4096, 10) == pytest.approx(29618 / 254)
+    assert fb.paper_ratio("block-1", "write", 512, 1) is None      # no MFT 512B row
+    assert fb.paper_ratio("page-1", "write", 4096, 1) is None
+
+
+def configs(fresh_4k, steady_4k, read_ratio=1.0, large_ratio=1.0, page=1.0):
+    out = []
+    for name in ("block-1", "block-r5"):
+        ph = {}
+        for phase, r in (("fresh", fresh_4k), ("steady", steady_4k)):
+            cells = {f"write-4k-t{t}": cell("write", 4096, t, 125, 125 * r) for t in (1, 10)}
+            cells["write-1m-t1"] = cell("write", 1 << 20, 1, 80, 80 * large_ratio)
+            cells["write-128k-t1"] = cell("write", 131072, 1, 100, 10)   # not "large"
+            cells["read-4k-t1"] = cell("read", 4096, 1, 10000, 10000 * read_ratio)
+            ph[phase] = {"cells": cells, "cap": {
+                f"write-4k-t{t}": cell("write", 4096, t, 70000, v)
+                for t, v in ((1, 30000), (8, 31000), (16, 30000))}}
+        out.append({"name": name, "phases": ph})
+    out.append({"name": "page-1", "phases": {"steady": {"cells": {
+        "write-4k-t1": cell("write", 4096, 1, 1000, 1000 * page),
+        "read-4k-t1": cell("read", 4096, 1, 1000, 1000)}}}})
+    return out
+
+
+def status(goals):
+    return {g["measure"]: g["status"] for g in goals}
+
+
+def test_goals_met(fb):
+    s = status(fb.evaluate_goals(configs(150, 25)))
+    assert set(s.values()) == {"met"} and len(s) == 10
+
+
+def test_goals_each_threshold(fb):
+    s = status(fb.evaluate_goals(configs(99, 25)))
+    assert s["block-1 fresh: 4K random write, remapped / bare"] == "missed"
+    assert s["block-r5 fresh: 4K random write, remapped / bare"] == "missed"
+    assert s["block-1 steady: 4K random write, remapped / bare"] == "met"
+    s = status(fb.evaluate_goals(configs(150, 19.9)))
+    assert s["block-r5 steady: 4K random write, remapped / bare"] == "missed"
+    s = status(fb.evaluate_goals(configs(150, 25, read_ratio=0.94)))
+    assert s["block-1: random reads, every cell"] == "missed"
+    s = status(fb.evaluate_goals(configs(150, 25, large_ratio=0.79)))
+    assert s["block-r5: random writes >= 256K, every cell"] == "missed"
+    assert s["block-1: random reads, every cell"] == "met"
+    s = status(fb.evaluate_goals(configs(150, 25, page=0.89)))
+    assert s["page-1: every cell"] == "missed"
+
+
+def test_goal_is_the_lowest_thread_count(fb):
+    c = configs(150, 25)
+    c[0]["phases"]["fresh"]["cells"]["write-4k-t10"] = cell("write", 4096, 10, 125, 12000)
+    g = next(x for x in fb.evaluate_goals(c)
+             if x["measure"].startswith("block-1 fresh"))
+    assert g["status"] == "missed" and "lowest 96.00x (t10)" in g["measured"]
+    assert "cap" in g["measured"] and "t1 30000" in g["measured"]
+
+
+def test_goal_not_measured(fb):
+    g = fb.evaluate_goals([])
+    assert {x["status"] for x in g} == {"not measured"}
+
+
+def test_flash_counters(fb):
+    lines = ["0 524288 flashsim block 10 20 1 0 40 600 9 0 9 72000",
+             "0 524288 flashsim block 5 10 0 2 20 20 0 0 0 500"]
+    c = fb.flash_counters(lines)
+    assert c["host_pages"] == 60 and c["flash_pages"] == 620 and c["rmws"] == 9
+    assert c["busy_us"] == 72500 and c["flushes"] == 2
+    d = fb.counters_delta(fb.flash_counters(lines[1:]), c)
+    assert d["host_pages"] == 40 and d["flash_waf"] == 15.0
+
+
+def test_summary_has_papers_beside_ours(fb):
+    res = {"params": {"runs": 3, "seconds": 1}, "configs": configs(150, 25), "goals": []}
+    for c in res["configs"]:
+        c["label"] = c["name"]
+    res["goals"] = fb.evaluate_goals(res["configs"])
+    text = fb.summary_text(res)
+    assert "paper MFT" in text and "14987" in text       # block-1's 4K t1 row
+    assert "29500" in text                              # block-r5's
+    assert "| block-1 fresh: 4K random write, remapped / bare | >= 100x |" in text
+
+
+def test_settled_rule(fb):
+    assert not fb.settled([])
+    assert not fb.settled([4.0])                    # one chunk never settles
+    assert fb.settled([6.0, 4.0, 4.1])              # 2.5% from the one before
+    assert not fb.settled([4.0, 4.2])               # 5%
+    assert fb.settled([1.0, 1.02])
+    assert not fb.settled([1.0, None])
+    assert fb.settled([4.0, 4.3], tol=0.1) and not fb.settled([4.0, 4.3])
+
+
+def test_own_goal_rows_only_when_measured(fb):
+    c = configs(150, 25)
+    assert not any(" own:" in g["measure"] for g in fb.evaluate_goals(c))
+    c[0]["phases"]["own"] = {"cells": {
+        "write-4k-t1": cell("write", 4096, 1, 125, 125 * 15),
+        "write-1m-t1": cell("write", 1 << 20, 1, 80, 60),
+        "read-1m-t1": cell("read", 1 << 20, 1, 110, 100)}}
+    s = status(fb.evaluate_goals(c))
+    assert s["block-1 own: 4K random write, remapped / bare"] == "missed"
+    assert s["block-1: random writes >= 256K, every cell"] == "missed"   # 0.75x
+    assert s["block-1: random reads, every cell"] == "missed"            # 0.91x
+
+
+def test_not_applicable_cells_are_left_out(fb):
+    c = configs(150, 25)
+    c[0]["phases"]["fresh"]["cells"]["write-512b-t1"] = {
+        "op": "write", "bs": 512, "threads": 1, "bare": {"iops": agg(120)}, "remap": {}}
+    s = status(fb.evaluate_goals(c))
+    assert set(s.values()) == {"met"}
+    rows = fb.phase_rows("block-1", c[0]["phases"]["fresh"]["cells"], {})
+    r = next(r for r in rows if r[1] == "512B")
+    assert r[4] == "-" and r[6] == "-"
+
+
+def test_scaling_goal(fb):
+    c = configs(150, 25)
+    key = "4K random write, no media cost: remapped IOPS at 8 and 16 threads / 1 thread"
+    assert status(fb.evaluate_goals(c))[key] == "met"
+    c[1]["phases"]["steady"]["cap"]["write-4k-t16"] = cell("write", 4096, 16, 70000, 29000)
+    g = next(x for x in fb.evaluate_goals(c) if x["measure"] == key)
+    assert g["status"] == "missed" and "block-r5 steady 16 thr 0.97x" in g["measured"]
