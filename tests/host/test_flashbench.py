@@ -207,3 +207,31 @@ def test_scaling_goal(fb):
     c[1]["phases"]["steady"]["cap"]["write-4k-t16"] = cell("write", 4096, 16, 70000, 29000)
     g = next(x for x in fb.evaluate_goals(c) if x["measure"] == key)
     assert g["status"] == "missed" and "block-r5 steady 16 thr 0.97x" in g["measured"]
+
+
+MTRON = "1:0 block page_kib=4 erase_kib=256 read_us=40 write_us=0 read_mibs=114 " \
+        "prog_mibs=84 erase_us=2800 open_blocks=4 spare=7 flush_us=0"
+
+
+def test_steady_ceiling(fb):
+    p = fb.table_params(MTRON)
+    assert p["prog_mibs"] == 84 and p["read_mibs"] == 114 and p["erase_kib"] == 256
+    # one drive at WAF 4.9: 4.9 x 4 KiB programmed at 84 MiB/s and read
+    # at 114 MiB/s per user block = 396 us: 2525/s
+    assert fb.steady_ceiling(p, 1, 4.9) == pytest.approx(2525, rel=0.01)
+    # no write amplification: the drive's program and read bandwidth alone
+    assert fb.steady_ceiling(p, 1, 1.0) == pytest.approx(1 / (4096 / (84 * 2**20)
+                                                              + 4096 / (114 * 2**20)))
+    # RAID-5 over four: three drives' programs, four drives' reads
+    assert fb.steady_ceiling(p, 4, 4.9) == pytest.approx(
+        1 / (4.9 * 4096 * (1 / (3 * 84 * 2**20) + 1 / (4 * 114 * 2**20))))
+    assert fb.steady_ceiling(p, 1, None) is None
+    assert fb.steady_ceiling({}, 1, 4.0) is None
+
+
+def test_ceiling_in_steady_goal_row(fb):
+    c = configs(150, 25)
+    c[0]["geometry"] = {"member_table": MTRON}
+    c[0]["phases"]["steady"]["cells"]["write-4k-t10"]["remap"]["waf"] = agg(4.9)
+    g = next(x for x in fb.evaluate_goals(c) if x["measure"].startswith("block-1 steady"))
+    assert "bandwidth ceiling: t10 2527 at WAF 4.90 (20.21x bare)" in g["measured"]

@@ -249,6 +249,31 @@ def settled(wafs, tol=0.03):
     return abs(wafs[-1] - wafs[-2]) <= tol * max(wafs[-2], 1e-9)
 
 
+def table_params(table):
+    """'1:0 block page_kib=4 ... spare=7' (a flashsim table's arguments) ->
+    {key: int}."""
+    return {k: int(v) for k, v in (w.split("=", 1) for w in table.split() if "=" in w)}
+
+
+def steady_ceiling(params, members, waf):
+    """The most 4 KiB random writes per second a log over these drives can
+    take in steady state at write amplification waf, by the model's own
+    bandwidths: every user block costs waf blocks programmed (itself and
+    GC's copies) and, since GC reads each victim whole and gets 1/waf of
+    it back, waf blocks read.  RAID-5 over n drives: full-stripe writes
+    program n - 1 drives' worth of data at once, victim reads use all n.
+    Per-command times (read_us, write_us) and erase-block merges are left
+    out, so this is an upper bound.  None for page-mapped drives (their
+    own GC comes on top) or without a WAF."""
+    if not waf or params.get("erase_kib") is None or members < 1:
+        return None
+    data = max(members - 1, 1) if members > 1 else 1
+    prog = params["prog_mibs"] * MiB * data
+    read = params["read_mibs"] * MiB * members
+    per_block = waf * 4096 * (1 / prog + 1 / read)
+    return 1 / per_block
+
+
 def cap_cells():
     """4 KiB random writes at CAP_THREADS, 1 MiB at 1 and 10."""
     return ([{"id": f"write-4k-t{t}", "op": "write", "bs": 4096, "threads": t}
@@ -316,6 +341,23 @@ def evaluate_goals(configs):
         return ("; the emulator's cap (remapped IOPS with no media cost): "
                 + ", ".join(caps)) if caps else ""
 
+    def ceiling_note(name, cells):
+        """The model's media ceiling at the cells' measured WAF, and what
+        it is as a ratio to the bare drive(s)."""
+        cfg = by.get(name, {})
+        table = cfg.get("geometry", {}).get("member_table")
+        out = []
+        for cid, c in cells.items():
+            waf = ((c.get("remap") or {}).get("waf") or {}).get("median")
+            bare = median_of(c, "bare")
+            if c["op"] != "write" or c["bs"] != 4096 or not table or not waf:
+                continue
+            ceil = steady_ceiling(table_params(table), CONFIGS[name]["members"], waf)
+            if ceil:
+                out.append(f"{cid.split('-')[-1]} {ceil:.0f} at WAF {waf:.2f}"
+                           + (f" ({gb.fmt_x(ceil / bare)} bare)" if bare else ""))
+        return ("; the drives' bandwidth ceiling: " + ", ".join(out)) if out else ""
+
     for name in ("block-1", "block-r5"):
         for phase, thr in (("fresh", 100.0), ("steady", 20.0), ("own", 20.0)):
             cells = phase_cells(name, phase)
@@ -323,8 +365,11 @@ def evaluate_goals(configs):
                      if c["op"] == "write" and c["bs"] == 4096]
             if phase == "own" and not cells:
                 continue
+            note = cap_note(name, "4k", (phase,))
+            if phase != "fresh":
+                note += ceiling_note(name, cells)
             add(f"{name} {phase}: 4K random write, remapped / bare",
-                f">= {thr:.0f}x", thr, cands, cap_note(name, "4k", (phase,)))
+                f">= {thr:.0f}x", thr, cands, note)
     for name in ("block-1", "block-r5"):
         cands, large = [], []
         for phase in ("fresh", "steady", "own"):
@@ -387,10 +432,12 @@ def phase_rows(config, cells, cap):
         mib = (rem.get("bw_mibs") or {}).get("median")
         waf = (rem.get("waf") or {}).get("median")
         capc = cap.get(cid) if c["op"] == "write" else None
+        merges = "/".join("-" if (x.get("merges") or {}).get("median") is None
+                          else f"{x['merges']['median']:.0f}" for x in (bare, rem))
         row = [c["op"], bs_label(c["bs"]), str(c["threads"]), fmt_iops(bare.get("iops")),
                fmt_iops(rem.get("iops")), "-" if mib is None else f"{mib:.1f}",
                gb.fmt_x(ratio_of(c)),
-               "" if waf is None else f"{waf:.2f}",
+               "" if waf is None else f"{waf:.2f}", merges,
                f"{median_of(capc, 'remap'):.0f}" if median_of(capc, "remap") else ""]
         if p:
             pb, pm = p["bare"].get(key), p["mft"].get(key)
@@ -420,11 +467,13 @@ def summary_text(res):
         for phase, ph in cfg.get("phases", {}).items():
             lines += ["", f"  {phase}: {ph.get('method', '')}"]
             head = ["op", "bs", "thr", "bare IOPS", "remapped IOPS", "rem MiB/s", "ratio",
-                    "WAF", "cap"]
+                    "WAF", "merges b/r", "cap"]
             if p:
                 head += ["paper bare", "paper MFT", "paper ratio"]
             lines += gb._table(phase_rows(cfg["name"], ph.get("cells", {}),
                                           ph.get("cap", {})), head)
+            lines.append("  merges b/r: the drives' erase-block merges during the cell "
+                         "(median), bare / remapped")
             fl = ph.get("flash")
             if fl:
                 lines.append("  the drives' own counters over the phase's cells (sum of "
@@ -579,8 +628,17 @@ class FlashBench:
             if self.discard(st, dev, f"of {LABEL[d]}") and d == "remap":
                 remap.wait_gc_idle(self.gc_wait)
                 before = remap.status()
+        names = None if st.get("cap_on") else st["names"]["A" if d == "bare" else "B"]
+        c0 = self.counters(names) if names else None
         m = self.bm_flash(cell, dev, region, rnd,
                           max_bytes=region // 4 if fresh and cell["op"] == "write" else 0)
+        if names:
+            # what the drives did during the cell: erase-block merges and
+            # media busy time (the sum over the members), e.g. a
+            # checkpoint's writes stealing a read cell's media time
+            dc = counters_delta(c0, self.counters(names))
+            m["merges"] = dc["rmws"]
+            m["media_busy_ms"] = dc["busy_us"] / 1000
         if d == "remap":
             stat = remap.check()
             if cell["op"] == "write":
@@ -710,8 +768,10 @@ class FlashBench:
             rams = st["rams"]["A"] + st["rams"]["B"]
             self.reload_members(names, rams, self.linear_table)
             try:
+                st["cap_on"] = True
                 ph["cap"] = self.rounds(st, cap_cells(), fresh)
             finally:
+                st["cap_on"] = False
                 self.reload_members(names, rams,
                                     lambda r: self.flashsim_table(r, st["spec"]["mode"]))
         self.save()
