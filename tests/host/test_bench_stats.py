@@ -514,3 +514,13 @@ def test_wdp_column_and_goal(gb):
     del cfg["wdp"]
     g = goal(gb.evaluate_goals([cfg]), "256K-1M random write vs bare, own-workload")
     assert g["status"] == "not measured"
+
+
+def test_trim_reached(gb):
+    """The bench fails when this says False: TRIM never got to dm-remap."""
+    assert gb.trim_reached(12, 2, "discard") is True
+    assert gb.trim_reached(1, 0, "fstrim") is True
+    assert gb.trim_reached(0, 2, "discard") is False
+    assert gb.trim_reached(0, 2, "fstrim") is False
+    assert gb.trim_reached(0, 0, "fstrim") is False     # fstrim runs after the fill too
+    assert gb.trim_reached(0, 0, "discard") is None     # a fill alone frees nothing
