@@ -252,8 +252,9 @@ def test_summary_text(gb):
                         gb.fs_jobs()[0], iops_runs(bare=[10, 20, 30], remap=[40, 50, 60]))},
                     "used": {"bare": 0.801, "remap": 0.79},
                     "mkfs": {"discards": 3},
-                    "aging_delta": {"waf": 1.234, "discards": 456},
-                    "jobs_delta": {"waf": 2.5, "dev_waf": 2.61, "discards": 7},
+                    "aging_delta": {"waf": 1.234, "discards": 456, "user_blocks": 25600},
+                    "jobs_delta": {"waf": 2.5, "dev_waf": 2.61, "discards": 7,
+                                   "user_blocks": 256000},
                     "fstrim": {"bare": ["unsupported: the discard operation is not "
                                         "supported"],
                                "remap": ["/tmp/x: 100 MiB trimmed"]}}},
@@ -278,10 +279,10 @@ def test_summary_text(gb):
     assert "ext4-80-fstrim" in text and "20 [10-30]" in text and "2.50x" in text
     row = next(ln for ln in text.splitlines() if ln.strip().startswith("ext4-80-fstrim")
                and "80%/79%" in ln)
-    # used, mkfs discards, aging WAF and discards, jobs WAF, device WAF,
-    # discards, and the bare array's fstrim (md RAID-5: none)
-    assert row.split()[1:] == ["80%/79%", "3", "1.23", "456", "2.50", "2.61", "7",
-                               "no", "discard"]
+    # used, mkfs discards, aging MiB, WAF and discards, jobs MiB, WAF,
+    # device WAF, discards, and the bare array's fstrim (md RAID-5: none)
+    assert row.split()[1:] == ["80%/79%", "3", "100", "1.23", "456", "1000", "2.50", "2.61",
+                               "7", "no", "discard"]
     assert "log 5.40, device 5.50" in text
     assert "a model, not a measurement" in text
     assert "warning: something odd" in text

@@ -743,6 +743,11 @@ def wdp_columns(wdp):
     return cols
 
 
+def mib(blocks):
+    """4 KiB blocks -> whole MiB as text ('-' if unknown)."""
+    return "-" if blocks is None else f"{blocks * 4096 / MiB:.0f}"
+
+
 def fs_lines(cfg):
     """The file system scenarios: per job bare and remapped, and per
     scenario what dm-remap saw (WAF and discards of the aging and of the
@@ -766,18 +771,20 @@ def fs_lines(cfg):
         rows.append([sid,
                      "/".join(f"{100 * used[d]:.0f}%" if d in used else "-"
                               for d in ("bare", "remap")),
-                     str(mk.get("discards", "-")), fmt_waf(ag.get("waf")),
-                     str(ag.get("discards", "-")), fmt_waf(jd.get("waf")),
+                     str(mk.get("discards", "-")), mib(ag.get("user_blocks")),
+                     fmt_waf(ag.get("waf")), str(ag.get("discards", "-")),
+                     mib(jd.get("user_blocks")), fmt_waf(jd.get("waf")),
                      f"{jd.get('dev_waf') or 0:.2f}" if jd.get("dev_waf") else "-",
                      str(jd.get("discards", "-")),
                      ("-" if not bare_trim else "no discard" if all(
                          t.startswith("unsupported") for t in bare_trim) else "yes")])
-    lines += ["", "  dm-remap in each scenario: WAF (log; device = bytes written below "
-              "/ user bytes) and discard requests of the aging (fill + churn) and of the "
+    lines += ["", "  dm-remap in each scenario: user MiB written to it, WAF (log; device = "
+              "bytes written below / user bytes) and discard requests of the aging (fill + "
+              "churn; buffered, so what the page cache absorbed never reaches it) and of the "
               "jobs (all rounds)"]
-    lines += _table(rows, ["scenario", "used bare/remap", "mkfs discards", "aging WAF",
-                           "aging discards", "jobs WAF", "jobs dev WAF", "jobs discards",
-                           "bare fstrim"])
+    lines += _table(rows, ["scenario", "used bare/remap", "mkfs discards", "aging MiB",
+                           "aging WAF", "aging discards", "jobs MiB", "jobs WAF",
+                           "jobs dev WAF", "jobs discards", "bare fstrim"])
     return lines
 
 
