@@ -76,7 +76,8 @@ churn round and before each round of jobs):
   churn      DMR_BENCH_FS_CHURN rounds, each writing DMR_BENCH_FS_CHURN_PCT %
              of the file system's size: create, overwrite in place, append,
              truncate, delete (pick_op keeps the used fraction within 2% of
-             the fill level), sync after each round
+             the fill level), a sync every 16 MiB written and after
+             each round
   jobs       DMR_BENCH_RUNS rounds of the file jobs, bare and remapped
              rotating
 dm-remap's status deltas give the WAF and the discard requests of mkfs, of
@@ -164,6 +165,7 @@ MD = {"A": "/dev/md/dmrbench-a", "B": "/dev/md/dmrbench-b"}
 NULLB_DIR = "/sys/kernel/config/nullb"
 MNT = "/tmp/dmrbench-mnt"
 WAF_MIN_SEGMENTS = 4                    # per-cell WAF only past this many segments written
+CHURN_SYNC = 16 * MiB                   # the churn syncs after this many bytes written
 XFS_MIN = 320 * MiB                     # mkfs.xfs: "Filesystem must be larger than 300MB"
 MEDIA_DEFAULT = "completion_us=2000,queue_depth=1,mbps=150,max_kb=512"
 MEDIA_KEYS = {"completion_us": (1, 10**7), "queue_depth": (1, 4096),
@@ -1519,8 +1521,13 @@ class Bench:
         filled = {"used": round(used(), 4), "files": len(files), "bytes": written}
         churned = []
         for _ in range(rounds):
-            w = 0
+            w = synced = 0
             while w < churn_bytes:
+                if w - synced >= CHURN_SYNC:
+                    # write back as it goes, so that the churn reaches the
+                    # device instead of dying in the page cache
+                    os.sync()
+                    synced = w
                 op = pick_op(rng.random(), used(), target)
                 if op in ("overwrite", "append", "truncate", "delete") and not files:
                     op = "create"
