@@ -246,8 +246,18 @@ def test_summary_text(gb):
                 waf={"measured": {"waf": 5.4, "dev_waf": 5.5, "user_blocks": 1000,
                                   "device_blocks": 5400, "gc_runs": 3, "gc_moved": 44,
                                   "segments_freed": 3, "throttled": 0}},
-                fs={"ext4": {"fs-randwrite-4k": gb.aggregate_cell(
-                    gb.fs_jobs()[0], iops_runs(bare=[10, 20, 30], remap=[40, 50, 60]))}},
+                fs={"ext4-80-fstrim": {
+                    "fs": "ext4", "fill": 80, "trim": "fstrim",
+                    "jobs": {"fs-randwrite-4k": gb.aggregate_cell(
+                        gb.fs_jobs()[0], iops_runs(bare=[10, 20, 30], remap=[40, 50, 60]))},
+                    "used": {"bare": 0.801, "remap": 0.79},
+                    "mkfs": {"discards": 3},
+                    "aging_delta": {"waf": 1.234, "discards": 456, "user_blocks": 25600},
+                    "jobs_delta": {"waf": 2.5, "dev_waf": 2.61, "discards": 7,
+                                   "user_blocks": 256000},
+                    "fstrim": {"bare": ["unsupported: the discard operation is not "
+                                        "supported"],
+                               "remap": ["/tmp/x: 100 MiB trimmed"]}}},
                 warnings=["something odd"])
     media = config(gb, "media", {"randwrite-4k-t10": iops_runs(
         bare=[100] * 3, linear=[100] * 3, remap=[600] * 3)})
@@ -266,7 +276,13 @@ def test_summary_text(gb):
     assert "==== raid5-4" in text and "==== media" in text
     assert "100 [100-100]" in text                    # median [min-max]
     assert "1.1 [1.0-1.2]" in text                    # sequential MiB/s
-    assert "ext4" in text and "20 [10-30]" in text and "2.50x" in text
+    assert "ext4-80-fstrim" in text and "20 [10-30]" in text and "2.50x" in text
+    row = next(ln for ln in text.splitlines() if ln.strip().startswith("ext4-80-fstrim")
+               and "80%/79%" in ln)
+    # used, mkfs discards, aging MiB, WAF and discards, jobs MiB, WAF,
+    # device WAF, discards, and the bare array's fstrim (md RAID-5: none)
+    assert row.split()[1:] == ["80%/79%", "3", "100", "1.23", "456", "1000", "2.50", "2.61",
+                               "7", "no", "discard"]
     assert "log 5.40, device 5.50" in text
     assert "a model, not a measurement" in text
     assert "warning: something odd" in text
@@ -341,3 +357,171 @@ def test_ab_rotation_alternates_b_and_b_prime(gb):
     # the three devices keep their rotation
     assert [[d for d in o if d != "remap_ab"] for o in orders] == \
         [gb.rotation(gb.DEVICES, r) for r in range(4)]
+
+
+# ---------------------------------------------------------------- issue 25 section 1
+
+def test_waf_settled_is_relative_to_the_previous_window(gb):
+    assert gb.waf_settled([5.0, 5.1], 0.03)             # 2%
+    assert not gb.waf_settled([5.0, 5.2], 0.03)         # 4%
+    assert not gb.waf_settled([5.2, 5.0], 0.03)         # falling 3.8%
+    assert gb.waf_settled([10.0, 10.25], 0.03)          # 2.5%: relative, not absolute
+    assert not gb.waf_settled([1.0, 1.05], 0.03)        # 5%, though 0.05 apart
+    assert gb.waf_settled([9.0, 3.0, 3.05], 0.03)       # only the last two count
+    assert not gb.waf_settled([3.0, 3.05, 9.0], 0.03)
+    assert not gb.waf_settled([5.0], 0.03)
+    assert not gb.waf_settled([], 0.03)
+    assert not gb.waf_settled([None, 5.0], 0.03)
+    assert not gb.waf_settled([5.0, None], 0.03)
+
+
+def test_settle_verdict_rule_and_cap(gb):
+    v = gb.settle_verdict
+    assert v([6.0], 0.03, 8) == "continue"
+    assert v([6.0, 4.0], 0.03, 8) == "continue"
+    assert v([6.0, 4.0, 4.1], 0.03, 8) == "settled"
+    assert v([6.0, 4.0, 3.0], 0.03, 3) == "cap"         # the cap, not settled
+    assert v([6.0, 4.0, 4.05], 0.03, 3) == "settled"    # settling on the last window wins
+    assert v([4.0, 4.0], 0.03, 8, min_windows=3) == "continue"
+    assert v([4.0, 4.0, 4.0], 0.03, 8, min_windows=3) == "settled"
+    # a preconditioning that never settles stops at the cap
+    wafs = []
+    for w in (5.0, 4.0, 5.0, 4.0, 5.0, 4.0, 5.0, 4.0, 5.0):
+        wafs.append(w)
+        if v(wafs, 0.03, 8) != "continue":
+            break
+    assert len(wafs) == 8 and v(wafs, 0.03, 8) == "cap"
+
+
+def test_own_precondition_args(gb):
+    cells = {c["id"]: c for c in gb.raw_cells(196608)}
+    window = 345 * 2**20
+    args = gb.own_precondition_args(cells["randwrite-1m-t10"], "/dev/mapper/x", 690 << 20,
+                                    window)
+    assert "--filename=/dev/mapper/x" in args and f"--size={690 << 20}" in args
+    assert "--bs=1m" in args and "--numjobs=10" in args and "--rw=randwrite" in args
+    assert "--direct=1" in args
+    # 345 MiB over 10 jobs: 34 whole MiB blocks each
+    assert f"--io_size={34 * 2**20}" in args
+    assert not any(a.startswith(("--time_based", "--runtime")) for a in args)
+    args = gb.own_precondition_args(cells["randwrite-4k-t1"], "/dev/x", 1 << 30, window)
+    assert f"--io_size={window}" in args and "--bs=4k" in args
+    # never less than one block
+    args = gb.own_precondition_args(cells["randwrite-1m-t10"], "/dev/x", 1 << 30, 4096)
+    assert f"--io_size={2**20}" in args
+    assert gb.parse_bs("256k") == 262144 and gb.parse_bs("4096") == 4096
+
+
+def test_wdp_cells_are_remapped_write_cells(gb):
+    cells = gb.raw_cells(196608)
+    ids = [c["id"] for c in gb.wdp_cells(cells, "randwrite-4k-t1,randwrite-256k-*,"
+                                                "randwrite-1m-*")]
+    assert ids == ["randwrite-4k-t1", "randwrite-256k-t1", "randwrite-256k-t10",
+                   "randwrite-1m-t1", "randwrite-1m-t10"]
+    # reads, and the bare-only sequential cell, never
+    assert [c["id"] for c in gb.wdp_cells(cells, "randread-4k-*,seqwrite-stripe")] == []
+    assert gb.wdp_cells(cells, "0") == [] and gb.wdp_cells(cells, "none") == []
+
+
+def test_pick_op_keeps_the_fill_in_its_band(gb):
+    rs = [i / 100 for i in range(100)]
+    above = {gb.pick_op(r, 0.85, 0.80) for r in rs}
+    below = {gb.pick_op(r, 0.70, 0.80) for r in rs}
+    inside = {gb.pick_op(r, 0.80, 0.80) for r in rs}
+    assert above == {"delete", "truncate"}
+    assert below == {"create", "append", "overwrite"}
+    assert inside == set(gb.FS_OPS)
+    # the band's edges: within slack is inside
+    assert {gb.pick_op(r, 0.815, 0.80) for r in rs} == set(gb.FS_OPS)
+    assert {gb.pick_op(r, 0.785, 0.80) for r in rs} == set(gb.FS_OPS)
+
+
+def test_used_fraction(gb):
+    from types import SimpleNamespace as NS
+    assert gb.used_fraction(NS(f_blocks=1000, f_bfree=200)) == pytest.approx(0.8)
+    assert gb.used_fraction(NS(f_blocks=0, f_bfree=0)) == 0.0
+
+
+def test_fs_matrix_and_its_settings(gb):
+    sc = gb.fs_scenarios(["ext4", "xfs"], [50, 80], ["discard", "fstrim"])
+    assert len(sc) == 8
+    assert [s["id"] for s in sc[:4]] == ["ext4-50-discard", "ext4-50-fstrim",
+                                         "ext4-80-discard", "ext4-80-fstrim"]
+    assert sc[-1] == {"id": "xfs-80-fstrim", "fs": "xfs", "fill": 80, "trim": "fstrim"}
+    assert gb.parse_fills(" 80,50,80") == [80, 50]
+    for bad in ("", "0", "96", "half"):
+        with pytest.raises(ValueError):
+            gb.parse_fills(bad)
+    assert gb.parse_trims("fstrim,discard") == ["discard", "fstrim"]
+    for bad in ("", "online", "discard,nodiscard"):
+        with pytest.raises(ValueError):
+            gb.parse_trims(bad)
+    b = gb.Bench({"DMR_BENCH_CONFIGS": "raid5-4,media"})
+    # the default is the full matrix: both configurations, both fills, both modes
+    assert b.fs_configs == {"raid5-4", "media"}
+    assert (b.fs_fills, b.fs_trims) == ([50, 80], ["discard", "fstrim"])
+    b = gb.Bench({"DMR_BENCH_FS_FILL": "80", "DMR_BENCH_FS_TRIM": "fstrim",
+                  "DMR_BENCH_WDP_TOL": "0.02", "DMR_BENCH_WDP_MAX": "5"})
+    assert (b.fs_fills, b.fs_trims, b.wdp_tol, b.wdp_max) == ([80], ["fstrim"], 0.02, 5)
+    for bad in ({"DMR_BENCH_FS_TRIM": "online"}, {"DMR_BENCH_WDP_MAX": "1"},
+                {"DMR_BENCH_WDP_TOL": "0"}, {"DMR_BENCH_FS_FILL": "99"}):
+        with pytest.raises(gb.Fail):
+            gb.Bench(bad)
+    assert gb.unknown_knobs({"DMR_BENCH_FS_FILL": "50", "DMR_BENCH_FS_TRIM": "discard",
+                             "DMR_BENCH_FS_CHURN": "1", "DMR_BENCH_FS_CHURN_PCT": "10",
+                             "DMR_BENCH_WDP": "0", "DMR_BENCH_WDP_WINDOW": "1",
+                             "DMR_BENCH_WDP_TOL": "0.03", "DMR_BENCH_WDP_MAX": "8"}) == []
+
+
+def wdp_result(gb, cid, bare, remap, wafs, verdict, cell_waf=None):
+    c = dict(cell_def(gb, cid), devices=("bare", "remap"))
+    runs = bw_runs(bare=bare, remap=remap)
+    if cell_waf:
+        for r, w in zip(runs["remap"], cell_waf):
+            r["waf"] = w
+    res = gb.aggregate_cell(c, runs)
+    res["precondition"] = {"windows": [{"waf": w} for w in wafs], "verdict": verdict}
+    return res
+
+
+def test_wdp_column_and_goal(gb):
+    """The own-workload column beside the 4K-preconditioned one, and the
+    goal row judged on the own-workload ratios."""
+    cfg = config(gb, "raid5-4", {
+        "randwrite-1m-t1": bw_runs(bare=[100] * 3, linear=[100] * 3, remap=[20, 22, 18]),
+        "randwrite-4k-t1": iops_runs(bare=[10] * 3, linear=[10] * 3, remap=[5] * 3)})
+    cfg["wdp"] = {"randwrite-1m-t1": wdp_result(gb, "randwrite-1m-t1", [100, 90, 110],
+                                                [45, 50, 40], [3.1, 2.5, 2.45], "settled",
+                                                cell_waf=[2.4, 2.5, 2.6])}
+    cfg.update(orders=[], rounds_done=3)
+    text = "\n".join(gb.config_lines(cfg))
+    assert "own-precond. remapped" in text and "own/bare" in text
+    row = next(ln for ln in text.splitlines() if "1M random write, 1 thr" in ln)
+    # 4K-preconditioned remapped 20 [18-22] = 0.20x, own-workload 45 [40-50] = 0.45x
+    assert "20.0 [18.0-22.0]" in row and "0.20x" in row
+    assert "100.0 [90.0-110.0]" in row                   # bare, measured beside it
+    assert "45.0 [40.0-50.0]" in row and "0.45x" in row and "2.50" in row
+    assert "3 win" in row
+    row4k = next(ln for ln in text.splitlines() if "4K random write, 1 thr" in ln)
+    assert "win" not in row4k                            # no own-workload run of that cell
+    g = goal(gb.evaluate_goals([cfg]), "256K-1M random write vs bare, own-workload")
+    assert g["status"] == "missed" and g["values"] == [pytest.approx(0.45)]
+    assert "(randwrite-1m-t1)" in g["measured"] and "[0.36-0.56]" in g["measured"]
+    cfg["wdp"]["randwrite-1m-t1"] = wdp_result(gb, "randwrite-1m-t1", [100] * 3, [95] * 3,
+                                               [3.0, 2.0, 1.5, 1.2], "cap")
+    g = goal(gb.evaluate_goals([cfg]), "256K-1M random write vs bare, own-workload")
+    assert g["status"] == "met"
+    assert "cap 4 win" in "\n".join(gb.config_lines(cfg))
+    del cfg["wdp"]
+    g = goal(gb.evaluate_goals([cfg]), "256K-1M random write vs bare, own-workload")
+    assert g["status"] == "not measured"
+
+
+def test_trim_reached(gb):
+    """The bench fails when this says False: TRIM never got to dm-remap."""
+    assert gb.trim_reached(12, 2, "discard") is True
+    assert gb.trim_reached(1, 0, "fstrim") is True
+    assert gb.trim_reached(0, 2, "discard") is False
+    assert gb.trim_reached(0, 2, "fstrim") is False
+    assert gb.trim_reached(0, 0, "fstrim") is False     # fstrim runs after the fill too
+    assert gb.trim_reached(0, 0, "discard") is None     # a fill alone frees nothing

@@ -48,8 +48,42 @@ Cells (fio --output-format=json, O_DIRECT, over the same region from offset
   randrw{90,70}-4k-qd{1,10,100} mixed random read/write (rwmixread 90/70),
                                 libaio, one job at iodepth 1, 10, 100
   seqwrite-stripe               bare only: sequential full-stripe writes
-Filesystem jobs (bare and remapped; ext4 and XFS made with mkfs -F -q / -f
--q, without discard so B keeps its steady state; mounted under /tmp):
+Own-workload preconditioning (issue 25 section 1, SNIA PTS's workload-
+dependent preconditioning): after the rounds, each write cell matching
+DMR_BENCH_WDP gets a second remapped figure.  B is written with the
+cell's own workload (its fio options: pattern, block size, engine, jobs)
+in windows of DMR_BENCH_WDP_WINDOW x the region, each followed by a GC-idle
+wait, until the WAF of a window is within DMR_BENCH_WDP_TOL (relative) of
+the window before (settle_verdict); at most DMR_BENCH_WDP_MAX windows, a
+warning if that cap is hit.  Then the cell runs DMR_BENCH_RUNS rounds on
+bare and remapped, the first of the two rotating; the table shows it
+beside the 4K-preconditioned column (bare measured again beside it).
+
+File system scenarios (bare and remapped, side by side): for each
+configuration in DMR_BENCH_FS, file system (ext4, XFS), fill level
+(DMR_BENCH_FS_FILL, % of the file system) and trim mode (DMR_BENCH_FS_TRIM:
+discard = mounted -o discard, fstrim = fstrim after the fill, after each
+churn round and before each round of jobs):
+  mkfs       on A and on B, both of B's logical size (the same geometry),
+             with discard (mkfs's default): on B every block becomes spare,
+             so each scenario starts from an empty log, and TRIM is what
+             keeps the free space spare afterwards.  md RAID-5 does not
+             pass discards by default, so bare gets none (the table says so)
+  the file   of the two file jobs below (a tenth of the file system), laid
+             out with 1 MiB direct writes
+  fill       files of 256 KiB to 4 MiB, buffered, until the used fraction
+             (statvfs) reaches the fill level
+  churn      DMR_BENCH_FS_CHURN rounds, each writing DMR_BENCH_FS_CHURN_PCT %
+             of the file system's size: create, overwrite in place, append,
+             truncate, delete (pick_op keeps the used fraction within 2% of
+             the fill level), a sync every 16 MiB written and after
+             each round
+  jobs       DMR_BENCH_RUNS rounds of the file jobs, bare and remapped
+             rotating
+dm-remap's status deltas give the WAF and the discard requests of mkfs, of
+the aging (fill + churn, GC idle after) and of the jobs; the bench fails if
+no discard reached dm-remap during the aging.  The file jobs (mounted under
+/tmp):
   fs-randwrite-4k               4K random writes into one file (direct=1,
                                 libaio QD16)
   fs-randrw-70-30               70/30 random read/write into that file
@@ -68,10 +102,26 @@ Environment (defaults in brackets):
   DMR_BENCH_CONFIGS [raid5-4,media]   configurations to run
   DMR_BENCH_CELLS [all]         comma list of shell patterns over cell ids,
                                 e.g. 'randwrite-4k-*,seqwrite-stripe'
-  DMR_BENCH_FS [1]              filesystem jobs: 1 (raid5-4 only), 0 (none),
-                                all, or a comma list of configurations
-  DMR_BENCH_FS_TYPES [ext4,xfs] filesystems
+  DMR_BENCH_FS [all]            file system scenarios: all (every
+                                configuration), 1 (raid5-4 only), 0 (none),
+                                or a comma list of configurations
+  DMR_BENCH_FS_TYPES [ext4,xfs] filesystems (XFS needs a remapped capacity
+                                over 300 MB: skipped with a warning on the
+                                media configuration's default 96 MiB
+                                members; DMR_BENCH_MEDIA_MIB=128 is enough)
   DMR_BENCH_FS_JOBS [all]       comma list of patterns over fs job ids
+  DMR_BENCH_FS_FILL [50,80]     fill levels, % of the file system
+  DMR_BENCH_FS_TRIM [discard,fstrim]   trim modes
+  DMR_BENCH_FS_CHURN [2]        churn rounds after the fill
+  DMR_BENCH_FS_CHURN_PCT [50]   bytes written per churn round, % of the
+                                file system's size
+  DMR_BENCH_WDP [randwrite-4k-t1,randwrite-256k-*,randwrite-1m-*]
+                                write cells that get the own-workload
+                                preconditioning column (0: none)
+  DMR_BENCH_WDP_WINDOW [0.5]    a preconditioning window, x the region
+  DMR_BENCH_WDP_TOL [0.03]      settled: last window's WAF within this
+                                (relative) of the one before
+  DMR_BENCH_WDP_MAX [8]         windows at most (then a warning)
   DMR_BENCH_MEDIA [completion_us=2000,queue_depth=1,mbps=150,max_kb=512]
                                 the media model of each null_blk member:
                                 service time per command, commands in
@@ -115,6 +165,7 @@ MD = {"A": "/dev/md/dmrbench-a", "B": "/dev/md/dmrbench-b"}
 NULLB_DIR = "/sys/kernel/config/nullb"
 MNT = "/tmp/dmrbench-mnt"
 WAF_MIN_SEGMENTS = 4                    # per-cell WAF only past this many segments written
+CHURN_SYNC = 16 * MiB                   # the churn syncs after this many bytes written
 XFS_MIN = 320 * MiB                     # mkfs.xfs: "Filesystem must be larger than 300MB"
 MEDIA_DEFAULT = "completion_us=2000,queue_depth=1,mbps=150,max_kb=512"
 MEDIA_KEYS = {"completion_us": (1, 10**7), "queue_depth": (1, 4096),
@@ -257,7 +308,8 @@ def parse_media(text):
 
 
 KNOBS = {"RUNS", "SECONDS", "CONFIGS", "CELLS", "FS", "FS_TYPES", "FS_JOBS", "MEDIA",
-         "PRECONDITION", "GC_WAIT", "RAM_MIB", "MEDIA_MIB", "AB"}
+         "PRECONDITION", "GC_WAIT", "RAM_MIB", "MEDIA_MIB", "AB", "FS_FILL", "FS_TRIM",
+         "FS_CHURN", "FS_CHURN_PCT", "WDP", "WDP_WINDOW", "WDP_TOL", "WDP_MAX"}
 
 
 def unknown_knobs(env):
@@ -341,6 +393,149 @@ def ratio_range(cell_res, num_dev, den_dev):
     return (n["min"] / d["max"], n["max"] / d["min"])
 
 
+# ---------------------------------------------------------------- file system scenarios
+
+FS_TRIMS = ("discard", "fstrim")
+FS_OPS = ("create", "overwrite", "append", "truncate", "delete")
+
+
+def parse_fills(text):
+    """DMR_BENCH_FS_FILL: '50,80' -> [50, 80] (percent of the file system,
+    each 1 to 95); ValueError on anything else."""
+    out = []
+    for item in (text or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            n = int(item)
+        except ValueError:
+            raise ValueError(f"DMR_BENCH_FS_FILL: {item!r} is not an integer percentage")
+        if not 1 <= n <= 95:
+            raise ValueError(f"DMR_BENCH_FS_FILL: {n} out of range (1 to 95)")
+        if n not in out:
+            out.append(n)
+    if not out:
+        raise ValueError("DMR_BENCH_FS_FILL: no fill level")
+    return out
+
+
+def parse_trims(text):
+    """DMR_BENCH_FS_TRIM: 'discard,fstrim' -> the trim modes, in FS_TRIMS
+    order; ValueError on an unknown one."""
+    got = [t.strip() for t in (text or "").split(",") if t.strip()]
+    for t in got:
+        if t not in FS_TRIMS:
+            raise ValueError(f"DMR_BENCH_FS_TRIM: unknown mode '{t}' "
+                             f"(modes: {', '.join(FS_TRIMS)})")
+    if not got:
+        raise ValueError("DMR_BENCH_FS_TRIM: no trim mode")
+    return [t for t in FS_TRIMS if t in got]
+
+
+def fs_scenarios(fs_types, fills, trims):
+    """The file system scenarios of a configuration, in the order they
+    run: every file system x fill level x trim mode."""
+    return [{"id": f"{fs}-{fill}-{trim}", "fs": fs, "fill": fill, "trim": trim}
+            for fs in fs_types for fill in fills for trim in trims]
+
+
+def pick_op(r, used, target, slack=0.02):
+    """The churn's next operation, from r (uniform in [0, 1)), the file
+    system's used fraction and the target fraction: above the band
+    (target + slack) only shrinking operations (delete, truncate), below it
+    only growing ones (create, append, overwrite in place), inside it all
+    five, with about as much freed as written."""
+    if used > target + slack:
+        return "delete" if r < 0.5 else "truncate"
+    if used < target - slack:
+        return "create" if r < 0.6 else "append" if r < 0.8 else "overwrite"
+    for op, upto in (("create", 0.2), ("overwrite", 0.5), ("append", 0.65),
+                     ("truncate", 0.8)):
+        if r < upto:
+            return op
+    return "delete"
+
+
+def trim_reached(discards, churn_rounds, trim):
+    """Did TRIM reach dm-remap during a scenario's aging?  discards: the
+    status delta's discard requests.  True or False; None when the aging
+    had nothing to trim (discard mode without churn: a fill only creates
+    files)."""
+    if discards > 0:
+        return True
+    if trim == "discard" and not churn_rounds:
+        return None
+    return False
+
+
+def used_fraction(st):
+    """os.statvfs() result -> the fraction of the file system's blocks in
+    use (what df shows, root's reserve counted as free)."""
+    if not st.f_blocks:
+        return 0.0
+    return (st.f_blocks - st.f_bfree) / st.f_blocks
+
+
+# ---------------------------------------------------------------- workload-dependent preconditioning
+
+def waf_settled(wafs, tol):
+    """SNIA-style steady state of the write amplification: the last
+    window's WAF within tol (relative) of the window before it."""
+    if len(wafs) < 2 or wafs[-1] is None or not wafs[-2]:
+        return False
+    return abs(wafs[-1] - wafs[-2]) <= tol * wafs[-2]
+
+
+def settle_verdict(wafs, tol, max_windows, min_windows=2):
+    """After each preconditioning window: 'settled' (waf_settled, at least
+    min_windows windows), 'cap' (max_windows written without settling: the
+    caller warns) or 'continue'."""
+    if len(wafs) >= min_windows and waf_settled(wafs, tol):
+        return "settled"
+    if len(wafs) >= max_windows:
+        return "cap"
+    return "continue"
+
+
+def _fio_opt(args, name, default=None):
+    for a in args:
+        if a.startswith(f"--{name}="):
+            return a.split("=", 1)[1]
+    return default
+
+
+def parse_bs(text):
+    """fio block size '4k', '256k', '1m' or bytes -> bytes."""
+    t = text.strip().lower()
+    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(t[-1:], 1)
+    return int(t[:-1] if mult > 1 else t) * mult
+
+
+def own_precondition_args(cell, dev, region, window):
+    """fio arguments of one preconditioning window of a raw write cell
+    with the cell's own workload: its fio options (pattern, block size,
+    engine, jobs) over the same region, writing window bytes in all
+    (io_size per job, a whole number of blocks) instead of running for
+    a time."""
+    jobs = int(_fio_opt(cell["fio"], "numjobs", "1"))
+    bs = parse_bs(_fio_opt(cell["fio"], "bs", "4k"))
+    per_job = max(bs, window // jobs // bs * bs)
+    return [f"--name=precondition-{cell['id']}", f"--filename={dev}", "--direct=1",
+            f"--size={region}", f"--io_size={per_job}", "--randrepeat=0", "--norandommap",
+            "--thread", "--group_reporting", *cell["fio"]]
+
+
+def wdp_cells(cells, patterns):
+    """The cells that get the workload-dependent preconditioning column:
+    the write cells run on the remapped device whose id matches
+    DMR_BENCH_WDP ('0' or 'none': none)."""
+    if (patterns or "").strip() in ("0", "none"):
+        return []
+    return [c for c in select(cells, patterns)
+            if c["kind"] == "write" and "remap" in c["devices"]]
+
+
 # ---------------------------------------------------------------- goals
 
 # (measure, goal text, configuration, threshold, the checks: (cell, versus))
@@ -364,6 +559,11 @@ GOALS = [
     # issue 25 section 2b: remapped IOPS with 8 (and 16) writers / with one
     ("remapped 4K random write, 8 and 16 threads vs 1 thread (raid5-4)", ">= 1.0x",
      "raid5-4", 1.0, ("scale", "randwrite-4k-t1", ["randwrite-4k-t8", "randwrite-4k-t16"])),
+    # issue 25 section 1: the same goal with each cell preconditioned with
+    # its own workload until the WAF settles (SNIA PTS)
+    ("256K-1M random write vs bare, own-workload preconditioning (raid5-4)", ">= 0.9x",
+     "raid5-4", 0.9, ("wdp", ["randwrite-256k-t1", "randwrite-256k-t10",
+                              "randwrite-1m-t1", "randwrite-1m-t10"])),
 ]
 
 
@@ -421,6 +621,22 @@ def evaluate_goals(configs):
             if got:
                 row["values"] = [got[0]]
                 row["measured"] = f"{100 * got[0]:.0f}% ({got[1]})"
+        elif checks[0] == "wdp":
+            # the cells of the own-workload column that ran (this column is
+            # selectable per cell: the goal is judged on those measured)
+            vals, texts = [], []
+            for cid in checks[1]:
+                c = cfg.get("wdp", {}).get(cid)
+                r = c["ratios"].get("remap_bare") if c else None
+                if r is None:
+                    continue
+                vals.append(r)
+                rng = ratio_range(c, "remap", "bare")
+                texts.append(f"{r:.2f}x" + (f" [{rng[0]:.2f}-{rng[1]:.2f}]" if rng else "")
+                             + f" ({cid})")
+            if vals:
+                row["values"] = vals
+                row["measured"] = ", ".join(texts)
         elif checks[0] == "scale":
             got = scale_ratios(cfg, checks[1], checks[2])
             if got:
@@ -481,7 +697,7 @@ def goals_lines(goals):
     return lines
 
 
-def cell_rows(cells, group, devices=DEVICES):
+def cell_rows(cells, group, devices=DEVICES, extra=None):
     rows = []
     for cid, c in cells.items():
         if c["group"] not in group:
@@ -498,8 +714,80 @@ def cell_rows(cells, group, devices=DEVICES):
         w = c["devices"].get("remap", {}).get("waf")
         row.append("" if c["kind"] == "read" or "remap" not in c["devices"]
                    else fmt_waf(w["median"] if w else None))
+        if extra is not None:
+            row += extra(cid, c)
         rows.append(row)
     return rows
+
+
+WDP_HEAD = ["bare beside it", "own-precond. remapped", "own/bare", "WAF", "precond."]
+
+
+def wdp_columns(wdp):
+    """The workload-dependent preconditioning columns of a raw cell (empty
+    strings where the cell has none): bare measured beside it, the
+    remapped median [min-max] after preconditioning with the cell's own
+    workload, their ratio, its WAF and how the preconditioning ended."""
+    def cols(cid, c):
+        w = wdp.get(cid)
+        if not w:
+            return [""] * len(WDP_HEAD)
+        k, u = w["metric"], w["unit"]
+        waf = w["devices"].get("remap", {}).get("waf")
+        pre = w.get("precondition", {})
+        n = len(pre.get("windows", []))
+        how = (f"{n} win" if pre.get("verdict") == "settled" else
+               f"cap {n} win" if pre.get("verdict") == "cap" else "-")
+        return [fmt_agg(w["devices"].get("bare", {}).get(k), u),
+                fmt_agg(w["devices"].get("remap", {}).get(k), u),
+                fmt_x(w["ratios"]["remap_bare"]), fmt_waf(waf["median"] if waf else None),
+                how]
+    return cols
+
+
+def mib(blocks):
+    """4 KiB blocks -> whole MiB as text ('-' if unknown)."""
+    return "-" if blocks is None else f"{blocks * 4096 / MiB:.0f}"
+
+
+def fs_lines(cfg):
+    """The file system scenarios: per job bare and remapped, and per
+    scenario what dm-remap saw (WAF and discards of the aging and of the
+    jobs)."""
+    scen = cfg.get("fs", {})
+    if not scen:
+        return []
+    rows = []
+    for sid, sc in scen.items():
+        for r in cell_rows(sc.get("jobs", {}), ("fs",), devices=("bare", "remap")):
+            rows.append([sid] + r)
+    lines = ["", "  file systems (mkfs with discard, same size on A and B; aged by a fill "
+             "and a churn): median [min-max]; WAF: remapped, job + its GC"]
+    lines += _table(rows, ["scenario", "job", "unit", "bare", "remapped", "remap/bare",
+                           "WAF"])
+    rows = []
+    for sid, sc in scen.items():
+        used = sc.get("used", {})
+        ag, jd, mk = sc.get("aging_delta", {}), sc.get("jobs_delta", {}), sc.get("mkfs", {})
+        bare_trim = sc.get("fstrim", {}).get("bare", [])
+        rows.append([sid,
+                     "/".join(f"{100 * used[d]:.0f}%" if d in used else "-"
+                              for d in ("bare", "remap")),
+                     str(mk.get("discards", "-")), mib(ag.get("user_blocks")),
+                     fmt_waf(ag.get("waf")), str(ag.get("discards", "-")),
+                     mib(jd.get("user_blocks")), fmt_waf(jd.get("waf")),
+                     f"{jd.get('dev_waf') or 0:.2f}" if jd.get("dev_waf") else "-",
+                     str(jd.get("discards", "-")),
+                     ("-" if not bare_trim else "no discard" if all(
+                         t.startswith("unsupported") for t in bare_trim) else "yes")])
+    lines += ["", "  dm-remap in each scenario: user MiB written to it, WAF (log; device = "
+              "bytes written below / user bytes) and discard requests of the aging (fill + "
+              "churn; buffered, so what the page cache absorbed never reaches it) and of the "
+              "jobs (all rounds)"]
+    lines += _table(rows, ["scenario", "used bare/remap", "mkfs discards", "aging MiB",
+                           "aging WAF", "aging discards", "jobs MiB", "jobs WAF",
+                           "jobs dev WAF", "jobs discards", "bare fstrim"])
+    return lines
 
 
 def config_lines(cfg):
@@ -542,19 +830,24 @@ def config_lines(cfg):
         head = head[:5] + ["B'"] + head[5:7] + ["B'/bare", "B'/remap", "WAF"]
         lines.append(f"  A/B: B' is B with its table reloaded with the options "
                      f"'{' '.join(cfg['ab'])}' for each of its runs: {cfg.get('ab_table', '')}")
-    rows = cell_rows(cells, ("rand", "seq"), devices)
+    wdp = cfg.get("wdp", {})
+    rows = cell_rows(cells, ("rand", "seq"), devices,
+                     extra=wdp_columns(wdp) if wdp else None)
     if rows:
         lines += ["", "  raw device: median [min-max]; WAF: remapped, cell + its GC"]
-        lines += _table(rows, head)
+        if wdp:
+            lines += ["  remapped, bare, dm-linear: B preconditioned with random 4 KiB "
+                      "writes; own-precond.: B preconditioned with the cell's own workload "
+                      "until the WAF of a window is within "
+                      f"{100 * cfg.get('wdp_tol', 0.03):g}% of the one before, then the "
+                      "cell on bare and remapped again, side by side (own/bare over that "
+                      "bare)"]
+        lines += _table(rows, head + (WDP_HEAD if wdp else []))
     rows = cell_rows(cells, ("mixed",), devices)
     if rows:
         lines += ["", "  mixed random read/write (total IOPS; read/write split in bench.json)"]
         lines += _table(rows, head)
-    for fs, jobs in cfg.get("fs", {}).items():
-        rows = cell_rows(jobs, ("fs",), devices=("bare", "remap"))
-        if rows:
-            lines += ["", f"  {fs} (mkfs without discard, on A and on B): median [min-max]"]
-            lines += _table(rows, ["job", "unit", "bare", "remapped", "remap/bare", "WAF"])
+    lines += fs_lines(cfg)
     w = cfg.get("waf", {})
     m = w.get("measured")
     if m:
@@ -564,10 +857,6 @@ def config_lines(cfg):
                   f"{m['device_blocks'] * 4096 / MiB:.0f} MiB to the log); GC collected "
                   f"{m['gc_runs']} segments, moved {m['gc_moved']} blocks, freed "
                   f"{m['segments_freed']}; {m['throttled']} writes waited for GC"]
-    for fs, d in w.get("fs", {}).items():
-        lines.append(f"  write amplification of B in the {fs} jobs (mkfs and file layout "
-                     f"included): log {fmt_waf(d.get('waf'))}, device "
-                     f"{fmt_waf(d.get('dev_waf'))}")
     gw = cfg.get("gc_wait")
     if gw:
         lines.append(f"  GC-idle waits after remapped write cells: {gw['count']}, "
@@ -596,7 +885,10 @@ def summary_text(res):
              "only filled sequentially. After each remapped cell that writes, the bench waits "
              f"(at most {p.get('gc_wait', '?')} s) for dm-remap's GC to go idle, so that it "
              "does not run during the other devices' cells; a cell's WAF covers the cell and "
-             f"that GC ('-': fewer than {WAF_MIN_SEGMENTS} segments written).",
+             f"that GC ('-': fewer than {WAF_MIN_SEGMENTS} segments written). Own-precond.: "
+             "the cell again after preconditioning B with its own workload until its WAF "
+             "settles. File systems: mkfs with discard on A and B, filled, aged by a churn, "
+             "TRIM by -o discard or fstrim.",
              "", "== goals (measured in this run)"]
     lines += goals_lines(res.get("goals", []))
     for cfg in res.get("configs", []):
@@ -813,13 +1105,30 @@ class Bench:
         self.fs_pat = env.get("DMR_BENCH_FS_JOBS", "all")
         self.fs_types = [t for t in env.get("DMR_BENCH_FS_TYPES", "ext4,xfs").split(",") if t]
         self.configs = [c for c in env.get("DMR_BENCH_CONFIGS", "raid5-4,media").split(",") if c]
-        fs = env.get("DMR_BENCH_FS", "1")
+        fs = env.get("DMR_BENCH_FS", "all")
         self.fs_configs = ({"raid5-4"} if fs == "1" else set() if fs == "0" else
                            set(self.configs) if fs == "all" else set(fs.split(",")))
         self.media = parse_media(env.get("DMR_BENCH_MEDIA", ""))
         self.ram_mib = int(env.get("DMR_BENCH_RAM_MIB", "256"))
         self.media_mib = int(env.get("DMR_BENCH_MEDIA_MIB", "96"))
         self.ab = env.get("DMR_BENCH_AB", "").split()
+        try:
+            self.fs_fills = parse_fills(env.get("DMR_BENCH_FS_FILL", "50,80"))
+            self.fs_trims = parse_trims(env.get("DMR_BENCH_FS_TRIM", "discard,fstrim"))
+            self.fs_churn = int(env.get("DMR_BENCH_FS_CHURN", "2"))
+            self.fs_churn_pct = float(env.get("DMR_BENCH_FS_CHURN_PCT", "50"))
+            self.wdp_pat = env.get("DMR_BENCH_WDP",
+                                   "randwrite-4k-t1,randwrite-256k-*,randwrite-1m-*")
+            self.wdp_window = float(env.get("DMR_BENCH_WDP_WINDOW", "0.5"))
+            self.wdp_tol = float(env.get("DMR_BENCH_WDP_TOL", "0.03"))
+            self.wdp_max = int(env.get("DMR_BENCH_WDP_MAX", "8"))
+        except ValueError as e:
+            raise Fail(str(e))
+        if self.fs_churn < 0 or not 0 < self.fs_churn_pct <= 400:
+            raise Fail("DMR_BENCH_FS_CHURN must be >= 0, DMR_BENCH_FS_CHURN_PCT in (0, 400]")
+        if not 0 < self.wdp_window <= 4 or not 0 < self.wdp_tol < 1 or self.wdp_max < 2:
+            raise Fail("DMR_BENCH_WDP_WINDOW in (0, 4], DMR_BENCH_WDP_TOL in (0, 1), "
+                       "DMR_BENCH_WDP_MAX >= 2")
         self.out = env.get("DMR_OUT", "/tmp")
         if self.runs < 1 or self.seconds < 1:
             raise Fail("DMR_BENCH_RUNS and DMR_BENCH_SECONDS must be >= 1")
@@ -843,7 +1152,11 @@ class Bench:
                                "fs": sorted(self.fs_configs), "fs_types": self.fs_types,
                                "fs_jobs": self.fs_pat, "media": self.media,
                                "ram_mib": self.ram_mib, "media_mib": self.media_mib,
-                               "ab": self.ab},
+                               "ab": self.ab, "fs_fill": self.fs_fills,
+                               "fs_trim": self.fs_trims, "fs_churn": self.fs_churn,
+                               "fs_churn_pct": self.fs_churn_pct, "wdp": self.wdp_pat,
+                               "wdp_window": self.wdp_window, "wdp_tol": self.wdp_tol,
+                               "wdp_max": self.wdp_max},
                     "configs": [], "goals": [],
                     "warnings": [f"unknown setting {k} ignored" for k in unknown]}
 
@@ -1059,54 +1372,268 @@ class Bench:
                                                           st_end)
         cfg["raw_runs"] = runs
 
+        # workload-dependent preconditioning: the second remapped column
+        wcells = wdp_cells(cells, self.wdp_pat)
+        if wcells:
+            self.run_wdp(cfg, wcells, paths, region, remap)
+
         # filesystems
         if name in self.fs_configs and self.fs_types:
             dm_remove(lname)        # mkfs wants A to itself
-            for fs in self.fs_types:
-                self.run_fs(rig, cfg, fs, {"bare": a, "remap": remap.path}, region, remap)
+            for scen in fs_scenarios(self.fs_types, self.fs_fills, self.fs_trims):
+                self.run_fs(rig, cfg, scen, {"bare": a, "remap": remap.path}, region, remap)
         self.save()
 
     def aggregate_into(self, dest, cells, runs):
         for c in cells:
             dest[c["id"]] = aggregate_cell(c, runs[c["id"]])
 
-    def run_fs(self, rig, cfg, fs, paths, region, remap):
+    # ------------------------------------------------------------ own-workload preconditioning
+
+    def precondition_own(self, cfg, cell, region, remap):
+        """Write windows of the cell's own workload on B (each window
+        DMR_BENCH_WDP_WINDOW x the region, then GC idle) until the WAF of
+        the last window is within DMR_BENCH_WDP_TOL of the one before
+        (settle_verdict), at most DMR_BENCH_WDP_MAX windows (a warning if
+        that cap is hit).  Returns the record of the windows."""
+        window = max(MiB, int(self.wdp_window * region) // MiB * MiB)
+        wafs, wins = [], []
+        t0 = time.monotonic()
+        while True:
+            before = remap.check()
+            t = time.monotonic()
+            run_fio(own_precondition_args(cell, remap.path, region, window),
+                    f"own preconditioning for {cell['id']}", 3600)
+            st, idle = remap.wait_gc_idle(max(self.gc_wait, 60))
+            d = compare.status_delta(before, st)
+            wafs.append(d["waf"])
+            wins.append({"waf": d["waf"], "user_mib": round(d["user_blocks"] * 4096 / MiB, 1),
+                         "seconds": round(time.monotonic() - t, 1), "gc_idle": idle})
+            verdict = settle_verdict(wafs, self.wdp_tol, self.wdp_max)
+            say(f"  {cell['id']}: own preconditioning window {len(wafs)}: "
+                f"{window // MiB} MiB, WAF {fmt_waf(d['waf'])} -> {verdict}")
+            if verdict != "continue":
+                break
+        if verdict == "cap":
+            cfg["warnings"].append(
+                f"{cell['id']}: own-workload preconditioning stopped at the cap of "
+                f"{self.wdp_max} windows without the WAF settling within "
+                f"{100 * self.wdp_tol:g}% (WAFs {', '.join(fmt_waf(w) for w in wafs)})")
+        return {"window_bytes": window, "windows": wins, "verdict": verdict,
+                "seconds": round(time.monotonic() - t0, 1)}
+
+    def run_wdp(self, cfg, cells, paths, region, remap):
+        """For each cell: precondition B with the cell's own workload until
+        its WAF settles, then DMR_BENCH_RUNS rounds of the cell on bare and
+        remapped, the first of the two rotating."""
+        cfg["wdp"] = {}
+        cfg["wdp_tol"] = self.wdp_tol
+        runs_all = {}
+        for c in cells:
+            say(f"{cfg['name']}: {c['id']}: preconditioning B with its own workload")
+            pre = self.precondition_own(cfg, c, region, remap)
+            cell = dict(c, devices=("bare", "remap"))
+            runs = {d: [None] * self.runs for d in cell["devices"]}
+            for rnd in range(self.runs):
+                for d in rotation(cell["devices"], rnd):
+                    m = self.run_cell(cfg, cell, d, paths[d], region, remap)
+                    runs[d][rnd] = m
+                    say(f"  {c['id']:<22} {DEV_LABEL[d]:<9} (own precond.) "
+                        f"{m['iops']:>9.0f} IOPS {m['bw_mibs']:>8.1f} MiB/s"
+                        + (f"  waf {fmt_waf(m.get('waf'))}" if d == "remap" else ""))
+            res = aggregate_cell(cell, runs)
+            res["precondition"] = pre
+            cfg["wdp"][c["id"]] = res
+            runs_all[c["id"]] = runs
+            self.save()
+        cfg["wdp_runs"] = runs_all
+
+    # ------------------------------------------------------------ file systems
+
+    def mkfs(self, fs, dev, size):
+        """ext4 or XFS of size bytes on dev (the same geometry on A and B:
+        B's logical capacity), discard allowed: mkfs discards the whole
+        device where it can (dm-remap: every block becomes spare)."""
+        if fs == "ext4":
+            sh("mkfs.ext4", "-F", "-q", "-b", "4096", "-E",
+               "discard,lazy_itable_init=0,lazy_journal_init=0", dev, str(size // 4096))
+        else:
+            sh("mkfs.xfs", "-f", "-q", "-d", f"size={size}", dev)
+
+    def fstrim(self, mounts, rec):
+        """fstrim every mount; what it reported per device in rec (a
+        device without discard support, such as md RAID-5 by default,
+        says so and is recorded as such)."""
+        for d, mnt in mounts.items():
+            p = subprocess.run(["fstrim", "-v", mnt], capture_output=True, text=True,
+                               timeout=600)
+            rec.setdefault(d, []).append((p.stdout or p.stderr).strip()[-200:]
+                                         if p.returncode == 0 else
+                                         "unsupported: " + p.stderr.strip()[-160:])
+
+    def age(self, mnt, target, rounds, churn_bytes, trim, mounts_one, rec, seed):
+        """Fill the file system at mnt to target (fraction) with files, then
+        rounds of churn (create, overwrite in place, append, truncate,
+        delete; pick_op keeps it near the target), churn_bytes written per
+        round, sync after each, fstrim after each in fstrim mode.  Buffered
+        writes of a random buffer (dm-remap neither compresses nor dedupes).
+        Returns what was done."""
+        import random
+        rng = random.Random(seed)
+        buf = os.urandom(4 * MiB)
+        d = os.path.join(mnt, "age")
+        os.makedirs(d, exist_ok=True)
+        files = []
+        counts = {op: 0 for op in FS_OPS}
+        serial = [0]
+
+        def used():
+            return used_fraction(os.statvfs(mnt))
+
+        def write(f, nbytes):
+            left = nbytes
+            while left > 0:
+                n = min(left, MiB)
+                off = rng.randrange(0, 3 * MiB) & ~4095
+                f.write(buf[off:off + n])
+                left -= n
+            return nbytes
+
+        def create(sizes):
+            serial[0] += 1
+            path = os.path.join(d, f"f{serial[0]:07d}")
+            with open(path, "wb") as f:
+                n = write(f, rng.choice(sizes))
+            files.append(path)
+            return n
+
+        written = 0
+        # the fill: files of 256 KiB to 4 MiB
+        while used() < target:
+            try:
+                written += create((256 << 10, MiB, 2 * MiB, 4 * MiB))
+            except OSError:         # ENOSPC: as full as it gets
+                break
+            counts["create"] += 1
+        sh("sync")
+        if trim == "fstrim":
+            self.fstrim(mounts_one, rec)
+        filled = {"used": round(used(), 4), "files": len(files), "bytes": written}
+        churned = []
+        for _ in range(rounds):
+            w = synced = 0
+            while w < churn_bytes:
+                if w - synced >= CHURN_SYNC:
+                    # write back as it goes, so that the churn reaches the
+                    # device instead of dying in the page cache
+                    os.sync()
+                    synced = w
+                op = pick_op(rng.random(), used(), target)
+                if op in ("overwrite", "append", "truncate", "delete") and not files:
+                    op = "create"
+                try:
+                    if op == "create":
+                        w += create((16 << 10, 64 << 10, 256 << 10, MiB, 4 * MiB))
+                    elif op == "overwrite":
+                        path = rng.choice(files)
+                        size = os.path.getsize(path)
+                        n = min(rng.choice((4096, 16384, 65536, 262144)), max(size, 4096))
+                        with open(path, "r+b") as f:
+                            f.seek(rng.randrange(0, max(1, size - n + 1)) & ~4095)
+                            w += write(f, n)
+                    elif op == "append":
+                        with open(rng.choice(files), "ab") as f:
+                            w += write(f, rng.choice((4096, 65536, 262144, MiB)))
+                    elif op == "truncate":
+                        path = rng.choice(files)
+                        os.truncate(path, int(os.path.getsize(path) * rng.random()) & ~4095)
+                    else:
+                        path = files.pop(rng.randrange(len(files)))
+                        os.unlink(path)
+                    counts[op] += 1
+                except OSError:
+                    # ENOSPC: free some room
+                    if files:
+                        os.unlink(files.pop(rng.randrange(len(files))))
+                        counts["delete"] += 1
+            sh("sync")
+            if trim == "fstrim":
+                self.fstrim(mounts_one, rec)
+            churned.append({"bytes": w, "used": round(used(), 4)})
+        return {"fill": filled, "churn": churned, "ops": counts, "files": len(files)}
+
+    def run_fs(self, rig, cfg, scen, paths, region, remap):
+        """One file system scenario on A and B side by side: mkfs (discard
+        allowed) of B's logical size on both, mount (-o discard in discard
+        mode), the fio file's layout, fill to the target, churn; then the
+        file jobs in rounds, bare and remapped rotating, fstrim before each
+        round in fstrim mode.  dm-remap's status deltas give the WAF of the
+        aging and of the jobs; the bench fails if no discard reached
+        dm-remap during the aging."""
+        fs, sid = scen["fs"], scen["id"]
         jobs = select(fs_jobs(), self.fs_pat)
         if not jobs:
             return
-        small = min(int(sh("blockdev", "--getsize64", d)) for d in paths.values())
-        if fs == "xfs" and small < XFS_MIN:
-            cfg["warnings"].append(f"xfs skipped: mkfs.xfs wants more than 300 MB "
-                                   f"(the devices have {small // MiB} MiB)")
+        size = region
+        if fs == "xfs" and size < XFS_MIN:
+            warn = (f"{sid} skipped: mkfs.xfs wants more than 300 MB (dm-remap's "
+                    f"capacity is {size // MiB} MiB)")
+            if warn not in cfg["warnings"]:
+                cfg["warnings"].append(warn)
             return
-        say(f"{cfg['name']}: {fs} on A and B")
-        before = remap.check()
+        say(f"{cfg['name']}: {sid}: {fs} on A and B, fill {scen['fill']}%, {scen['trim']}")
+        out = dict(scen, jobs={}, fstrim={})
+        cfg["fs"][sid] = out
+        t0 = time.monotonic()
+        st0 = remap.check()
         mounts = {}
+        for d, dev in paths.items():
+            self.mkfs(fs, dev, size)
+        st_mkfs = remap.check()
+        out["mkfs"] = compare.status_delta(st0, st_mkfs)
         for d, dev in paths.items():
             mnt = os.path.join(MNT, d)
             os.makedirs(mnt, exist_ok=True)
-            if fs == "ext4":
-                sh("mkfs.ext4", "-F", "-q", "-E",
-                   "nodiscard,lazy_itable_init=0,lazy_journal_init=0", dev)
-            else:
-                sh("mkfs.xfs", "-f", "-q", "-K", dev)
-            sh("mount", "-t", fs, dev, mnt)
+            opts = ["-o", "discard"] if scen["trim"] == "discard" else []
+            sh("mount", "-t", fs, *opts, dev, mnt)
             rig.push(f"umount {mnt}", lambda mnt=mnt: sh("umount", mnt))
             mounts[d] = mnt
-        file_bytes = min(region // 4 // MiB * MiB, 1024 * MiB)
-        # the file jobs' file, laid out (written) before the first timed
-        # run and synced, so that no round pays for its layout or writeback
-        if any(j["id"] != "fs-smallfile-fsync" for j in jobs):
-            for d, mnt in mounts.items():
-                run_fio(["--name=layout", f"--directory={mnt}", "--filename=bench.dat",
-                         f"--size={file_bytes}", "--rw=write", "--bs=1m", "--direct=1",
-                         "--ioengine=libaio", "--iodepth=4"], f"{fs} layout on {d}", 3600)
-            sh("sync")
-            if "remap" in mounts:
-                self.after_remap(cfg, remap, remap.status(), True, f"{fs} layout")
+        fs_bytes = min(os.statvfs(m).f_blocks * os.statvfs(m).f_frsize
+                       for m in mounts.values())
+        # the fio file (part of the fill): a tenth of the file system
+        file_bytes = max(16 * MiB, min(fs_bytes // 10 // MiB * MiB, 1024 * MiB))
+        for d, mnt in mounts.items():
+            run_fio(["--name=layout", f"--directory={mnt}", "--filename=bench.dat",
+                     f"--size={file_bytes}", "--rw=write", "--bs=1m", "--direct=1",
+                     "--ioengine=libaio", "--iodepth=4"], f"{sid} layout on {d}", 3600)
+        # aging: each device in turn (the first rotating with the scenario)
+        churn_bytes = int(self.fs_churn_pct / 100 * fs_bytes)
+        out["aging"] = {}
+        k = len(cfg["fs"]) - 1
+        for d in rotation(("bare", "remap"), k):
+            t = time.monotonic()
+            a = self.age(mounts[d], scen["fill"] / 100, self.fs_churn, churn_bytes,
+                         scen["trim"], {d: mounts[d]}, out["fstrim"], seed=k)
+            a["seconds"] = round(time.monotonic() - t, 1)
+            out["aging"][d] = a
+            say(f"  {sid} aged {DEV_LABEL[d]}: used {100 * a['fill']['used']:.0f}% after the "
+                f"fill, {100 * (a['churn'][-1]['used'] if a['churn'] else 0):.0f}% after "
+                f"{len(a['churn'])} churn rounds ({a['seconds']:.0f} s)")
+        st_aged, _ = remap.wait_gc_idle(max(self.gc_wait, 60))
+        out["aging_delta"] = compare.status_delta(st_mkfs, st_aged)
+        if trim_reached(out["aging_delta"]["discards"], self.fs_churn, scen["trim"]) is False:
+            raise Fail(f"{sid}: no discard reached dm-remap during the aging "
+                       f"({scen['trim']} mode): TRIM does not get through (status "
+                       f"discards {st_aged['discards']})")
+        say(f"  {sid} aging on B: WAF {fmt_waf(out['aging_delta']['waf'])}, "
+            f"{out['aging_delta']['discards']} discards (mkfs: "
+            f"{out['mkfs']['discards']})")
         runs = {j["id"]: {d: [None] * self.runs for d in j["devices"]} for j in jobs}
+        st_jobs = remap.check()
         for rnd in range(self.runs):
-            order = rotation(("bare", "remap"), rnd)
+            if scen["trim"] == "fstrim":
+                self.fstrim(mounts, out["fstrim"])
+            order = rotation(("bare", "remap"), rnd + k)
             for j in jobs:
                 for d in order:
                     wd = os.path.join(mounts[d], j["id"] if j["id"] == "fs-smallfile-fsync"
@@ -1117,17 +1644,22 @@ class Bench:
                         for f in os.listdir(wd):
                             os.unlink(os.path.join(wd, f))
                     runs[j["id"]][d][rnd] = m
-                    say(f"  {fs} {j['id']:<20} {DEV_LABEL[d]:<9} {m['iops']:>9.0f} IOPS")
-            cfg["fs"][fs] = {}
-            self.aggregate_into(cfg["fs"][fs], jobs, runs)
+                    say(f"  {sid} {j['id']:<20} {DEV_LABEL[d]:<9} {m['iops']:>9.0f} IOPS"
+                        + (f"  waf {fmt_waf(m.get('waf'))}" if d == "remap" else ""))
+            self.aggregate_into(out["jobs"], jobs, runs)
             self.save()
+        out["used"] = {d: round(used_fraction(os.statvfs(m)), 4) for d, m in mounts.items()}
         for d in ("remap", "bare"):
             sh("umount", mounts[d])
             rig.undo = [u for u in rig.undo if u[0] != f"umount {mounts[d]}"]
-        st = remap.check()
-        cfg["waf"].setdefault("fs", {})[fs] = compare.status_delta(before, st)
-        cfg.setdefault("fs_runs", {})[fs] = runs
-        cfg.setdefault("fs_params", {"file_bytes": file_bytes, "mkfs_discard": False})
+        st_end, _ = remap.wait_gc_idle(max(self.gc_wait, 60))
+        out["jobs_delta"] = compare.status_delta(st_jobs, st_end)
+        out["file_bytes"] = file_bytes
+        out["fs_bytes"] = fs_bytes
+        out["churn_bytes"] = churn_bytes
+        out["seconds"] = round(time.monotonic() - t0, 1)
+        cfg.setdefault("fs_runs", {})[sid] = runs
+        self.save()
 
     # ------------------------------------------------------------ all of it
 
