@@ -19,7 +19,9 @@
 # arguments, e.g.
 #   DMR_BENCH_CONFIGS=raid5-4 DMR_BENCH_CELLS='randwrite-4k-*' DMR_BENCH_FS=0 make bench
 # DMR_BENCH_PARTS [main,flash,sim] chooses the parts.
-# The default run takes about 40 minutes in the TCG VM for the main part.
+# Under TCG the default main part takes about 1.5-2 hours (the file
+# system matrix on both configurations), the flash part about 2 hours
+# (three configurations, five block sizes, three phases, three rounds).
 set -uo pipefail
 # DMR_BENCH_* settings, from the environment and the arguments, go to the guest
 vars=()

@@ -309,7 +309,8 @@ def parse_media(text):
 
 KNOBS = {"RUNS", "SECONDS", "CONFIGS", "CELLS", "FS", "FS_TYPES", "FS_JOBS", "MEDIA",
          "PRECONDITION", "GC_WAIT", "RAM_MIB", "MEDIA_MIB", "AB", "FS_FILL", "FS_TRIM",
-         "FS_CHURN", "FS_CHURN_PCT", "WDP", "WDP_WINDOW", "WDP_TOL", "WDP_MAX"}
+         "FS_CHURN", "FS_CHURN_PCT", "WDP", "WDP_WINDOW", "WDP_TOL", "WDP_MAX",
+         "PARTS"}        # PARTS: scripts/bench.sh's
 
 
 def unknown_knobs(env):
@@ -1668,49 +1669,69 @@ class Bench:
         with open(os.path.join(self.out, "bench.json"), "w") as f:
             json.dump(self.res, f, indent=1)
 
+    def setup(self, rig):
+        """What the configurations need loaded (run_bench())."""
+        sh("modprobe", "-a", "dm-mod", "raid456")
+        if not os.path.exists("/sys/module/dm_remap"):
+            sh("insmod", os.path.join(REPO, "dm-remap", "dm-remap.ko"))
+            rig.push("rmmod dm-remap", lambda: rmmod("dm_remap"))
+        self.res["module_version"] = compare.read_sys("/sys/module/dm_remap/version")
+
     def main(self):
-        t0 = time.monotonic()
-        rig = Rig()
-        failed = None
-        try:
-            sh("modprobe", "-a", "dm-mod", "raid456")
-            if not os.path.exists("/sys/module/dm_remap"):
-                sh("insmod", os.path.join(REPO, "dm-remap", "dm-remap.ko"))
-                rig.push("rmmod dm-remap", lambda: rmmod("dm_remap"))
-            self.res["module_version"] = compare.read_sys("/sys/module/dm_remap/version")
-            for name in self.configs:
-                self.run_config(name)
-        except (Fail, compare.Failure) as e:
-            failed = str(e)
-        except KeyboardInterrupt:
-            failed = "interrupted"
-        finally:
-            rig.cleanup()
-        self.res["total_seconds"] = round(time.monotonic() - t0)
-        if failed:
-            self.res["failure"] = failed
-        self.save()
-        text = summary_text(self.res)
-        with open(os.path.join(self.out, "summary.txt"), "w") as f:
-            f.write(text + "\n")
-        print("\n" + text, flush=True)
-        print(f"\nbench: results in {self.out}", flush=True)
-        if failed:
-            print(f"bench: FAILED: {failed}", file=sys.stderr, flush=True)
-            return 1
-        return 0
+        return run_bench(self, summary_text, "summary.txt", "bench")
 
 
-def main():
+def run_bench(bench, summary, summary_file, label):
+    """The frame of both bench scripts (this one and guest-flashbench.py):
+    bench.setup(rig), then bench.run_config() for each of bench.configs,
+    undoing the rig on the way out whatever happens; the total time and
+    any failure go into bench.res, bench.save() writes it, summary(res)
+    is written to summary_file in bench.out and printed.  Exit status: 0,
+    or 1 after a failure."""
+    t0 = time.monotonic()
+    rig = Rig()
+    failed = None
+    try:
+        bench.setup(rig)
+        for name in bench.configs:
+            bench.run_config(name)
+    except (Fail, compare.Failure) as e:
+        failed = str(e)
+    except KeyboardInterrupt:
+        failed = "interrupted"
+    finally:
+        rig.cleanup()
+    bench.res["total_seconds"] = round(time.monotonic() - t0)
+    if failed:
+        bench.res["failure"] = failed
+    bench.save()
+    text = summary(bench.res)
+    with open(os.path.join(bench.out, summary_file), "w") as f:
+        f.write(text + "\n")
+    print("\n" + text, flush=True)
+    print(f"\n{label}: results in {bench.out}", flush=True)
+    if failed:
+        print(f"{label}: FAILED: {failed}", file=sys.stderr, flush=True)
+        return 1
+    return 0
+
+
+def entry(make, label):
+    """A bench script's main: SIGTERM as an interrupt (the rig is undone),
+    make(os.environ) -> the bench (exit 2 on bad settings), its main()."""
     def term(signum, frame):
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, term)
     try:
-        bench = Bench(os.environ)
+        bench = make(os.environ)
     except (Fail, ValueError) as e:
-        print(f"bench: {e}", file=sys.stderr)
+        print(f"{label}: {e}", file=sys.stderr)
         return 2
     return bench.main()
+
+
+def main():
+    return entry(Bench, "bench")
 
 
 if __name__ == "__main__":

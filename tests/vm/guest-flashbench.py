@@ -86,12 +86,10 @@ Environment (defaults in brackets):
                                 remapped write cell
   DMR_FLASH_CAP [1]             0: no cap cells
 """
-import fnmatch
 import importlib.machinery
 import importlib.util
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -822,50 +820,27 @@ class FlashBench:
         with open(os.path.join(self.out, "flash-bench.json"), "w") as f:
             json.dump(self.res, f, indent=1)
 
+    def setup(self, rig):
+        """Modules (gb.run_bench())."""
+        sh("modprobe", "-a", "dm-mod", "raid456")
+        try:        # let md RAID-5 pass the fresh cells' trims down
+            with open("/sys/module/raid456/parameters/devices_handle_discard_safely",
+                      "w") as f:
+                f.write("Y")
+        except OSError:
+            pass
+        if not os.path.exists("/sys/module/dm_remap"):
+            sh("insmod", os.path.join(REPO, "dm-remap", "dm-remap.ko"))
+            rig.push("rmmod dm-remap", lambda: gb.rmmod("dm_remap"))
+        if not os.path.exists("/sys/module/dm_flashsim"):
+            sh("insmod", os.path.join(REPO, "tests", "flashsim", "dm-flashsim.ko"))
+            rig.push("rmmod dm-flashsim", lambda: gb.rmmod("dm_flashsim"))
+
     def main(self):
-        t0 = time.monotonic()
-        rig = gb.Rig()
-        failed = None
-        try:
-            sh("modprobe", "-a", "dm-mod", "raid456")
-            try:        # let md RAID-5 pass the fresh cells' trims down
-                with open("/sys/module/raid456/parameters/devices_handle_discard_safely",
-                          "w") as f:
-                    f.write("Y")
-            except OSError:
-                pass
-            if not os.path.exists("/sys/module/dm_remap"):
-                sh("insmod", os.path.join(REPO, "dm-remap", "dm-remap.ko"))
-                rig.push("rmmod dm-remap", lambda: gb.rmmod("dm_remap"))
-            if not os.path.exists("/sys/module/dm_flashsim"):
-                sh("insmod", os.path.join(REPO, "tests", "flashsim", "dm-flashsim.ko"))
-                rig.push("rmmod dm-flashsim", lambda: gb.rmmod("dm_flashsim"))
-            for name in self.configs:
-                self.run_config(name)
-        except (Fail, compare.Failure) as e:
-            failed = str(e)
-        except KeyboardInterrupt:
-            failed = "interrupted"
-        finally:
-            rig.cleanup()
-        self.res["total_seconds"] = round(time.monotonic() - t0)
-        if failed:
-            self.res["failure"] = failed
-        self.save()
-        text = summary_text(self.res)
-        with open(os.path.join(self.out, "flash-summary.txt"), "w") as f:
-            f.write(text + "\n")
-        print("\n" + text, flush=True)
-        if failed:
-            print(f"flash bench: FAILED: {failed}", file=sys.stderr, flush=True)
-            return 1
-        return 0
+        return gb.run_bench(self, summary_text, "flash-summary.txt", "flash bench")
 
 
 def main():
-    def term(signum, frame):
-        raise KeyboardInterrupt
-    signal.signal(signal.SIGTERM, term)
     unknown = sorted(k for k in os.environ if k.startswith("DMR_FLASH_")
                      and k[10:] not in {"CONFIGS", "RUNS", "SECONDS", "BS", "THREADS", "OPS",
                                         "PHASES", "MIB", "PRECONDITION", "GC_WAIT", "CAP",
@@ -873,12 +848,7 @@ def main():
     if unknown:
         print(f"flash bench: warning: ignoring unknown settings {', '.join(unknown)}",
               file=sys.stderr, flush=True)
-    try:
-        bench = FlashBench(os.environ)
-    except (Fail, ValueError) as e:
-        print(f"flash bench: {e}", file=sys.stderr)
-        return 2
-    return bench.main()
+    return gb.entry(FlashBench, "flash bench")
 
 
 if __name__ == "__main__":
