@@ -525,3 +525,46 @@ def test_trim_reached(gb):
     assert gb.trim_reached(0, 2, "fstrim") is False
     assert gb.trim_reached(0, 0, "fstrim") is False     # fstrim runs after the fill too
     assert gb.trim_reached(0, 0, "discard") is None     # a fill alone frees nothing
+
+
+class _FakeBench:
+    """What run_bench() needs of a bench: configs, res, out, setup(rig),
+    run_config(name), save()."""
+
+    def __init__(self, out, fail=None):
+        self.configs, self.res, self.out = ["a", "b"], {}, str(out)
+        self.fail, self.ran, self.undone, self.saved = fail, [], [], 0
+
+    def setup(self, rig):
+        rig.push("undo setup", lambda: self.undone.append("setup"))
+
+    def run_config(self, name):
+        self.ran.append(name)
+        if self.fail and name == "b":
+            raise self.fail
+
+    def save(self):
+        self.saved += 1
+
+
+def test_run_bench_frame(gb, tmp_path, capsys):
+    b = _FakeBench(tmp_path)
+    assert gb.run_bench(b, lambda res: f"summary {sorted(res)}", "s.txt", "x") == 0
+    assert b.ran == ["a", "b"] and b.undone == ["setup"] and b.saved == 1
+    assert (tmp_path / "s.txt").read_text() == "summary ['total_seconds']\n"
+    assert "x: results in" in capsys.readouterr().out
+    # a failure: the rest is not run, the rig is undone, the failure is
+    # recorded, saved and summarised, and the exit status says so
+    b = _FakeBench(tmp_path, fail=gb.Fail("boom"))
+    b.configs = ["b", "a"]
+    assert gb.run_bench(b, lambda res: res.get("failure", ""), "s.txt", "x") == 1
+    assert b.ran == ["b"] and b.undone == ["setup"] and b.res["failure"] == "boom"
+    assert (tmp_path / "s.txt").read_text() == "boom\n"
+    assert "x: FAILED: boom" in capsys.readouterr().err
+
+
+def test_entry_bad_settings(gb, capsys):
+    def make(env):
+        raise gb.Fail("DMR_BENCH_RUNS must be >= 1")
+    assert gb.entry(make, "x") == 2
+    assert "x: DMR_BENCH_RUNS must be >= 1" in capsys.readouterr().err

@@ -235,3 +235,16 @@ def test_ceiling_in_steady_goal_row(fb):
     c[0]["phases"]["steady"]["cells"]["write-4k-t10"]["remap"]["waf"] = agg(4.9)
     g = next(x for x in fb.evaluate_goals(c) if x["measure"].startswith("block-1 steady"))
     assert "bandwidth ceiling: t10 2527 at WAF 4.90 (20.21x bare)" in g["measured"]
+
+
+def test_settings(fb, tmp_path):
+    b = fb.FlashBench({"DMR_OUT": str(tmp_path)})
+    assert b.configs == ["block-1", "block-r5", "page-1"] and b.runs == 3
+    assert b.sizes == [4096, 16384, 65536, 262144, 1 << 20] and b.threads == [1, 10, 40]
+    assert b.phases == ["fresh", "steady", "own"]
+    for bad in ({"DMR_FLASH_CONFIGS": "block-2"}, {"DMR_FLASH_RUNS": "0"},
+                {"DMR_FLASH_PHASES": "warm"}, {"DMR_FLASH_OPS": "trim"}):
+        with pytest.raises(fb.Fail):
+            fb.FlashBench(bad)
+    with pytest.raises(ValueError):
+        fb.FlashBench({"DMR_FLASH_BS": "4Q"})
