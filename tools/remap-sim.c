@@ -121,6 +121,8 @@ static void usage(void)
 	       "                         and sends a hot victim's blocks older than twice\n"
 	       "                         the temperature estimate to the cold GC head (a\n"
 	       "                         summary word per block; not in format 3)\n"
+	       "  --birth-group G        --block-birth with one birth per G blocks of a\n"
+	       "                         GC unit, their mean (0: one per unit) [1]\n"
 	       "  --exact-cb             what-if: background victims by a scan of every\n"
 	       "                         segment (the best cost-benefit score), the\n"
 	       "                         reference for dmr_gc_victim()'s buckets\n"
@@ -365,6 +367,7 @@ struct sim {
 	u64 fill_left;		/* how many */
 	bool exact_cb;		/* --exact-cb */
 	bool block_birth;	/* --block-birth */
+	u32 birth_group;	/* --birth-group: blocks per birth record, 0 a unit */
 	struct sim_counters c;
 };
 
@@ -397,9 +400,33 @@ static void head_enter(struct sim *s, struct sim_head *h, u32 seg)
 		s->hs[h - s->heads].segs++;
 }
 
+/*
+ * --birth-group G: what a coarser record of the user-write time would
+ * give.  A GC head's unit keeps one birth per G of its blocks (0: one for
+ * the whole unit, as a field of its summary would), the mean of theirs.
+ * A user head's unit needs none: its blocks were written at its sequence.
+ */
+static void birth_groups(struct sim *s, struct sim_head *h)
+{
+	u32 base = h->seg * s->m.seg_blocks, g = s->birth_group, i, j, first;
+	u64 sum = 0;
+
+	for (first = i = h->offset + 1; i < h->wp; i++) {
+		sum += s->blk_birth[base + i];
+		if (i + 1 < h->wp && (!g || i + 1 - first < g))
+			continue;
+		for (j = first; j <= i; j++)
+			s->blk_birth[base + j] = sum / (i + 1 - first);
+		sum = 0;
+		first = i + 1;
+	}
+}
+
 /* dmr_close_unit(): the unit takes the next sequence number */
 static void close_unit(struct sim *s, struct sim_head *h)
 {
+	if (s->blk_birth && s->birth_group != 1 && dmr_head_is_gc(h - s->heads))
+		birth_groups(s, h);
 	h->unit.seq = ++s->seq;
 	h->offset = h->wp;
 	h->unit_open = false;
@@ -944,6 +971,7 @@ struct config {
 	bool single;
 	bool exact_cb;
 	bool block_birth;
+	u32 birth_group;
 	int recover;		/* --recover: 0 none, SIM_RECOVER_* */
 	bool json;
 	bool verbose;
@@ -1140,6 +1168,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	s->single = cfg->single;
 	s->exact_cb = cfg->exact_cb;
 	s->block_birth = cfg->block_birth;
+	s->birth_group = cfg->birth_group;
 	rng_state = cfg->seed;
 	w->pos = 0;
 	w->seq_lba = 0;
@@ -1249,7 +1278,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 			printf(", \"analytic_eff\": %.4f", eff);
 		printf(", \"warmup\": %.3f", warm);
 		if (cfg->block_birth)
-			printf(", \"block_birth\": true");
+			printf(", \"block_birth\": true, \"birth_group\": %u", cfg->birth_group);
 		if (cfg->recover)
 			printf(", \"recover\": \"%s\"",
 			       cfg->recover == SIM_RECOVER_CLOCK ? "clock" : "legacy");
@@ -1291,7 +1320,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 			printf(" analytic_eff=%.3f", eff);
 		printf(" warmup=%.3f", warm);
 		if (cfg->block_birth)
-			printf(" block_birth=yes");
+			printf(" block_birth=yes birth_group=%u", cfg->birth_group);
 		if (cfg->settle)
 			printf(" settled=%s fill_left=%.3f", settled ? "yes" : "no", left);
 		if (cfg->timing)
@@ -1394,6 +1423,7 @@ int main(int argc, char **argv)
 		{ "timing", no_argument, NULL, 't' },
 		{ "exact-cb", no_argument, NULL, 'x' },
 		{ "block-birth", no_argument, NULL, 'B' },
+		{ "birth-group", required_argument, NULL, 'G' },
 		{ "recover", required_argument, NULL, 'R' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -1402,7 +1432,7 @@ int main(int argc, char **argv)
 	};
 	struct config cfg = {
 		.seg_blocks = 256, .warmup = 2, .overwrites = 3, .seed = 1,
-		.settle_pct = 1,
+		.settle_pct = 1, .birth_group = 1,
 	};
 	char opbuf[256] = "10", wlbuf[4096] = "uniform";
 	char *ops[MAX_LIST], *wls[MAX_LIST];
@@ -1453,6 +1483,10 @@ int main(int argc, char **argv)
 			break;
 		case 'B':
 			cfg.block_birth = true;
+			break;
+		case 'G':
+			cfg.block_birth = true;
+			cfg.birth_group = parse_u64("--birth-group", optarg, 0, 1U << 20);
 			break;
 		case 'x':
 			cfg.exact_cb = true;
