@@ -237,13 +237,34 @@ def test_ceiling_in_steady_goal_row(fb):
     assert "bandwidth ceiling: t10 2527 at WAF 4.90 (20.21x bare)" in g["measured"]
 
 
+def test_ceiling_in_large_write_goal_row(fb):
+    """Large writes after preconditioning: the same bandwidth ceiling, in
+    1 MiB writes (1/256 of the 4 KiB figure), beside the goal; fresh cells
+    have none (no GC) and cells below LARGE none."""
+    c = configs(150, 25, large_ratio=0.1)
+    c[0]["geometry"] = {"member_table": MTRON}
+    for phase in ("fresh", "steady"):
+        for cid in ("write-1m-t1", "write-128k-t1"):
+            c[0]["phases"][phase]["cells"][cid]["remap"]["waf"] = agg(1.4)
+    g = next(x for x in fb.evaluate_goals(c)
+             if x["measure"].startswith("block-1: random writes >= 256K"))
+    ceil = fb.steady_ceiling(fb.table_params(MTRON), 1, 1.4) / 256
+    assert g["status"] == "missed"
+    assert (f"bandwidth ceiling: steady write-1m-t1 {ceil:.0f} at WAF 1.40 "
+            f"({ceil / 80:.2f}x bare)") in g["measured"], g["measured"]
+    assert "fresh write-1m" not in g["measured"].split("ceiling")[1]
+    assert "128k" not in g["measured"].split("ceiling")[1]
+
+
 def test_settings(fb, tmp_path):
     b = fb.FlashBench({"DMR_OUT": str(tmp_path)})
     assert b.configs == ["block-1", "block-r5", "page-1"] and b.runs == 3
     assert b.sizes == [4096, 16384, 65536, 262144, 1 << 20] and b.threads == [1, 10, 40]
-    assert b.phases == ["fresh", "steady", "own"]
+    assert b.phases == ["fresh", "steady", "own"] and b.op == ""
+    assert fb.FlashBench({"DMR_FLASH_OVERPROVISION": "20"}).op == "20"
     for bad in ({"DMR_FLASH_CONFIGS": "block-2"}, {"DMR_FLASH_RUNS": "0"},
-                {"DMR_FLASH_PHASES": "warm"}, {"DMR_FLASH_OPS": "trim"}):
+                {"DMR_FLASH_PHASES": "warm"}, {"DMR_FLASH_OPS": "trim"},
+                {"DMR_FLASH_OVERPROVISION": "20%"}):
         with pytest.raises(fb.Fail):
             fb.FlashBench(bad)
     with pytest.raises(ValueError):

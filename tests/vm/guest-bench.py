@@ -1169,11 +1169,13 @@ class Bench:
                 "--randrepeat=0", "--norandommap", "--thread", "--group_reporting",
                 *cell["fio"]]
 
-    def after_remap(self, cfg, remap, before, writes, what):
+    def after_remap(self, cfg, remap, before, writes, what, cwd=None):
         """B's status must be sound after each of its cells; after a cell
-        that wrote, wait for GC idle; the cell's status delta."""
+        that wrote, wait for GC idle; the cell's status delta, from
+        flushed statuses (compare.Remap.flush(); with a file system, synced
+        first) so that it counts every block the cell sent."""
         try:
-            st = remap.check()
+            st = remap.check(remap.flushed_status(cwd))
         except compare.Failure as e:
             raise Fail(f"after {what}: {e}")
         waited, idle = 0.0, True
@@ -1224,11 +1226,12 @@ class Bench:
             # what a reload itself costs falls on both sides of the A/B
             self.reload(cfg["geometry"]["table"])
         try:
-            before = remap.status() if remapped else None
+            before = remap.flushed_status(cwd) if remapped else None
             job = run_fio(args, what, self.seconds + 180)
             m = fio_metrics(job)
             if remapped:
-                m.update(self.after_remap(cfg, remap, before, cell["kind"] != "read", what))
+                m.update(self.after_remap(cfg, remap, before, cell["kind"] != "read", what,
+                                          cwd))
         finally:
             if dev_name == "remap_ab":
                 self.reload(cfg["geometry"]["table"])
@@ -1361,7 +1364,7 @@ class Bench:
             cfg["rounds_done"] = rnd + 1
             self.aggregate_into(cfg["cells"], cells, runs)
             self.save()
-        st_end = remap.check()
+        st_end = remap.check(remap.flushed_status())
         if self.gc_wait > 0:
             st_end, _ = remap.wait_gc_idle(max(self.gc_wait, 60))
         cfg["statuses"]["measure_end"] = st_end
@@ -1401,7 +1404,7 @@ class Bench:
         wafs, wins = [], []
         t0 = time.monotonic()
         while True:
-            before = remap.check()
+            before = remap.check(remap.flushed_status())
             t = time.monotonic()
             run_fio(own_precondition_args(cell, remap.path, region, window),
                     f"own preconditioning for {cell['id']}", 3600)
@@ -1586,11 +1589,11 @@ class Bench:
         out = dict(scen, jobs={}, fstrim={})
         cfg["fs"][sid] = out
         t0 = time.monotonic()
-        st0 = remap.check()
+        st0 = remap.check(remap.flushed_status())
         mounts = {}
         for d, dev in paths.items():
             self.mkfs(fs, dev, size)
-        st_mkfs = remap.check()
+        st_mkfs = remap.check(remap.flushed_status())
         out["mkfs"] = compare.status_delta(st0, st_mkfs)
         for d, dev in paths.items():
             mnt = os.path.join(MNT, d)
@@ -1620,6 +1623,7 @@ class Bench:
             say(f"  {sid} aged {DEV_LABEL[d]}: used {100 * a['fill']['used']:.0f}% after the "
                 f"fill, {100 * (a['churn'][-1]['used'] if a['churn'] else 0):.0f}% after "
                 f"{len(a['churn'])} churn rounds ({a['seconds']:.0f} s)")
+        remap.flush(mounts["remap"])
         st_aged, _ = remap.wait_gc_idle(max(self.gc_wait, 60))
         out["aging_delta"] = compare.status_delta(st_mkfs, st_aged)
         if trim_reached(out["aging_delta"]["discards"], self.fs_churn, scen["trim"]) is False:
@@ -1630,7 +1634,7 @@ class Bench:
             f"{out['aging_delta']['discards']} discards (mkfs: "
             f"{out['mkfs']['discards']})")
         runs = {j["id"]: {d: [None] * self.runs for d in j["devices"]} for j in jobs}
-        st_jobs = remap.check()
+        st_jobs = remap.check(remap.flushed_status(mounts["remap"]))
         for rnd in range(self.runs):
             if scen["trim"] == "fstrim":
                 self.fstrim(mounts, out["fstrim"])

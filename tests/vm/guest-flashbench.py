@@ -85,6 +85,8 @@ Environment (defaults in brackets):
   DMR_FLASH_GC_WAIT [60]        seconds to wait for GC idle after a
                                 remapped write cell
   DMR_FLASH_CAP [1]             0: no cap cells
+  DMR_FLASH_OVERPROVISION []    remapctl format --overprovision PCT for B
+                                (empty: the format's default)
 """
 import importlib.machinery
 import importlib.util
@@ -339,20 +341,24 @@ def evaluate_goals(configs):
         return ("; the emulator's cap (remapped IOPS with no media cost): "
                 + ", ".join(caps)) if caps else ""
 
-    def ceiling_note(name, cells):
+    def ceiling_note(name, cells, large=False):
         """The model's media ceiling at the cells' measured WAF, and what
-        it is as a ratio to the bare drive(s)."""
+        it is as a ratio to the bare drive(s): 4 KiB write cells, or
+        (large) those of LARGE and more, whose ceiling in IOPS is the same
+        bandwidth in fewer, larger writes.  cells: {label: cell}."""
         cfg = by.get(name, {})
         table = cfg.get("geometry", {}).get("member_table")
         out = []
-        for cid, c in cells.items():
+        for lab, c in cells.items():
             waf = ((c.get("remap") or {}).get("waf") or {}).get("median")
             bare = median_of(c, "bare")
-            if c["op"] != "write" or c["bs"] != 4096 or not table or not waf:
+            if (c["op"] != "write" or not table or not waf or
+                    (c["bs"] < LARGE if large else c["bs"] != 4096)):
                 continue
             ceil = steady_ceiling(table_params(table), CONFIGS[name]["members"], waf)
             if ceil:
-                out.append(f"{cid.split('-')[-1]} {ceil:.0f} at WAF {waf:.2f}"
+                ceil *= 4096 / c["bs"]
+                out.append(f"{lab} {ceil:.0f} at WAF {waf:.2f}"
                            + (f" ({gb.fmt_x(ceil / bare)} bare)" if bare else ""))
         return ("; the drives' bandwidth ceiling: " + ", ".join(out)) if out else ""
 
@@ -365,7 +371,7 @@ def evaluate_goals(configs):
                 continue
             note = cap_note(name, "4k", (phase,))
             if phase != "fresh":
-                note += ceiling_note(name, cells)
+                note += ceiling_note(name, {cid.split("-")[-1]: c for cid, c in cells.items()})
             add(f"{name} {phase}: 4K random write, remapped / bare",
                 f">= {thr:.0f}x", thr, cands, note)
     for name in ("block-1", "block-r5"):
@@ -377,8 +383,10 @@ def evaluate_goals(configs):
                 elif c["bs"] >= LARGE:
                     large.append((ratio_of(c), f"{phase} {cid}"))
         add(f"{name}: random reads, every cell", ">= 0.95x", 0.95, cands)
+        after = {f"{phase} {cid}": c for phase in ("steady", "own")
+                 for cid, c in phase_cells(name, phase).items()}
         add(f"{name}: random writes >= 256K, every cell", ">= 0.80x", 0.80, large,
-            cap_note(name, "1m"))
+            cap_note(name, "1m") + ceiling_note(name, after, large=True))
     # issue 25 2b: more writers must not mean fewer writes; over the
     # members as dm-linear (no media cost), fresh and steady
     cands = []
@@ -536,6 +544,9 @@ class FlashBench:
         self.precondition = float(env.get("DMR_FLASH_PRECONDITION", "2"))
         self.gc_wait = float(env.get("DMR_FLASH_GC_WAIT", "60"))
         self.cap = env.get("DMR_FLASH_CAP", "1") != "0"
+        self.op = env.get("DMR_FLASH_OVERPROVISION", "")
+        if self.op and not self.op.isdigit():
+            raise Fail(f"DMR_FLASH_OVERPROVISION: a percentage, not '{self.op}'")
         self.out = env.get("DMR_OUT", "/tmp")
         if self.runs < 1 or self.seconds <= 0:
             raise Fail("DMR_FLASH_RUNS must be >= 1 and DMR_FLASH_SECONDS > 0")
@@ -621,11 +632,12 @@ class FlashBench:
         dev, region, remap = st["paths"][d], st["region"], st["remap"]
         if cell["bs"] < st["lbs"][d]:
             return None
-        before = remap.status() if d == "remap" else None
+        # flushed statuses (compare.Remap.flush()): the delta counts every
+        # block the cell sent, none it left in an open unit
+        before = remap.flushed_status() if d == "remap" else None
         if fresh and cell["op"] == "write":
             if self.discard(st, dev, f"of {LABEL[d]}") and d == "remap":
-                remap.wait_gc_idle(self.gc_wait)
-                before = remap.status()
+                before, _ = remap.wait_gc_idle(self.gc_wait)
         names = None if st.get("cap_on") else st["names"]["A" if d == "bare" else "B"]
         c0 = self.counters(names) if names else None
         m = self.bm_flash(cell, dev, region, rnd,
@@ -638,7 +650,7 @@ class FlashBench:
             m["merges"] = dc["rmws"]
             m["media_busy_ms"] = dc["busy_us"] / 1000
         if d == "remap":
-            stat = remap.check()
+            stat = remap.check(remap.flushed_status())
             if cell["op"] == "write":
                 if self.gc_wait > 0 and stat["gc_state"] != "idle":
                     stat, _ = remap.wait_gc_idle(self.gc_wait)
@@ -689,7 +701,7 @@ class FlashBench:
             dev, wafs = st["paths"][d], []
             while not settled(wafs) and len(wafs) * chunk < self.own_max * st["region"]:
                 if d == "remap":
-                    before = st["remap"].status()
+                    before = st["remap"].flushed_status()
                 else:
                     before = self.counters(st["names"][side])
                 gb.run_fio(["--name=own", f"--filename={dev}", "--rw=randwrite",
@@ -698,7 +710,8 @@ class FlashBench:
                             f"--io_size={chunk}"],
                            f"own preconditioning of {LABEL[d]} with {bs_label(bs)}", 3600)
                 if d == "remap":
-                    wafs.append(compare.status_delta(before, st["remap"].check())["waf"])
+                    wafs.append(compare.status_delta(
+                        before, st["remap"].check(st["remap"].flushed_status()))["waf"])
                 else:
                     wafs.append(counters_delta(before,
                                                self.counters(st["names"][side]))["flash_waf"])
@@ -793,6 +806,8 @@ class FlashBench:
                 # a segment of whole erase blocks on every member: 16 stripes of
                 # 3 x 64 KiB = 1 MiB per member = 4 erase blocks of 256 KiB
                 fmt = ["--segment-size", "3M"]
+            if self.op:
+                fmt += ["--overprovision", self.op]
             remap = compare.Remap(types.SimpleNamespace(name=NAME, format_opt=fmt,
                                                         create_opt=[]),
                                   st["paths"].pop("remap_lower"), self.remapctl)
@@ -844,7 +859,7 @@ def main():
     unknown = sorted(k for k in os.environ if k.startswith("DMR_FLASH_")
                      and k[10:] not in {"CONFIGS", "RUNS", "SECONDS", "BS", "THREADS", "OPS",
                                         "PHASES", "MIB", "PRECONDITION", "GC_WAIT", "CAP",
-                                        "OWN_MAX"})
+                                        "OWN_MAX", "OVERPROVISION"})
     if unknown:
         print(f"flash bench: warning: ignoring unknown settings {', '.join(unknown)}",
               file=sys.stderr, flush=True)
