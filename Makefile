@@ -8,6 +8,7 @@
 #   make flashsim        tests/flashsim/dm-flashsim.ko against KDIR (the
 #                        test-only flash timing target the VM tests load)
 #   make tools           tools/remapctl and friends
+#   make man             man pages (man/*.rst, rst2man) into man/build
 #   make check           the whole test suite (README's test command)
 #   make demo            the main job in a VM
 #   make bench           bare / dm-linear / remapped, medians of 3 rounds (VM)
@@ -16,6 +17,8 @@
 #   make sparse          sparse (make C=2) on the kernel sources, 6.12 and 6.1
 #   make fuzz            the fuzz targets, DMR_FUZZ_SECONDS (default 300) each
 #   make deps            install build/test dependencies (idempotent)
+#   make install         module, tools and man pages
+#   make install-man     the man pages alone (DESTDIR, PREFIX as tools/)
 #
 # KDIR defaults to the running kernel's build directory.
 
@@ -23,7 +26,7 @@ KDIR ?= /lib/modules/$(shell uname -r)/build
 DMR_CACHE ?= $(HOME)/.cache/dm-remap
 export DMR_CACHE
 
-.PHONY: all module flashsim tools check demo bench profile transcript deps kunit vm-test sparse fuzz clean install
+.PHONY: all module flashsim tools man check demo bench profile transcript deps kunit vm-test sparse fuzz clean install install-man
 
 all: module tools
 
@@ -37,6 +40,9 @@ flashsim:
 
 tools:
 	$(MAKE) -C tools
+
+man:
+	$(MAKE) -C man
 
 deps:
 	bash scripts/deps.sh
@@ -73,14 +79,18 @@ fuzz: deps
 # run depmod here, for the release KDIR was configured for (not
 # necessarily the running kernel).  modprobe dm-remap then loads dm-mod
 # and libcrc32c first.
-install: module tools
+install: module tools install-man
 	$(MAKE) -C $(KDIR) M=$(CURDIR) CONFIG_DM_REMAP=m modules_install
 	release=$$(cat $(KDIR)/include/config/kernel.release) && \
 		depmod -a $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) $$release
 	$(MAKE) -C tools install
+
+install-man:
+	$(MAKE) -C man install
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || \
 		find . -name '*.o' -o -name '*.ko' -o -name '*.mod*' | xargs rm -f
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/tests/flashsim clean 2>/dev/null || true
 	$(MAKE) -C tools clean
+	$(MAKE) -C man clean

@@ -61,6 +61,7 @@ pkgs=(
 	linux-source-6.12
 	libblkid-dev dkms dmsetup mdadm fio e2fsprogs xfsprogs util-linux udev
 	python3-pytest python3-matplotlib
+	python3-docutils man-db groff-base
 	linux-perf sparse clang-16 libclang-rt-16-dev
 )
 missing=()
