@@ -1287,7 +1287,7 @@ static int cmd_activate(int argc, char **argv, bool activate)
 	};
 	static const char sopts[] = "t:nh";
 	const char *tab = REMAPTAB, *cmd = activate ? "activate" : "deactivate";
-	char line[1024], self[PATH_MAX], dev[PATH_MAX];
+	char line[1024], optline[1024], self[PATH_MAX], dev[PATH_MAX];
 	unsigned int lineno = 0, bad = 0, done = 0, nrm = 0;
 	char *rm_names[256];
 	bool dry = false;
@@ -1361,6 +1361,8 @@ static int cmd_activate(int argc, char **argv, bool activate)
 		}
 		args[na++] = self;
 		args[na++] = "create";
+		/* the options as written, for the line below: strtok_r() splits w[2] */
+		snprintf(optline, sizeof(optline), "%s", nw == 3 ? w[2] : "");
 		for (opt = nw == 3 ? strtok_r(w[2], ",", &save) : NULL; opt && na < REMAPTAB_ARGS;
 		     opt = strtok_r(NULL, ",", &save)) {
 			static char flags[REMAPTAB_ARGS][64];
@@ -1389,7 +1391,7 @@ static int cmd_activate(int argc, char **argv, bool activate)
 		args[na++] = dev;
 		args[na] = NULL;
 		printf("%s: %s: create over %s%s%s\n", cmd, w[0], dev, nw == 3 ? " with " : "",
-		       nw == 3 ? w[2] : "");
+		       optline);
 		fflush(stdout);
 		if (!dry && run(args)) {
 			fprintf(stderr, "%s: %s:%u: %s: create failed\n", dmr_prog, tab, lineno, w[0]);

@@ -334,7 +334,9 @@ def test_activate_remaptab(tmp_path):
     log.unlink()
     p = subprocess.run([REMAPCTL, "activate", "--dry-run", "--remaptab", str(tab)],
                        capture_output=True, text=True, env=env, timeout=60)
-    assert "activate: fast: create over" in p.stdout and not log.exists()
+    # the line names every option as the table wrote them (not just the first)
+    assert f"activate: fast: create over {a} with read-only,gc-low=8\n" in p.stdout
+    assert not log.exists()
     # everything active: activate leaves it, deactivate removes last line first
     log, env = fake_dm(tmp_path, active=True)
     env.update(DMR_SYSFS_BLOCK=str(sysdir), DMR_DEV_DIR=str(devdir))
