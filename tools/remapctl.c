@@ -6,7 +6,7 @@
  *                       [--label TEXT] [--force]
  *   remapctl dump [--json] DEV
  *   remapctl check DEV [--repair]
- *   remapctl status NAME [--json]
+ *   remapctl status [NAME] [--json]
  *   remapctl activate [--remaptab FILE] [--dry-run]
  *   remapctl deactivate [--remaptab FILE] [--dry-run]
  *   remapctl create NAME DEV [--read-only] [--ignore-discard]
@@ -1013,6 +1013,54 @@ static void print_status_json(const char *name, char *const f[NR_STATUS],
 	       v[ST_FREE] * v[ST_SEG_SECTORS] * 512);
 }
 
+/*
+ * The status of dm-remap device @name, printed (human units or @json)
+ * after @sep.  Return: 0, or 1 with a message and nothing printed (not a
+ * dm-remap device, gone, or a status this remapctl cannot read).
+ */
+static int status_one(const char *name, bool json, const char *sep)
+{
+	char out[4096], *f[3 + NR_STATUS + 1], *save = NULL, *tok, *end;
+	char *const args[] = { "dmsetup", "status", (char *)name, NULL };
+	unsigned long long v[NR_STATUS] = {};
+	unsigned int n = 0, i;
+
+	if (run_capture(args, out, sizeof(out))) {
+		fprintf(stderr, "%s: %s: dmsetup status failed\n", dmr_prog, name);
+		return 1;
+	}
+	for (tok = strtok_r(out, " \n", &save); tok && n < ARRAY_SIZE(f);
+	     tok = strtok_r(NULL, " \n", &save))
+		f[n++] = tok;
+	if (n < 3 || strcmp(f[2], "remap")) {
+		fprintf(stderr, "%s: %s: not a dm-remap device\n", dmr_prog, name);
+		return 1;
+	}
+	if (n != 3 + NR_STATUS) {
+		fprintf(stderr, "%s: %s: %u status fields, this remapctl knows %zu (another "
+			"module version?)\n", dmr_prog, name, n - 3, NR_STATUS);
+		return 1;
+	}
+	for (i = 0; i < NR_STATUS; i++) {
+		if (status_is_word(i))
+			continue;
+		errno = 0;
+		v[i] = i == ST_FIRST_ERROR ? (unsigned long long)strtoll(f[3 + i], &end, 10) :
+			strtoull(f[3 + i], &end, 10);
+		if (errno || *end || end == f[3 + i]) {
+			fprintf(stderr, "%s: %s: status field %u (%s) is not a number: '%s'\n",
+				dmr_prog, name, i + 1, status_names[i], f[3 + i]);
+			return 1;
+		}
+	}
+	fputs(sep, stdout);
+	if (json)
+		print_status_json(name, f + 3, v);
+	else
+		print_status_human(name, f + 3, v);
+	return 0;
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -1021,12 +1069,11 @@ static int cmd_status(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char sopts[] = "h";
-	char out[4096], *f[3 + NR_STATUS + 1], *save = NULL, *tok, *end;
-	unsigned long long v[NR_STATUS] = {};
+	char *const ls[] = { "dmsetup", "ls", "--target", "remap", NULL };
+	char out[16384], *save = NULL, *line;
+	unsigned int nr = 0;
 	bool json = false;
-	const char *name;
-	unsigned int n = 0, i;
-	int c;
+	int c, bad = 0;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, sopts, lopts, NULL)) != -1) {
@@ -1041,38 +1088,34 @@ static int cmd_status(int argc, char **argv)
 			bad_option("status", sopts, argv);
 		}
 	}
-	if (optind != argc - 1)
-		usage_error("status needs exactly one NAME");
-	name = argv[optind];
-	{
-		char *const args[] = { "dmsetup", "status", (char *)name, NULL };
+	if (optind < argc - 1)
+		usage_error("status takes at most one NAME");
+	if (optind == argc - 1)
+		return status_one(argv[optind], json, "");
+	/* every dm-remap device: "NAME\t(MAJ:MIN)" lines, or "No devices found" */
+	if (run_capture(ls, out, sizeof(out)))
+		die("dmsetup ls --target remap failed");
+	if (json)
+		printf("[");
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *name = line + strspn(line, " \t");
 
-		if (run_capture(args, out, sizeof(out)))
-			die("%s: dmsetup status failed", name);
-	}
-	for (tok = strtok_r(out, " \n", &save); tok && n < ARRAY_SIZE(f);
-	     tok = strtok_r(NULL, " \n", &save))
-		f[n++] = tok;
-	if (n < 3 || strcmp(f[2], "remap"))
-		die("%s: not a dm-remap device", name);
-	if (n != 3 + NR_STATUS)
-		die("%s: %u status fields, this remapctl knows %zu (another module version?)",
-		    name, n - 3, NR_STATUS);
-	for (i = 0; i < NR_STATUS; i++) {
-		if (status_is_word(i))
+		if (!strcmp(name, "No devices found"))
 			continue;
-		errno = 0;
-		v[i] = i == ST_FIRST_ERROR ? (unsigned long long)strtoll(f[3 + i], &end, 10) :
-			strtoull(f[3 + i], &end, 10);
-		if (errno || *end || end == f[3 + i])
-			die("%s: status field %u (%s) is not a number: '%s'", name, i + 1,
-			    status_names[i], f[3 + i]);
+		name[strcspn(name, " \t")] = '\0';
+		if (!*name)
+			continue;
+		fflush(stdout);
+		if (status_one(name, json, !nr ? "" : json ? ",\n " : "\n"))
+			bad = 1;
+		else
+			nr++;
 	}
 	if (json)
-		print_status_json(name, f + 3, v);
-	else
-		print_status_human(name, f + 3, v);
-	return 0;
+		printf("]\n");
+	else if (!nr && !bad)
+		printf("no dm-remap device is active\n");
+	return bad;
 }
 
 static int run(char *const argv[])
@@ -1453,10 +1496,12 @@ static const struct command commands[] = {
 	  "damaged superblock copy, and a checkpoint slot from the one the module\n"
 	  "loads and the log after it; nothing that needs a guess.\n",
 	  cmd_check },
-	{ "status", "NAME [--json]",
-	  "the status of an active target, in human units or JSON",
+	{ "status", "[NAME] [--json]",
+	  "the status of an active target, or of every one, in human units or JSON",
 	  "Print the status of the dm-remap target NAME in human units (dmsetup\n"
-	  "status); --json prints every field under its name.\n",
+	  "status); --json prints every field under its name.  Without NAME, the\n"
+	  "status of every dm-remap device dmsetup lists, one after the other\n"
+	  "(--json: a JSON array).\n",
 	  cmd_status },
 	{ "activate", "[--remaptab FILE] [--dry-run]",
 	  "create every device listed in /etc/remaptab",

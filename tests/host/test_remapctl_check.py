@@ -260,7 +260,50 @@ def test_status_refusals(tmp_path):
     assert p.returncode == 1 and "field 9 (flushes) is not a number" in p.stderr
     p = status(fake_status(tmp_path, "", rc_=1), "gone")
     assert p.returncode == 1 and "dmsetup status failed" in p.stderr
-    assert status(os.environ, ).returncode == 2
+    assert status(os.environ, "a", "b").returncode == 2
+
+
+def fake_dm_ls(tmp_path, names):
+    """A stand-in dmsetup: ls --target remap lists names, status prints
+    STATUS for each (another target's line for 'lin', a failure for
+    'gone': a device that went away after the listing)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    fake = bindir / "dmsetup"
+    listing = "".join(f"{n}\t(253:{i})\\n" for i, n in enumerate(names)) or \
+        "No devices found\\n"
+    fake.write_text("#!/bin/sh\n"
+                    f'if [ "$1 $2 $3" = "ls --target remap" ]; then printf "{listing}"; '
+                    "exit 0; fi\n"
+                    'case "$2" in gone) exit 1 ;; lin) echo "0 100 linear 8:0 0" ;; '
+                    f"*) echo '{STATUS}' ;; esac\n")
+    fake.chmod(0o755)
+    return dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+
+
+def test_status_of_every_device(tmp_path):
+    """remapctl status without NAME: every dm-remap device dmsetup lists,
+    one after the other, or a JSON array; none: says so (and [])."""
+    import json
+    env = fake_dm_ls(tmp_path, ["fast", "slow"])
+    p = status(env)
+    assert p.returncode == 0, p.stderr
+    blocks = p.stdout.split("\n\n")
+    assert len(blocks) == 2 and "fast" in blocks[0] and "slow" in blocks[1], p.stdout
+    assert p.stdout.count("write amp.:       3.700 since load") == 2
+    p = status(env, "--json")
+    assert p.returncode == 0, p.stderr
+    j = json.loads(p.stdout)
+    assert [d["name"] for d in j] == ["fast", "slow"] and j[1]["first_error"] == -5
+    # one that went away between the listing and its status: the others
+    # are still printed, the exit status says one failed
+    p = status(fake_dm_ls(tmp_path, ["fast", "gone", "slow"]), "--json")
+    assert p.returncode == 1 and "gone: dmsetup status failed" in p.stderr
+    assert [d["name"] for d in json.loads(p.stdout)] == ["fast", "slow"]
+    p = status(fake_dm_ls(tmp_path, []))
+    assert p.returncode == 0 and p.stdout == "no dm-remap device is active\n"
+    p = status(fake_dm_ls(tmp_path, []), "--json")
+    assert p.returncode == 0 and json.loads(p.stdout) == []
 
 
 def test_dump_json_matches_dump(fmt):
