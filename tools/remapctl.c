@@ -7,8 +7,9 @@
  *   remapctl dump [--json] DEV
  *   remapctl check DEV [--repair]
  *   remapctl status [NAME] [--json]
- *   remapctl activate [--remaptab FILE] [--dry-run]
- *   remapctl deactivate [--remaptab FILE] [--dry-run]
+ *   remapctl activate [--remaptab FILE] [--device DEV] [--dry-run]
+ *   remapctl deactivate [--remaptab FILE] [--device DEV] [--dry-run]
+ *   remapctl probe DEV
  *   remapctl create NAME DEV [--read-only] [--ignore-discard]
  *                            [--checkpoint-interval SECS]
  *                            [--no-discard-passdown] [--gc-low N]
@@ -1265,6 +1266,28 @@ static int cmd_remove(int argc, char **argv)
 
 
 /* Does @path hold a dm-remap superblock with this uuid?  Never dies. */
+/*
+ * The first valid superblock copy on @path, into @sb.  Reads two blocks
+ * and writes nothing.  Return: true if one is valid.
+ */
+static bool probe_sb(const char *path, struct dmr_sb *sb)
+{
+	void *buf;
+	bool found = false;
+	int fd, i;
+
+	if (posix_memalign(&buf, DMR_BLOCK_SIZE, DMR_BLOCK_SIZE))
+		return false;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	for (i = 0; fd >= 0 && i < DMR_SB_COPIES && !found; i++)
+		found = pread(fd, buf, DMR_BLOCK_SIZE, (off_t)i * DMR_BLOCK_SIZE) ==
+			DMR_BLOCK_SIZE && dmr_sb_decode(buf, i, sb) == DMR_SB_OK;
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return found;
+}
+
 static bool probe_uuid(const char *path, const char *want)
 {
 	void *buf;
@@ -1311,6 +1334,30 @@ static bool find_uuid(const char *want, char *out, size_t len)
 	return found;
 }
 
+/*
+ * Whether the remaptab DEV field @spec names the device @only (activate
+ * --device): a UUID= that @only's superblock carries, or a path to the
+ * same block device (or file); the device to create over into @out.
+ */
+static bool same_device(const char *spec, const char *only, char *out, size_t len)
+{
+	struct stat a, b;
+
+	if (!strncasecmp(spec, "UUID=", 5)) {
+		if (!probe_uuid(only, spec + 5))
+			return false;
+		snprintf(out, len, "%s", only);
+		return true;
+	}
+	if (stat(spec, &a) || stat(only, &b))
+		return false;
+	if (S_ISBLK(a.st_mode) ? !S_ISBLK(b.st_mode) || a.st_rdev != b.st_rdev :
+	    a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return false;
+	snprintf(out, len, "%s", spec);
+	return true;
+}
+
 static bool dm_exists(const char *name)
 {
 	char out[256];
@@ -1324,14 +1371,15 @@ static int cmd_activate(int argc, char **argv, bool activate)
 {
 	static const struct option lopts[] = {
 		{ "remaptab", required_argument, NULL, 't' },
+		{ "device", required_argument, NULL, 'd' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static const char sopts[] = "t:nh";
-	const char *tab = REMAPTAB, *cmd = activate ? "activate" : "deactivate";
+	static const char sopts[] = "t:d:nh";
+	const char *tab = REMAPTAB, *cmd = activate ? "activate" : "deactivate", *only = NULL;
 	char line[1024], optline[1024], self[PATH_MAX], dev[PATH_MAX];
-	unsigned int lineno = 0, bad = 0, done = 0, nrm = 0;
+	unsigned int lineno = 0, bad = 0, done = 0, nrm = 0, matched = 0;
 	char *rm_names[256];
 	bool dry = false;
 	FILE *f;
@@ -1343,6 +1391,9 @@ static int cmd_activate(int argc, char **argv, bool activate)
 		switch (c) {
 		case 't':
 			tab = optarg;
+			break;
+		case 'd':
+			only = optarg;
 			break;
 		case 'n':
 			dry = true;
@@ -1381,6 +1432,10 @@ static int cmd_activate(int argc, char **argv, bool activate)
 			bad++;
 			continue;
 		}
+		/* --device: only the lines naming that device; the others are not ours */
+		if (only && !same_device(w[1], only, dev, sizeof(dev)))
+			continue;
+		matched++;
 		if (!activate) {
 			/* removed last line first: a device may sit on an earlier one */
 			if (nrm < ARRAY_SIZE(rm_names))
@@ -1392,7 +1447,9 @@ static int cmd_activate(int argc, char **argv, bool activate)
 			done++;
 			continue;
 		}
-		if (!strncasecmp(w[1], "UUID=", 5)) {
+		if (only) {
+			/* dev: set by same_device() */
+		} else if (!strncasecmp(w[1], "UUID=", 5)) {
 			if (!find_uuid(w[1] + 5, dev, sizeof(dev))) {
 				fprintf(stderr, "%s: %s:%u: %s: no block device holds it\n", dmr_prog,
 					tab, lineno, w[1]);
@@ -1459,8 +1516,42 @@ static int cmd_activate(int argc, char **argv, bool activate)
 		}
 		free(rm_names[nrm]);
 	}
+	if (only && !matched && !bad) {
+		printf("%s: %s: in no line of %s, left alone\n", cmd, only, tab);
+		return 0;
+	}
 	printf("%s: %u done, %u failed\n", cmd, done, bad);
 	return bad ? 1 : 0;
+}
+
+static int cmd_probe(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char sopts[] = "h";
+	struct dmr_sb sb;
+	char u[40];
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, sopts, lopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			command_help("probe");
+			return 0;
+		default:
+			bad_option("probe", sopts, argv);
+		}
+	}
+	if (optind != argc - 1)
+		usage_error("probe needs exactly one device");
+	if (!probe_sb(argv[optind], &sb))
+		return 1;
+	uuid_str(sb.uuid, u);
+	printf("DMR_UUID=%s\nDMR_VERSION=%u\n", u, sb.version);
+	return 0;
 }
 
 static int cmd_activate_on(int argc, char **argv)
@@ -1503,17 +1594,28 @@ static const struct command commands[] = {
 	  "status of every dm-remap device dmsetup lists, one after the other\n"
 	  "(--json: a JSON array).\n",
 	  cmd_status },
-	{ "activate", "[--remaptab FILE] [--dry-run]",
+	{ "activate", "[--remaptab FILE] [--device DEV] [--dry-run]",
 	  "create every device listed in /etc/remaptab",
 	  "Create every device of /etc/remaptab (or FILE): NAME DEV [OPTIONS] per\n"
 	  "line; DEV a path or UUID=<dm-remap uuid>; OPTIONS create's options without\n"
-	  "the dashes, comma separated: read-only,gc-low=8.  --dry-run prints what\n"
-	  "it would create.\n",
+	  "the dashes, comma separated: read-only,gc-low=8.  --device DEV: only\n"
+	  "the lines naming DEV, by its uuid or a path to the same device (udev's\n"
+	  "rule when a disk appears); a device no line names is left alone.\n"
+	  "--dry-run prints what it would create.\n",
 	  cmd_activate_on },
-	{ "deactivate", "[--remaptab FILE] [--dry-run]",
+	{ "deactivate", "[--remaptab FILE] [--device DEV] [--dry-run]",
 	  "remove every active device listed in /etc/remaptab",
-	  "Remove the active devices of /etc/remaptab (or FILE), last line first.\n",
+	  "Remove the active devices of /etc/remaptab (or FILE), last line first;\n"
+	  "--device DEV: only those of the lines naming DEV.\n",
 	  cmd_deactivate },
+	{ "probe", "DEV",
+	  "print DEV's dm-remap uuid for udev (exit 1 if it holds none)",
+	  "Read DEV's superblock copies (two blocks; nothing is written) and print\n"
+	  "DMR_UUID=<uuid> and DMR_VERSION=<format> as udev's IMPORT{program}\n"
+	  "reads them.  Exit status 1, with nothing printed, if DEV holds no valid\n"
+	  "dm-remap superblock.  69-dm-remap.rules runs it on each disk and\n"
+	  "partition that appears.\n",
+	  cmd_probe },
 	{ "create", "NAME DEV [--read-only] [--ignore-discard] [--checkpoint-interval SECS]\n"
 	  "[--no-discard-passdown] [--gc-low N] [--gc-high N] [--zero-copy]",
 	  "create one target over a formatted device",

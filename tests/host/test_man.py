@@ -447,8 +447,9 @@ MUTATIONS = {
         "remapctl", "--json\n    Print the same keys",
         "--verbose\n    Say more.\n\n--json\n    Print the same keys")),
     "remapctl: a synopsis drifts": ("content", "remapctl", _sub(
-        "remapctl", "| **remapctl deactivate** [**--remaptab** *FILE*] [**--dry-run**]\n",
-        "| **remapctl deactivate** [**--remaptab** *FILE*]\n")),
+        "remapctl",
+        "| **remapctl deactivate** [**--remaptab** *FILE*] [**--device** *DEV*] [**--dry-run**]\n",
+        "| **remapctl deactivate** [**--remaptab** *FILE*] [**--device** *DEV*]\n")),
     "remapctl: a command undocumented": ("content", "remapctl", _sub(
         "remapctl", "remove\n------\n", "delete\n------\n")),
     "help: remapctl dump grows an option": ("content", "remapctl", _help(

@@ -394,27 +394,93 @@ def test_activate_remaptab(tmp_path):
     assert p.returncode == 2 and "No such file" in p.stderr
 
 
+def test_activate_one_device(tmp_path):
+    """activate --device DEV (udev's per-device unit): only the lines that
+    name DEV, by its uuid or by a path to the same device; a device no
+    line names is left alone (exit 0, nothing run); deactivate --device
+    removes only its lines' devices."""
+    import subprocess
+    from test_remapctl_format import REMAPCTL
+    a = sparse(tmp_path, 64 << 20, "a.img")
+    b = sparse(tmp_path, 64 << 20, "b.img")
+    other = sparse(tmp_path, 1 << 20, "other.img")
+    assert rc("format", a).returncode == 0 and rc("format", b).returncode == 0
+    da, db = dump(a), dump(b)
+    (tmp_path / "b-link").symlink_to(b)
+    tab = tmp_path / "remaptab"
+    tab.write_text(f"fast {a}\n"
+                   f"slow UUID={db['uuid']}\n"
+                   f"slower {tmp_path / 'b-link'} read-only\n")
+    log, env = fake_dm(tmp_path)
+
+    def act(*args):
+        return subprocess.run([REMAPCTL, *args, "--remaptab", str(tab)],
+                              capture_output=True, text=True, env=env, timeout=60)
+    p = act("activate", "--device", b)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert log.read_text().splitlines() == [
+        f"create slow --table 0 {db['logical_sectors']} remap {b}",
+        f"create slower --table 0 {db['logical_sectors']} remap {tmp_path / 'b-link'} "
+        "1 read_only"]
+    assert "activate: 2 done, 0 failed" in p.stdout
+    log.unlink()
+    p = act("activate", "--device", other)
+    assert p.returncode == 0 and "in no line of" in p.stdout and not log.exists()
+    p = act("activate", "--device", a)
+    assert log.read_text().splitlines() == [
+        f"create fast --table 0 {da['logical_sectors']} remap {a}"]
+    log.unlink()
+    log, env = fake_dm(tmp_path, active=True)
+    p = act("deactivate", "--device", b)
+    assert log.read_text().splitlines() == ["remove slower", "remove slow"], p.stdout
+
+
 def test_install_puts_the_boot_unit_in_place(tmp_path):
     """make -C tools install: the systemd unit that runs activate before
-    local file systems, pointing at the installed remapctl, and valid for
-    systemd-analyze where it exists."""
+    local file systems, and the udev rule with its per-device unit, all
+    pointing at the installed remapctl, the units valid for systemd-analyze
+    where it exists.  Every directory is under tmp_path."""
     import shutil
     import subprocess
     tools = Path(__file__).resolve().parents[2] / "tools"
-    prefix, unitdir = tmp_path / "usr", tmp_path / "systemd"
+    prefix, unitdir, udevdir = tmp_path / "usr", tmp_path / "systemd", tmp_path / "udev"
     p = subprocess.run(["make", "-s", "-C", str(tools), "install", f"PREFIX={prefix}",
-                        f"SYSTEMDDIR={unitdir}"], capture_output=True, text=True,
-                       timeout=300)
+                        f"SYSTEMDDIR={unitdir}", f"UDEVDIR={udevdir}"], capture_output=True,
+                       text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     unit = (unitdir / "dm-remap.service").read_text()
     assert f"ExecStart={prefix}/sbin/remapctl activate" in unit
     assert f"ExecStop={prefix}/sbin/remapctl deactivate" in unit
     assert "Before=local-fs-pre.target" in unit and "DefaultDependencies=no" in unit
     assert (prefix / "sbin" / "remapctl").exists()
+    per_dev = (unitdir / "dm-remap-activate@.service").read_text()
+    assert f"ExecStart={prefix}/sbin/remapctl activate --device /dev/block/%i" in per_dev
+    rules = (udevdir / "69-dm-remap.rules").read_text()
+    assert f'IMPORT{{program}}="{prefix}/sbin/remapctl probe $devnode"' in rules
+    assert 'ENV{SYSTEMD_WANTS}+="dm-remap-activate@$major:$minor.service"' in rules
+    assert "@SBINDIR@" not in rules + unit + per_dev
     if shutil.which("systemd-analyze"):
-        v = subprocess.run(["systemd-analyze", "verify", str(unitdir / "dm-remap.service")],
-                           capture_output=True, text=True, timeout=120)
-        assert "dm-remap.service" not in v.stdout + v.stderr, v.stdout + v.stderr
+        for name in ("dm-remap.service", "dm-remap-activate@8:16.service"):
+            if "@8:16" in name:
+                shutil.copy(unitdir / "dm-remap-activate@.service", unitdir / name)
+            v = subprocess.run(["systemd-analyze", "verify", str(unitdir / name)],
+                               capture_output=True, text=True, timeout=120)
+            assert name.split("@")[0] not in v.stdout + v.stderr, v.stdout + v.stderr
+
+
+def test_probe(fmt, tmp_path):
+    """remapctl probe: udev's IMPORT{program} lines for a dm-remap device
+    (the uuid dump shows), nothing and exit 1 for anything else."""
+    img, d = fmt
+    p = rc("probe", img)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == f"DMR_UUID={d['uuid']}\nDMR_VERSION={d['version']}\n"
+    other = sparse(tmp_path, 1 << 20, "other.img")
+    p = rc("probe", other)
+    assert p.returncode == 1 and p.stdout == "" and p.stderr == ""
+    p = rc("probe", str(tmp_path / "absent"))
+    assert p.returncode == 1 and p.stdout == ""
+    assert rc("probe").returncode == 2
 
 
 def test_fallback_slot_problems_reported_once(fmt):

@@ -9,17 +9,17 @@ warn).  Host tests cover check on freshly formatted images
 (tests/host/test_remapctl_check.py).
 """
 import json
+import os
 import re
 import struct
 import subprocess
 
 import pytest
 
-from conftest import (BLOCK, CKPT_CSUM_SALT, DM_PREFIX, REMAPCTL, Kmsg, ckpt_headers,
-                      ckpt_layout, crc32c, dev_sha256, dm_create, dm_path, dm_remove,
-                      dump, newest_ckpt,
-                      read_blocks_direct, remapctl, report_count, run, status_fields,
-                      write_blocks_direct)
+from conftest import (BLOCK, CKPT_CSUM_SALT, DM_PREFIX, REMAPCTL, REPO, Kmsg,
+                      ckpt_headers, ckpt_layout, crc32c, dev_sha256, dm_create, dm_path,
+                      dm_remove, dump, newest_ckpt, read_blocks_direct, remapctl,
+                      report_count, run, status_fields, wipe, write_blocks_direct)
 from test_gc import ckpt_map, small_base
 from test_log import Stack
 
@@ -384,3 +384,56 @@ def test_activate_from_remaptab(ram, tmp_path):
     assert "deactivate: 2 done, 0 failed" in p.stdout, p.stdout
     assert run(["dmsetup", "info", DM_PREFIX + "a"], check=False).returncode
     assert run(["dmsetup", "info", DM_PREFIX + "b"], check=False).returncode
+
+
+def test_udev_rule_and_activation_of_one_device(ram, tmp_path):
+    """69-dm-remap.rules, as udev runs it (udevadm test, which runs
+    IMPORT{program} but starts nothing): a ramdisk with a dm-remap
+    superblock gets DMR_UUID from remapctl probe and wants
+    dm-remap-activate@MAJ:MIN.service; wiped, or holding ext4, it gets
+    neither.  Then what that unit runs, remapctl activate --device
+    /dev/block/MAJ:MIN, creates the remaptab lines on that device only.
+    The rule lives in /run/udev/rules.d for the test's length only."""
+    name = os.path.basename(ram)
+    major, minor = os.major(os.stat(ram).st_rdev), os.minor(os.stat(ram).st_rdev)
+    rules = (REPO / "tools" / "udev" / "69-dm-remap.rules").read_text()
+    rules = rules.replace("@SBINDIR@", str(REPO / "tools"))
+    rdir = "/run/udev/rules.d"
+    os.makedirs(rdir, exist_ok=True)
+    path = os.path.join(rdir, "69-dmrt-remap.rules")
+
+    def udev_props():
+        p = run(["udevadm", "test", "--action=add", f"/sys/class/block/{name}"],
+                check=False)
+        return p.stdout + p.stderr
+
+    remapctl("format", "--segment-size", SEG_SIZE, ram)
+    uuid = dump(ram)["uuid"]
+    want = f"SYSTEMD_WANTS=dm-remap-activate@{major}:{minor}.service"
+    try:
+        with open(path, "w") as f:
+            f.write(rules)
+        out = udev_props()
+        assert f"DMR_UUID={uuid}" in out and want in out, out[-3000:]
+        wipe(ram)
+        out = udev_props()
+        assert "DMR_UUID=" not in out and "dm-remap-activate@" not in out, out[-3000:]
+        run(["mkfs.ext4", "-q", "-F", ram])
+        out = udev_props()
+        assert "ID_FS_TYPE=ext4" in out and "dm-remap-activate@" not in out, out[-3000:]
+    finally:
+        os.unlink(path)
+    # the unit's command: the line on this device, not the other one
+    wipe(ram)
+    remapctl("format", "--segment-size", SEG_SIZE, ram)
+    tab = tmp_path / "remaptab"
+    tab.write_text(f"{DM_PREFIX}one UUID={dump(ram)['uuid']}\n"
+                   f"{DM_PREFIX}other UUID=00000000-0000-0000-0000-000000000001\n")
+    p = remapctl("activate", "--device", f"/dev/block/{major}:{minor}", "--remaptab",
+                 str(tab))
+    assert "activate: 1 done, 0 failed" in p.stdout, p.stdout + p.stderr
+    assert status_fields("one")["mode"] == "write"
+    assert run(["dmsetup", "info", DM_PREFIX + "other"], check=False).returncode
+    p = remapctl("deactivate", "--device", ram, "--remaptab", str(tab))
+    assert "deactivate: 1 done, 0 failed" in p.stdout, p.stdout
+    assert run(["dmsetup", "info", DM_PREFIX + "one"], check=False).returncode

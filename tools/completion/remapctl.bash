@@ -57,7 +57,8 @@ _remapctl()
 	done
 
 	if [[ $takes == *" $prev "* ]]; then
-		[[ $prev == --remaptab ]] && COMPREPLY=($(compgen -f -- "$cur"))
+		[[ $prev == --remaptab || $prev == --device ]] &&
+			COMPREPLY=($(compgen -f -- "$cur"))
 		return		# a number, a size or a label: nothing to offer
 	fi
 	if [[ $cur == -* ]]; then
