@@ -1171,8 +1171,10 @@ static int cmd_create(int argc, char **argv)
 			nopt++;
 			break;
 		case 'c':
-			if (dmr_parse_u64(optarg, &v))
-				usage_error("invalid --checkpoint-interval '%s'", optarg);
+			/* the target's range (dmr-table.c) */
+			if (dmr_parse_u64(optarg, &v) || !v || v > DMR_MAX_CHECKPOINT_INTERVAL)
+				usage_error("invalid --checkpoint-interval '%s' (1 to %u seconds)",
+					    optarg, DMR_MAX_CHECKPOINT_INTERVAL);
 			snprintf(opts + n, sizeof(opts) - n, " checkpoint_interval %llu",
 				 (unsigned long long)v);
 			nopt += 2;

@@ -45,6 +45,8 @@ def kv(out):
     ["dump"],
     ["create", "onlyname"],
     ["create", "n", "d", "--checkpoint-interval", "x"],
+    ["create", "n", "d", "--checkpoint-interval", "0"],         # the target's range
+    ["create", "n", "d", "--checkpoint-interval", "86401"],
     ["create", "n", "d", "--gc-low", "0"],
     ["create", "n", "d", "--gc-high", "2147483648"],
     ["create", "n", "d", "--gc-high"],
