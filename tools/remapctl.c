@@ -1410,8 +1410,11 @@ static int cmd_activate(int argc, char **argv, bool activate)
 	if (optind != argc)
 		usage_error("%s takes no arguments besides its options", cmd);
 	f = fopen(tab, "r");
-	if (!f)
-		dmr_exit_msg(2, "%s: %s", tab, strerror(errno));
+	if (!f) {
+		/* exit 2, as documented, but not a usage error: no "Try --help" */
+		fprintf(stderr, "%s: %s: %s\n", dmr_prog, tab, strerror(errno));
+		exit(2);
+	}
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0)
 		die("cannot find my own program: %s", strerror(errno));
