@@ -52,6 +52,7 @@
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1315,24 +1316,63 @@ static bool probe_uuid(const char *path, const char *want)
 	return match;
 }
 
-/* The block device holding dm-remap uuid @want, into @out; false if none. */
-static bool find_uuid(const char *want, char *out, size_t len)
+/* Whether sysfs directory @dir (a block device's) lists holders: md, dm. */
+static bool has_holders(const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	bool held = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/holders", dir);
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (!held && (e = readdir(d)))
+		held = e->d_name[0] != '.';
+	closedir(d);
+	return held;
+}
+
+/*
+ * The block device holding dm-remap uuid @want, into @out.  A device that
+ * another one holds (a RAID-1 member whose metadata is at its end shows
+ * the array's first blocks; a dm-linear slice from block 0 shows its
+ * disk's) is not a candidate; two candidates are ambiguous, and nothing is
+ * picked: creating over the wrong one would write under the other.
+ * Return: 1 found, 0 none, -1 ambiguous (a message printed).
+ */
+static int find_uuid(const char *want, char *out, size_t len)
 {
 	const char *sysdir = getenv("DMR_SYSFS_BLOCK") ? : "/sys/class/block";
 	const char *devdir = getenv("DMR_DEV_DIR") ? : "/dev";
+	char path[PATH_MAX], first[PATH_MAX] = "";
 	struct dirent *e;
-	bool found = false;
+	int found = 0;
 	DIR *dir = opendir(sysdir);
 
 	if (!dir)
-		return false;
-	while (!found && (e = readdir(dir))) {
+		return 0;
+	while ((e = readdir(dir))) {
 		if (e->d_name[0] == '.')
 			continue;
+		snprintf(path, sizeof(path), "%s/%s", sysdir, e->d_name);
+		if (has_holders(path))
+			continue;
 		snprintf(out, len, "%s/%s", devdir, e->d_name);
-		found = probe_uuid(out, want);
+		if (!probe_uuid(out, want))
+			continue;
+		if (found++) {
+			fprintf(stderr, "%s: UUID=%s: on %s and %s (and maybe more): name the "
+				"device by its path\n", dmr_prog, want, first, out);
+			found = -1;
+			break;
+		}
+		snprintf(first, sizeof(first), "%s", out);
 	}
 	closedir(dir);
+	if (found == 1)
+		snprintf(out, len, "%s", first);
 	return found;
 }
 
@@ -1345,13 +1385,24 @@ static bool same_device(const char *spec, const char *only, char *out, size_t le
 {
 	struct stat a, b;
 
+	if (stat(only, &b))
+		return false;
+	if (S_ISBLK(b.st_mode)) {
+		char sys[64];
+
+		/* held by md or dm: a member or a slice, not what a line means */
+		snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", major(b.st_rdev),
+			 minor(b.st_rdev));
+		if (has_holders(sys))
+			return false;
+	}
 	if (!strncasecmp(spec, "UUID=", 5)) {
 		if (!probe_uuid(only, spec + 5))
 			return false;
 		snprintf(out, len, "%s", only);
 		return true;
 	}
-	if (stat(spec, &a) || stat(only, &b))
+	if (stat(spec, &a))
 		return false;
 	if (S_ISBLK(a.st_mode) ? !S_ISBLK(b.st_mode) || a.st_rdev != b.st_rdev :
 	    a.st_dev != b.st_dev || a.st_ino != b.st_ino)
@@ -1455,9 +1506,11 @@ static int cmd_activate(int argc, char **argv, bool activate)
 		if (only) {
 			/* dev: set by same_device() */
 		} else if (!strncasecmp(w[1], "UUID=", 5)) {
-			if (!find_uuid(w[1] + 5, dev, sizeof(dev))) {
-				fprintf(stderr, "%s: %s:%u: %s: no block device holds it\n", dmr_prog,
-					tab, lineno, w[1]);
+			int r = find_uuid(w[1] + 5, dev, sizeof(dev));
+
+			if (r <= 0) {
+				fprintf(stderr, "%s: %s:%u: %s: %s\n", dmr_prog, tab, lineno, w[1],
+					r ? "not created" : "no block device holds it");
 				bad++;
 				continue;
 			}

@@ -394,6 +394,43 @@ def test_activate_remaptab(tmp_path):
     assert p.returncode == 2 and "No such file" in p.stderr and "--help" not in p.stderr
 
 
+def test_activate_uuid_not_held_and_not_ambiguous(tmp_path):
+    """UUID= never picks a device another one holds (a RAID-1 member with
+    its metadata at the end shows the array's superblock; so does a
+    dm-linear slice from block 0), and two devices that carry the uuid
+    and are held by nothing are ambiguous: nothing is created."""
+    import shutil
+    import subprocess
+    from test_remapctl_format import REMAPCTL
+    devdir, sysdir = tmp_path / "dev", tmp_path / "sys"
+    devdir.mkdir()
+    sysdir.mkdir()
+    sparse(devdir, 64 << 20, "md0")
+    md0 = str(devdir / "md0")
+    assert rc("format", md0).returncode == 0
+    d = dump(md0)
+    shutil.copy(md0, devdir / "sda")               # a member: the same blocks
+    for name in ("md0", "sda"):
+        (sysdir / name).mkdir()
+    tab = tmp_path / "remaptab"
+    tab.write_text(f"fast UUID={d['uuid']}\n")
+    log, env = fake_dm(tmp_path)
+    env.update(DMR_SYSFS_BLOCK=str(sysdir), DMR_DEV_DIR=str(devdir))
+
+    def activate():
+        return subprocess.run([REMAPCTL, "activate", "--remaptab", str(tab)],
+                              capture_output=True, text=True, env=env, timeout=60)
+    p = activate()
+    assert p.returncode == 1 and "name the device by its path" in p.stderr, p.stderr
+    assert "remaptab:1: UUID=" in p.stderr and not log.exists()
+    (sysdir / "sda" / "holders").mkdir()
+    (sysdir / "sda" / "holders" / "md0").touch()
+    p = activate()
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert log.read_text().splitlines() == [
+        f"create fast --table 0 {d['logical_sectors']} remap {md0}"]
+
+
 def test_activate_one_device(tmp_path):
     """activate --device DEV (udev's per-device unit): only the lines that
     name DEV, by its uuid or by a path to the same device; a device no
