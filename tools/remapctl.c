@@ -1387,15 +1387,6 @@ static bool same_device(const char *spec, const char *only, char *out, size_t le
 
 	if (stat(only, &b))
 		return false;
-	if (S_ISBLK(b.st_mode)) {
-		char sys[64];
-
-		/* held by md or dm: a member or a slice, not what a line means */
-		snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", major(b.st_rdev),
-			 minor(b.st_rdev));
-		if (has_holders(sys))
-			return false;
-	}
 	if (!strncasecmp(spec, "UUID=", 5)) {
 		if (!probe_uuid(only, spec + 5))
 			return false;
@@ -1409,6 +1400,19 @@ static bool same_device(const char *spec, const char *only, char *out, size_t le
 		return false;
 	snprintf(out, len, "%s", spec);
 	return true;
+}
+
+/* Whether block device @path is held by md or dm (a member, a slice). */
+static bool dev_held(const char *path)
+{
+	struct stat st;
+	char sys[64];
+
+	if (stat(path, &st) || !S_ISBLK(st.st_mode))
+		return false;
+	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", major(st.st_rdev),
+		 minor(st.st_rdev));
+	return has_holders(sys);
 }
 
 static bool dm_exists(const char *name)
@@ -1504,7 +1508,13 @@ static int cmd_activate(int argc, char **argv, bool activate)
 			continue;
 		}
 		if (only) {
-			/* dev: set by same_device() */
+			/* dev: set by same_device(); a member or a slice is not it */
+			if (dev_held(only)) {
+				fprintf(stderr, "%s: %s:%u: %s: %s is held by another device (a RAID "
+					"member?): not created\n", dmr_prog, tab, lineno, w[0], only);
+				bad++;
+				continue;
+			}
 		} else if (!strncasecmp(w[1], "UUID=", 5)) {
 			int r = find_uuid(w[1] + 5, dev, sizeof(dev));
 
