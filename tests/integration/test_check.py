@@ -418,9 +418,11 @@ def test_udev_rule_and_activation_of_one_device(ram, tmp_path):
         wipe(ram)
         out = udev_props()
         assert "DMR_UUID=" not in out and "dm-remap-activate@" not in out, out[-3000:]
+        # a file system: not ours either (udev runs blkid on ramdisks or
+        # not, depending on its own rules; the probe finds no superblock)
         run(["mkfs.ext4", "-q", "-F", ram])
         out = udev_props()
-        assert "ID_FS_TYPE=ext4" in out and "dm-remap-activate@" not in out, out[-3000:]
+        assert "DMR_UUID=" not in out and "dm-remap-activate@" not in out, out[-3000:]
     finally:
         os.unlink(path)
     # the unit's command: the line on this device, not the other one
