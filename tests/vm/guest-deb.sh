@@ -15,6 +15,8 @@
 set -uo pipefail
 
 debdir=${1:?usage: guest-deb.sh DEBDIR}
+# dpkg wants ldconfig and start-stop-daemon in PATH
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 krel=$(uname -r)
 pass=0 fail=0
 ok() { echo "ok: $*"; pass=$((pass + 1)); }
