@@ -49,6 +49,13 @@ out=$(cd "$out" && pwd)
 # Paths end up in qemu -fsdev options and on the kernel command line.
 [[ $out != *[[:space:]=,]* && $repo != *[[:space:]=,]* ]] ||
 	die "OUTDIR/repo path must not contain whitespace, '=' or ','"
+ovl_args=() ovl_vng=()
+for d in "${overlays[@]}"; do
+	[[ $d == /* && -d $d && $d != *[[:space:]=,]* ]] || die "--overlay $d: not an absolute directory path"
+	[[ $out != "$d" && $out != "$d"/* ]] || die "--overlay $d would hide OUTDIR $out"
+	ovl_args+=(--overlay "$d")
+	ovl_vng+=(--overlay-rwdir "$d")
+done
 
 kernel=${DMR_VM_KERNEL:-}
 if [[ -z $kernel ]]; then
@@ -78,13 +85,7 @@ fi
 # spins on "KVM internal error"), so TCG is the default (~30-60 s boot).
 base=(--run "$kernel" --force-9p)
 [[ -z ${DMR_VM_APPEND:-} ]] || base+=(--append "$DMR_VM_APPEND")
-ovl_args=()
-for d in "${overlays[@]}"; do
-	[[ $d == /* && -d $d && $d != *[[:space:]=,]* ]] || die "--overlay $d: not an absolute directory path"
-	[[ $out != "$d" && $out != "$d"/* ]] || die "--overlay $d would hide OUTDIR $out"
-	ovl_args+=(--overlay "$d")
-	base+=(--overlay-rwdir "$d")
-done
+base+=("${ovl_vng[@]}")
 accel=${DMR_VM_ACCEL:-tcg}
 if [[ $accel == auto ]]; then
 	if timeout -k 5 60 vng "${base[@]}" --exec true </dev/null >/dev/null 2>&1; then
