@@ -59,12 +59,13 @@ echo "(dpkg -i took $((SECONDS - t0))s)"
 echo "== dkms status"
 st=$(dkms status dm-remap 2>&1)
 echo "$st"
+# (fixed strings: the release has a '+')
 check "dkms: dm-remap/$ver installed for $krel" \
-	grep -Eq "^dm-remap/$ver, $krel, [^:]*: installed" <<<"$st"
+	test -n "$(grep -F "dm-remap/$ver, $krel, " <<<"$st" | grep -F ": installed")"
 mod=$(modinfo -n dm-remap 2>/dev/null)
 echo "module: $mod"
 check "modinfo: the DKMS module (updates/dkms)" \
-	test "${mod#/lib/modules/$krel/updates/dkms/dm-remap.ko}" != "$mod"
+	test -n "$(grep -F "/modules/$krel/updates/dkms/dm-remap.ko" <<<"$mod")"
 check "modprobe dm-remap" modprobe dm-remap
 check "dm-remap loaded, remap target registered" \
 	sh -c 'grep -q "^dm_remap " /proc/modules && dmsetup targets | grep -q "^remap "'
