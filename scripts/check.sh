@@ -259,8 +259,8 @@ for s in "${stages[@]}"; do
 		fi ;;
 	deb)
 		echo "== deb: make deb, then dpkg -i / dkms / dpkg -r in a VM (overlays)"
-		# about 4 minutes: the build and lintian 30 s, the VM (a DKMS
-		# build of the module under TCG) the rest
+		# about 5.5 minutes: the build and lintian 30 s, the VM about 5
+		# (boot, and dpkg -i's DKMS build of the module under TCG: 3)
 		run_tests deb "$out/deb.log" bash -c '
 			bash scripts/deb.sh "$1/deb-pkgs" &&
 			bash tests/vm/run-vm.sh --overlay /usr --overlay /etc --overlay /var \
