@@ -19,14 +19,17 @@
 #   make deps            install build/test dependencies (idempotent)
 #   make install         module, tools and man pages
 #   make install-man     the man pages alone (DESTDIR, PREFIX as tools/)
+#   make deb             Debian packages dm-remap-tools and dm-remap-dkms from
+#                        the tracked tree, into $(DMR_CACHE)/deb (DEB_OUT)
 #
 # KDIR defaults to the running kernel's build directory.
 
 KDIR ?= /lib/modules/$(shell uname -r)/build
 DMR_CACHE ?= $(HOME)/.cache/dm-remap
+DEB_OUT ?= $(DMR_CACHE)/deb
 export DMR_CACHE
 
-.PHONY: all module flashsim tools man check demo bench profile transcript deps kunit vm-test sparse fuzz clean install install-man
+.PHONY: all module flashsim tools man check demo bench profile transcript deps kunit vm-test sparse fuzz clean install install-man deb
 
 all: module tools
 
@@ -87,6 +90,11 @@ install: module tools install-man
 
 install-man:
 	$(MAKE) -C man install
+
+# debian/, built in a copy under DMR_CACHE (scripts/deb.sh); nothing is
+# installed on this machine
+deb:
+	bash scripts/deb.sh $(DEB_OUT)
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || \

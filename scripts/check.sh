@@ -17,6 +17,10 @@
 #             on a 6.12 kernel with KASAN, lockdep, kmemleak and failslab
 #             (scripts/debug-kernel.sh, cached: the first build takes about
 #             30 minutes), which Debian's kernel does not have
+#   deb       make deb's packages (scripts/deb.sh: build, lintian), then in a
+#             VM with /usr, /etc and /var as overlays in guest RAM:
+#             dpkg -i, dkms status, modprobe, remapctl, dpkg -r/-P
+#             (tests/vm/guest-deb.sh); nothing is installed on the host
 #
 # Each stage prints its own runner's summary and a result line; the last
 # line is "check: N passed, N failed" over all tests the stages ran (a
@@ -33,7 +37,7 @@ mkdir -p "$cache"
 out=$cache/results/check-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
 
-all_stages=(build612 build61 tools host dkms style fuzz kunit vm vmdebug)
+all_stages=(build612 build61 tools host dkms style fuzz kunit vm vmdebug deb)
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=("${all_stages[@]}")
 
@@ -253,6 +257,15 @@ for s in "${stages[@]}"; do
 				cat "$out/vmdebug-build.log"; count 0 1 vmdebug FAIL
 			fi
 		fi ;;
+	deb)
+		echo "== deb: make deb, then dpkg -i / dkms / dpkg -r in a VM (overlays)"
+		# about 5.5 minutes: the build and lintian 30 s, the VM about 5
+		# (boot, and dpkg -i's DKMS build of the module under TCG: 3)
+		run_tests deb "$out/deb.log" bash -c '
+			bash scripts/deb.sh "$1/deb-pkgs" &&
+			bash tests/vm/run-vm.sh --overlay /usr --overlay /etc --overlay /var \
+				--timeout 900 "$1/vmdeb" -- bash tests/vm/guest-deb.sh "$1/deb-pkgs"' \
+			deb "$out" ;;
 	*)
 		echo "check: unknown stage '$s' (stages: ${all_stages[*]})" >&2; exit 2 ;;
 	esac

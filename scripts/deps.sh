@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # dm-remap: the one idempotent dependency step.
 #
-# Installs everything `make check`, `make demo` and `make bench` need on a
+# Installs everything `make check`, `make demo`, `make bench` and `make deb` need on a
 # Debian 12 machine, from Debian's packages and PyPI only.  A second run
 # finds everything present and returns in about a second.
 #
@@ -62,6 +62,7 @@ pkgs=(
 	libblkid-dev dkms dmsetup mdadm fio e2fsprogs xfsprogs util-linux udev
 	python3-pytest python3-matplotlib
 	python3-docutils man-db groff-base
+	debhelper dh-dkms lintian dpkg-dev
 	linux-perf sparse clang-16 libclang-rt-16-dev
 )
 missing=()

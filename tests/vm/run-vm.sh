@@ -2,13 +2,17 @@
 # Run a command as root inside a throw-away VM booting Debian's 6.12 kernel
 # (virtme-ng: the guest sees the host root filesystem read-only over 9p).
 #
-#   tests/vm/run-vm.sh [--mem MiB] [--cpus N] [--timeout SECONDS] OUTDIR -- COMMAND [ARGS...]
+#   tests/vm/run-vm.sh [--mem MiB] [--cpus N] [--timeout SECONDS] [--overlay DIR]...
+#                      OUTDIR -- COMMAND [ARGS...]
 #
 # In the guest: cwd = repo root, DMR_OUT=OUTDIR (the only writable shared
 # directory; /tmp is a guest-RAM overlay), PYTHONDONTWRITEBYTECODE=1,
 # DMR_IN_VM=1. The repo itself is read-only in the guest: build on the host.
 # Results in OUTDIR: guest.log (COMMAND stdout+stderr), guest-rc, dmesg.txt,
 # console.log (serial console: boot log, panics; useful when guest-rc is missing).
+# --overlay DIR (repeatable): DIR is writable in the guest, the writes going
+# to an overlay in guest RAM (virtme-ng's --overlay-rwdir); the host's DIR is
+# never written.  E.g. --overlay /usr --overlay /etc --overlay /var for dpkg.
 #
 # Env: DMR_VM_KERNEL=/path/to/vmlinuz (default /boot/vmlinuz-$KREL612 from
 # ${DMR_CACHE:-~/.cache/dm-remap}/kernels.env), DMR_VM_ACCEL=tcg|kvm|auto,
@@ -17,17 +21,19 @@
 set -euo pipefail
 
 usage() {
-	echo "usage: $0 [--mem MiB] [--cpus N] [--timeout SECONDS] OUTDIR -- COMMAND [ARGS...]" >&2
+	echo "usage: $0 [--mem MiB] [--cpus N] [--timeout SECONDS] [--overlay DIR]... OUTDIR -- COMMAND [ARGS...]" >&2
 	exit 2
 }
 die() { echo "run-vm: $*" >&2; exit 2; }
 
 mem=2048 cpus=2 tmo=1800
+overlays=()
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--mem) mem=${2:?}; shift 2 ;;
 	--cpus) cpus=${2:?}; shift 2 ;;
 	--timeout) tmo=${2:?}; shift 2 ;;
+	--overlay) overlays+=("${2:?}"); shift 2 ;;
 	-h | --help) usage ;;
 	-*) usage ;;
 	*) break ;;
@@ -43,6 +49,13 @@ out=$(cd "$out" && pwd)
 # Paths end up in qemu -fsdev options and on the kernel command line.
 [[ $out != *[[:space:]=,]* && $repo != *[[:space:]=,]* ]] ||
 	die "OUTDIR/repo path must not contain whitespace, '=' or ','"
+ovl_args=() ovl_vng=()
+for d in "${overlays[@]}"; do
+	[[ $d == /* && -d $d && $d != *[[:space:]=,]* ]] || die "--overlay $d: not an absolute directory path"
+	[[ $out != "$d" && $out != "$d"/* ]] || die "--overlay $d would hide OUTDIR $out"
+	ovl_args+=(--overlay "$d")
+	ovl_vng+=(--overlay-rwdir "$d")
+done
 
 kernel=${DMR_VM_KERNEL:-}
 if [[ -z $kernel ]]; then
@@ -72,6 +85,7 @@ fi
 # spins on "KVM internal error"), so TCG is the default (~30-60 s boot).
 base=(--run "$kernel" --force-9p)
 [[ -z ${DMR_VM_APPEND:-} ]] || base+=(--append "$DMR_VM_APPEND")
+base+=("${ovl_vng[@]}")
 accel=${DMR_VM_ACCEL:-tcg}
 if [[ $accel == auto ]]; then
 	if timeout -k 5 60 vng "${base[@]}" --exec true </dev/null >/dev/null 2>&1; then
@@ -153,7 +167,7 @@ if [[ ! -s $out/guest-rc ]]; then
 	if [[ ! -e $out/guest-started && -z ${DMR_VM_RETRIED:-} ]]; then
 		echo "run-vm: the guest died before running the command; booting again (once)" >&2
 		DMR_VM_RETRIED=1 exec bash "$repo/tests/vm/run-vm.sh" --mem "$mem" \
-			--cpus "$cpus" --timeout "$tmo" "$out" -- "$@"
+			--cpus "$cpus" --timeout "$tmo" "${ovl_args[@]}" "$out" -- "$@"
 	fi
 	fail 2 "no guest-rc: guest crashed, panicked or never ran the command"
 fi
