@@ -334,3 +334,30 @@ def test_report_linear_section(tmp_path):
     assert re.findall(r"\d+\.\d\dx", r4k) == ["0.75x", "0.75x"]     # 1.5 / 2
     assert re.findall(r"\d+\.\d\dx", w4k) == ["1.50x", "1.50x"]     # 3 / 2
     assert "2000" in w4k and "20000" in w4k
+
+
+def test_wait_quiet(monkeypatch):
+    """Remap.wait_quiet(): quiet once the device's stat has not changed
+    for `still` seconds; a device that keeps working is not, at the limit."""
+    mod = load_compare()
+    t = [0.0]
+    stats = iter(["1", "2", "3", "3", "3", "3", "3", "3", "3", "3", "3", "3"])
+    monkeypatch.setattr(mod, "sysfs_block", lambda dev: "/x")
+    monkeypatch.setattr(mod, "read_sys", lambda path: next(stats))
+    r = mod.Remap(argparse_ns(), "/dev/null", "remapctl")
+
+    def sleep(d):
+        t[0] += d
+    assert r.wait_quiet(10, still=1.0, clock=lambda: t[0], sleep=sleep)
+    # changed at the 3rd read (0.4 s), unchanged for 1 s after: about 1.4 s
+    assert 1.3 <= t[0] <= 1.7, t[0]
+    t[0] = 0.0
+    busy = iter(range(10 ** 6))
+    monkeypatch.setattr(mod, "read_sys", lambda path: str(next(busy)))
+    assert not r.wait_quiet(5, still=1.0, clock=lambda: t[0], sleep=sleep)
+    assert 5.0 <= t[0] <= 5.3
+
+
+def argparse_ns():
+    import types
+    return types.SimpleNamespace(name="x", format_opt=[], create_opt=[])

@@ -637,7 +637,14 @@ class FlashBench:
         before = remap.flushed_status() if d == "remap" else None
         if fresh and cell["op"] == "write":
             if self.discard(st, dev, f"of {LABEL[d]}") and d == "remap":
-                before, _ = remap.wait_gc_idle(self.gc_wait)
+                # the flushes free what the discard emptied, and dm-remap
+                # discards those segments below: the cell starts after that
+                remap.wait_gc_idle(self.gc_wait)
+                if not remap.wait_quiet(self.gc_wait):
+                    st["cfg"]["warnings"].append(
+                        f"{cell['id']}: the device below B still busy {self.gc_wait:g} s "
+                        "after the discard")
+                before = remap.flushed_status()
         names = None if st.get("cap_on") else st["names"]["A" if d == "bare" else "B"]
         c0 = self.counters(names) if names else None
         m = self.bm_flash(cell, dev, region, rnd,
