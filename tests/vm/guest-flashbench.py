@@ -345,11 +345,11 @@ def evaluate_goals(configs):
         """The model's media ceiling at the cells' measured WAF, and what
         it is as a ratio to the bare drive(s): 4 KiB write cells, or
         (large) those of LARGE and more, whose ceiling in IOPS is the same
-        bandwidth in fewer, larger writes.  cells: {label: cell}."""
+        bandwidth in fewer, larger writes.  cells: [(label, cell)]."""
         cfg = by.get(name, {})
         table = cfg.get("geometry", {}).get("member_table")
         out = []
-        for lab, c in cells.items():
+        for lab, c in cells:
             waf = ((c.get("remap") or {}).get("waf") or {}).get("median")
             bare = median_of(c, "bare")
             if (c["op"] != "write" or not table or not waf or
@@ -371,7 +371,8 @@ def evaluate_goals(configs):
                 continue
             note = cap_note(name, "4k", (phase,))
             if phase != "fresh":
-                note += ceiling_note(name, {cid.split("-")[-1]: c for cid, c in cells.items()})
+                note += ceiling_note(name, [(cid.split("-")[-1], c)
+                                            for cid, c in cells.items()])
             add(f"{name} {phase}: 4K random write, remapped / bare",
                 f">= {thr:.0f}x", thr, cands, note)
     for name in ("block-1", "block-r5"):
@@ -383,8 +384,8 @@ def evaluate_goals(configs):
                 elif c["bs"] >= LARGE:
                     large.append((ratio_of(c), f"{phase} {cid}"))
         add(f"{name}: random reads, every cell", ">= 0.95x", 0.95, cands)
-        after = {f"{phase} {cid}": c for phase in ("steady", "own")
-                 for cid, c in phase_cells(name, phase).items()}
+        after = [(f"{phase} {cid}", c) for phase in ("steady", "own")
+                 for cid, c in phase_cells(name, phase).items()]
         add(f"{name}: random writes >= 256K, every cell", ">= 0.80x", 0.80, large,
             cap_note(name, "1m") + ceiling_note(name, after, large=True))
     # issue 25 2b: more writers must not mean fewer writes; over the
