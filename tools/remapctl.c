@@ -1293,33 +1293,19 @@ static bool probe_sb(const char *path, struct dmr_sb *sb)
 
 static bool probe_uuid(const char *path, const char *want)
 {
-	void *buf;
-	bool match = false;
-	int fd, i;
+	struct dmr_sb sb;
+	char u[40];
 
-	if (posix_memalign(&buf, DMR_BLOCK_SIZE, DMR_BLOCK_SIZE))
+	if (!probe_sb(path, &sb))
 		return false;
-	fd = open(path, O_RDONLY);
-	for (i = 0; fd >= 0 && i < DMR_SB_COPIES && !match; i++) {
-		struct dmr_sb sb;
-		char u[40];
-
-		if (pread(fd, buf, DMR_BLOCK_SIZE, (off_t)i * DMR_BLOCK_SIZE) != DMR_BLOCK_SIZE ||
-		    dmr_sb_decode(buf, i, &sb) != DMR_SB_OK)
-			continue;
-		uuid_str(sb.uuid, u);
-		match = !strcasecmp(u, want);
-	}
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	return match;
+	uuid_str(sb.uuid, u);
+	return !strcasecmp(u, want);
 }
 
 /* Whether sysfs directory @dir (a block device's) lists holders: md, dm. */
 static bool has_holders(const char *dir)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX + 16];	/* @dir is at most PATH_MAX */
 	struct dirent *e;
 	bool held = false;
 	DIR *d;

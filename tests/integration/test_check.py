@@ -439,3 +439,13 @@ def test_udev_rule_and_activation_of_one_device(ram, tmp_path):
     p = remapctl("deactivate", "--device", ram, "--remaptab", str(tab))
     assert "deactivate: 1 done, 0 failed" in p.stdout, p.stdout
     assert run(["dmsetup", "info", DM_PREFIX + "one"], check=False).returncode
+    # a device another one holds (here a dm-linear slice from block 0, as
+    # a RAID-1 member with its metadata at the end would be) carries the
+    # same superblock: --device refuses to create over it
+    dm_create("slice", f"0 {16 * 2048} linear {ram} 0")
+    try:
+        p = remapctl("activate", "--device", ram, "--remaptab", str(tab), check=False)
+        assert p.returncode == 1 and "is held by another device" in p.stderr, p
+        assert run(["dmsetup", "info", DM_PREFIX + "one"], check=False).returncode
+    finally:
+        dm_remove("slice")
