@@ -6,12 +6,16 @@
 #   tests/vm/run-vm.sh --overlay /usr --overlay /etc --overlay /var OUTDIR -- \
 #       bash tests/vm/guest-deb.sh DEBDIR
 #
-# dpkg -i of dm-remap-dkms and dm-remap-tools (DKMS builds and installs the
-# module for the running kernel), dkms status, modprobe dm-remap (the DKMS
-# module), the installed /usr/sbin/remapctl formats a brd ramdisk and
-# creates, uses and removes a target; then dpkg -r and dpkg -P of both, and
-# the files, the DKMS module and the packages are gone.  The last line is
-# "N passed, N failed (guest-deb)".
+# First the README's quick start as it stands (README=path, default
+# ./README.md): each command line of its first block after `make deb`
+# (the stage ran `make deps` and `make deb` on the host), without `sudo`,
+# with ~/.cache/dm-remap/deb standing for DEBDIR, on an md RAID-5 of four
+# brd ramdisks as /dev/md0.  Its apt-get line installs dm-remap-dkms and
+# dm-remap-tools (DKMS builds and installs the module for the running
+# kernel).  Then: dkms status, the module is the DKMS one, the files are
+# there, the installed remapctl writes and reads back data; then dpkg -r
+# and dpkg -P of both, and the files, the DKMS module and the packages are
+# gone.  The last line is "N passed, N failed (guest-deb)".
 set -uo pipefail
 
 debdir=${1:?usage: guest-deb.sh DEBDIR}
@@ -52,10 +56,61 @@ fi
 # no man-db index update (minutes under TCG, nothing to test)
 rm -f /var/lib/man-db/auto-update
 
-echo "== dpkg -i $(basename "$dkmsdeb") $(basename "$tools")"
+# The quick start's command lines: continuation lines joined, comments
+# (" # ...") dropped, the host's `make` lines left out (the block must have
+# `make deb`: the packages come from it), `sudo ` dropped, the package
+# directory replaced.
+readme=${README:-README.md}
+qs=$(python3 - "$readme" "$debdir" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+part = text[text.index("\n## Quick start\n"):]
+block = part[part.index("```sh\n") + 6:]
+block = block[:block.index("```")]
+lines, cur = [], ""
+for raw in block.splitlines():
+    if raw.rstrip().endswith("\\"):
+        cur += raw.rstrip()[:-1] + " "
+        continue
+    lines.append(cur + raw)
+    cur = ""
+made = False
+for line in lines:
+    line = re.sub(r"\s+#\s.*$", "", line).strip()
+    if not line or line.startswith("#"):
+        continue
+    if line.startswith("make "):
+        made = made or line.split()[1] == "deb"
+        continue
+    if not made:
+        sys.exit("the quick start installs before `make deb`: " + line)
+    line = re.sub(r"^sudo ", "", line)
+    print(line.replace("~/.cache/dm-remap/deb", sys.argv[2]))
+if not made:
+    sys.exit("the quick start has no `make deb`")
+PY
+)
+check "README quick start: found, packages from make deb" test -n "$qs"
+echo "== an md RAID-5 of four ramdisks as /dev/md0"
+modprobe brd rd_nr=4 rd_size=131072
+check "mdadm --create /dev/md0 (RAID-5, 4 x 128 MiB)" \
+	mdadm --create /dev/md0 --run --quiet --level=5 --raid-devices=4 --assume-clean \
+	/dev/ram0 /dev/ram1 /dev/ram2 /dev/ram3
+echo "== README quick start"
 t0=$SECONDS
-check "dpkg -i both packages" dpkg -i "$dkmsdeb" "$tools"
-echo "(dpkg -i took $((SECONDS - t0))s)"
+while IFS= read -r cmd; do
+	echo "\$ $cmd"
+	if [[ $cmd == man\ * ]]; then	# a page, not a pager
+		check "quick start: $cmd" bash -c "MANPAGER=cat $cmd | grep -q ." </dev/null
+	elif [[ $cmd == apt-get\ * ]]; then	# the user answers its "Do you want to continue?"
+		check "quick start: $cmd" bash -c "$cmd" <<<Y
+	else
+		check "quick start: $cmd" bash -c "$cmd" </dev/null
+	fi
+done <<<"$qs"
+echo "(the quick start took $((SECONDS - t0))s)"
+check "quick start: it installed both packages" \
+	dpkg-query -W -f '${Status}\n' dm-remap-tools dm-remap-dkms
 echo "== dkms status"
 st=$(dkms status dm-remap 2>&1)
 echo "$st"
@@ -66,7 +121,6 @@ mod=$(modinfo -n dm-remap 2>/dev/null)
 echo "module: $mod"
 check "modinfo: the DKMS module (updates/dkms)" \
 	test -n "$(grep -F "/modules/$krel/updates/dkms/dm-remap.ko" <<<"$mod")"
-check "modprobe dm-remap" modprobe dm-remap
 check "dm-remap loaded, remap target registered" \
 	sh -c 'grep -q "^dm_remap " /proc/modules && dmsetup targets | grep -q "^remap "'
 for f in /usr/sbin/remapctl /usr/sbin/bm-flash /usr/sbin/dm-remap-compare /usr/bin/remap-sim \
@@ -75,19 +129,19 @@ for f in /usr/sbin/remapctl /usr/sbin/bm-flash /usr/sbin/dm-remap-compare /usr/b
 	check "installed: $f" test -e "$f"
 done
 
-echo "== remapctl (installed) on a brd ramdisk"
-modprobe brd rd_nr=1 rd_size=65536
-check "remapctl format /dev/ram0" /usr/sbin/remapctl format /dev/ram0
-check "remapctl create t0 /dev/ram0" /usr/sbin/remapctl create t0 /dev/ram0
+echo "== remapctl (installed): data written through the target reads back"
+check "remapctl create t0 /dev/md0" /usr/sbin/remapctl create t0 /dev/md0
 check "dmsetup table t0: a remap target" sh -c 'dmsetup table t0 | grep -q " remap "'
+# (test -b first: dd to a /dev/mapper name that is not there makes a file)
 check "write and read back 4 MiB through t0" bash -c '
-	head -c 4194304 /dev/urandom > /tmp/pattern &&
+	test -b /dev/mapper/t0 && head -c 4194304 /dev/urandom > /tmp/pattern &&
 	dd if=/tmp/pattern of=/dev/mapper/t0 bs=1M oflag=direct status=none &&
 	cmp <(dd if=/dev/mapper/t0 bs=1M count=4 iflag=direct status=none) /tmp/pattern'
 /usr/sbin/remapctl status t0
 check "remapctl remove t0" /usr/sbin/remapctl remove t0
-check "remapctl check /dev/ram0: clean" /usr/sbin/remapctl check /dev/ram0
+check "remapctl check /dev/md0: clean" /usr/sbin/remapctl check /dev/md0
 check "rmmod dm-remap" rmmod dm-remap
+mdadm --stop /dev/md0
 rmmod brd
 
 echo "== dpkg -r, dpkg -P"
