@@ -401,7 +401,11 @@ int dmr_load(struct dmr_target *rc, const char **error)
 			slot = s;
 			break;
 		}
-		if (r != -EILSEQ) {
+		if (r == -ENOMEM) {	/* a page of the map */
+			*error = "Cannot allocate the map's pages";
+			return -ENOMEM;
+		}
+		if (r != -EILSEQ && r != -ENOMEM) {	/* (-ENOMEM: above) */
 			*error = read_error[s];
 			return r;
 		}
@@ -438,7 +442,11 @@ int dmr_load(struct dmr_target *rc, const char **error)
 	seq = c[slot].log_seq;
 	r = dmr_replay_heads(&rp, &rc->map, pos, DMR_NR_HEADS, &seq);
 	kfree(rp.unit);
-	if (r) {
+	if (r == -ENOMEM) {
+		*error = "Cannot allocate the map's pages";
+		return -ENOMEM;
+	}
+	if (r && r != -ENOMEM) {	/* (-ENOMEM: above) */
 		*error = "Log corrupted (unit does not fit its segment)";
 		return r;
 	}

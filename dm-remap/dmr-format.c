@@ -151,7 +151,10 @@ u32 dmr_default_segment_blocks(u32 io_opt_bytes, u32 io_min_bytes)
  * @geo: device geometry
  *
  * What the target allocates when it loads the device: the map (a u32 per
- * logical block), the segment table (a struct dmr_seg, with its links on
+ * logical block, in pages of a map block each, and a pointer per page:
+ * struct dmr_map; the pages of blocks never mapped are not allocated, so
+ * this is the most it takes, once every page holds a mapped block), the
+ * segment table (a struct dmr_seg, with its links on
  * the map's segment lists, and a reader count per segment), the heads of
  * those lists (DMR_MAP_LISTS(), a u32 per valid count), a dirty byte and
  * a CRC32C per map block
@@ -170,7 +173,7 @@ u64 dmr_map_memory_bytes(const struct dmr_geometry *geo)
 	u64 map_blocks = dmr_div_round_up(geo->logical_blocks,
 					  DMR_MAP_ENTRIES_PER_BLOCK);
 
-	return geo->logical_blocks * sizeof(u32) +
+	return map_blocks * (DMR_BLOCK_SIZE + sizeof(u32 *)) +
 	       geo->nr_segments * (sizeof(struct dmr_seg) + sizeof(u32)) +
 	       (u64)DMR_MAP_LISTS(geo->segment_blocks) * sizeof(u32) +
 	       map_blocks * (1 + sizeof(u32)) +

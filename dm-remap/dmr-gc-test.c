@@ -37,15 +37,17 @@ static void dmr_gct_map_init(struct kunit *test, struct dmr_map *m,
 	u32 nr_map_blocks = (nr_logical + DMR_MAP_ENTRIES_PER_BLOCK - 1) /
 			    DMR_MAP_ENTRIES_PER_BLOCK;
 	u32 *l2p = kunit_kzalloc(test, nr_logical * sizeof(*l2p), GFP_KERNEL);
+	u32 **pages = kunit_kzalloc(test, nr_map_blocks * sizeof(*pages), GFP_KERNEL);
 	struct dmr_seg *segs = kunit_kzalloc(test, nr_segs * sizeof(*segs),
 					     GFP_KERNEL);
 	u8 *dirty = kunit_kzalloc(test, nr_map_blocks, GFP_KERNEL);
 	u32 *lists = kunit_kzalloc(test, DMR_MAP_LISTS(seg_blocks) * sizeof(*lists),
 				   GFP_KERNEL);
 
-	if (!l2p || !segs || !dirty || !lists)
+	if (!l2p || !pages || !segs || !dirty || !lists)
 		kunit_skip(test, "cannot allocate a map");
-	dmr_map_init(m, l2p, nr_logical, segs, nr_segs, seg_blocks, dirty, lists);
+	/* every page there at once, as the tools have it */
+	dmr_map_init(m, pages, l2p, nr_logical, segs, nr_segs, seg_blocks, dirty, lists);
 }
 
 /**
@@ -173,8 +175,8 @@ static u32 dmr_gct_reloc(struct dmr_gct_dev *f, struct dmr_log_pos *pos,
 /* Start over from an empty checkpoint: every segment free, nothing mapped. */
 static void dmr_gct_map_reset(struct dmr_gct_dev *f)
 {
-	dmr_map_init(&f->map, f->map.l2p, GCT_LOGICAL, f->map.segs, GCT_NR_SEGS,
-		     GCT_SEG_BLOCKS, f->map.dirty, f->map.lists);
+	dmr_map_init(&f->map, f->map.pages, NULL, GCT_LOGICAL, f->map.segs,
+		     GCT_NR_SEGS, GCT_SEG_BLOCKS, f->map.dirty, f->map.lists);
 }
 
 /*
@@ -442,7 +444,7 @@ static void dmr_gct_replay_merges_heads(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, pos[i].offset, 3 * per_head[i]);
 	}
 	/* lba 50 was last written by unit 9, on head 1 */
-	KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 50), want.l2p[50]);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&f->map, 50), dmr_map_get(&want, 50));
 	for (i = 0; i < GCT_LOGICAL; i++)
 		if (dmr_map_get(&f->map, i) != dmr_map_get(&want, i))
 			break;
@@ -1342,7 +1344,7 @@ static u32 dmr_gct_victim(struct dmr_map *m, bool greedy, u64 now_seq)
 /* A block of segment @seg stops being valid (an overwrite elsewhere). */
 static void dmr_gct_drop(struct dmr_map *m, u32 seg)
 {
-	m->l2p[0] = seg * m->seg_blocks + 1;
+	m->pages[0][0] = seg * m->seg_blocks + 1;
 	m->mapped++;
 	dmr_map_unmap(m, 0);
 }
@@ -1794,7 +1796,7 @@ static void dmr_gct_seg_verify(struct kunit *test)
 	u8 *ok = kunit_kzalloc(test, GCT_SEG_BLOCKS, GFP_KERNEL);
 	u8 *buf = f->dev + ((size_t)GCT_DATA_OFFSET + GCT_SEG_BLOCKS) * DMR_BLOCK_SIZE;
 	u64 block0 = GCT_DATA_OFFSET + GCT_SEG_BLOCKS;
-	u32 *l2p = f->map.l2p;
+	u32 *l2p = f->map.pages[0];	/* GCT_LOGICAL: one page */
 
 	KUNIT_ASSERT_NOT_NULL(test, ok);
 	fa = dmr_gct_user(f, &pos, 5, a, 2);
@@ -1807,8 +1809,8 @@ static void dmr_gct_seg_verify(struct kunit *test)
 	l2p[5] = fc + 1 + 1;
 	memset(ok, 0xee, GCT_SEG_BLOCKS);
 	KUNIT_EXPECT_EQ(test, dmr_seg_verify(buf, block0, GCT_SEG_BLOCKS,
-					     GCT_SEG_BLOCKS, 5, f->uuid, GCT_LOGICAL,
-					     l2p, f->unit, ok), 2U);
+					     GCT_SEG_BLOCKS, 5, f->uuid, &f->map,
+					     f->unit, ok), 2U);
 	for (i = 0; i < GCT_SEG_BLOCKS; i++)
 		KUNIT_EXPECT_EQ(test, ok[i],
 				(u8)(i == fa - 1 - GCT_SEG_BLOCKS ||
@@ -1817,8 +1819,8 @@ static void dmr_gct_seg_verify(struct kunit *test)
 	/* c's last data byte damaged: c is not movable, a still is */
 	f->dev[((size_t)GCT_DATA_OFFSET + fc + 1) * DMR_BLOCK_SIZE + 4095] ^= 1;
 	KUNIT_EXPECT_EQ(test, dmr_seg_verify(buf, block0, GCT_SEG_BLOCKS,
-					     GCT_SEG_BLOCKS, 5, f->uuid, GCT_LOGICAL,
-					     l2p, f->unit, ok), 2U);
+					     GCT_SEG_BLOCKS, 5, f->uuid, &f->map,
+					     f->unit, ok), 2U);
 	KUNIT_EXPECT_EQ(test, ok[fa - 1 - GCT_SEG_BLOCKS], 1);
 	KUNIT_EXPECT_EQ(test, ok[fc - 1 - GCT_SEG_BLOCKS], 0);
 
@@ -1826,15 +1828,15 @@ static void dmr_gct_seg_verify(struct kunit *test)
 	f->dev[((size_t)GCT_DATA_OFFSET + fc + 1) * DMR_BLOCK_SIZE + 4095] ^= 1;
 	f->dev[((size_t)GCT_DATA_OFFSET + fb) * DMR_BLOCK_SIZE] ^= 1;
 	KUNIT_EXPECT_EQ(test, dmr_seg_verify(buf, block0, GCT_SEG_BLOCKS,
-					     GCT_SEG_BLOCKS, 5, f->uuid, GCT_LOGICAL,
-					     l2p, f->unit, ok), 2U);
+					     GCT_SEG_BLOCKS, 5, f->uuid, &f->map,
+					     f->unit, ok), 2U);
 	KUNIT_EXPECT_EQ(test, ok[fc - 1 - GCT_SEG_BLOCKS], 1);
 	KUNIT_EXPECT_EQ(test, ok[fb - 1 - GCT_SEG_BLOCKS], 0);
 
 	/* the segment's use began at seq 6: a is stale and ends the walk */
 	KUNIT_EXPECT_EQ(test, dmr_seg_verify(buf, block0, GCT_SEG_BLOCKS,
-					     GCT_SEG_BLOCKS, 6, f->uuid, GCT_LOGICAL,
-					     l2p, f->unit, ok), 0U);
+					     GCT_SEG_BLOCKS, 6, f->uuid, &f->map,
+					     f->unit, ok), 0U);
 	for (i = 0; i < GCT_SEG_BLOCKS; i++)
 		KUNIT_EXPECT_EQ(test, ok[i], 0);
 }

@@ -139,8 +139,7 @@ void dmr_gc_verify_fn(struct work_struct *work)
 
 	dmr_seg_verify(rc->gc_buf, dmr_seg_block(rc, seg, 0), seg * seg_blocks,
 		       seg_blocks, rc->map.segs[seg].seq, rc->sb.uuid,
-		       rc->sb.geo.logical_blocks, rc->map.l2p, rc->gc_vunit,
-		       rc->gc_ok);
+		       &rc->map, rc->gc_vunit, rc->gc_ok);
 	dmr_gc_read_over(rc);
 }
 
@@ -280,7 +279,8 @@ static int dmr_gc_collect(struct dmr_target *rc)
 		    off + 1 + u->nr_blocks > seg_blocks)
 			break;
 		for (i = 0, live = 0; i < u->nr_blocks; i++)
-			live += rc->map.l2p[u->lba[i]] == seg * seg_blocks + off + 1 + i + 1;
+			live += dmr_map_get(&rc->map, u->lba[i]) ==
+				seg * seg_blocks + off + 1 + i + 1;
 		if (live && !rc->gc_ok[off]) {	/* dmr_gc_verify_fn() */
 			atomic64_inc(&rc->stats.gc_unverified);
 			DMERR_LIMIT("%s: GC: unit at %llu (segment %u) fails its data checksum",
@@ -291,7 +291,7 @@ static int dmr_gc_collect(struct dmr_target *rc)
 		for (i = 0; live && i < u->nr_blocks; i++) {
 			u32 src = seg * seg_blocks + off + 1 + i;
 
-			if (rc->map.l2p[u->lba[i]] != src + 1)
+			if (dmr_map_get(&rc->map, u->lba[i]) != src + 1)
 				continue;	/* not valid any more */
 			r = dmr_gc_move(rc, hid, u->lba[i], src,
 					data + (size_t)i * DMR_BLOCK_SIZE);

@@ -54,10 +54,16 @@ void dmr_fail(struct dmr_target *rc, int err, const char *what)
 	WRITE_ONCE(rc->mode, DMR_MODE_FAILED);
 }
 
-/* Return: bytes of memory the map, segment table and buffers use. */
+/*
+ * Return: bytes of memory the map, segment table and buffers use now:
+ * dmr_map_memory_bytes() but for the map's pages not allocated (read
+ * without the lock: the worker may be adding one).
+ */
 u64 dmr_map_memory(const struct dmr_target *rc)
 {
-	return dmr_map_memory_bytes(&rc->sb.geo);
+	u64 absent = rc->map.nr_map_blocks - READ_ONCE(rc->map.nr_pages);
+
+	return dmr_map_memory_bytes(&rc->sb.geo) - absent * DMR_BLOCK_SIZE;
 }
 
 /*
@@ -79,6 +85,17 @@ static void *dmr_alloc_array(u64 n, size_t size)
 			 __GFP_RETRY_MAYFAIL);
 }
 
+/*
+ * A page of the map (struct dmr_map): the worker maps a block of it for
+ * the first time (dmr_map_reserve(), outside the map's lock), or a load
+ * finds it in a checkpoint or the log.  GFP_NOIO: the worker serves the
+ * device's own writes, and reclaim must not wait for them.
+ */
+static void *dmr_map_page_alloc(void *ctx)
+{
+	return kzalloc(DMR_BLOCK_SIZE, GFP_NOIO);
+}
+
 int dmr_io_init(struct dmr_target *rc, const char **error)
 {
 	const struct dmr_geometry *geo = &rc->sb.geo;
@@ -86,7 +103,7 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	u64 nr_map_blocks = DIV_ROUND_UP_ULL(geo->logical_blocks,
 					     DMR_MAP_ENTRIES_PER_BLOCK);
 	unsigned int i;
-	u32 *l2p;
+	u32 **pages;
 	struct dmr_seg *segs;
 	u8 *dirty;
 	u32 *lists;
@@ -125,7 +142,7 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 		*error = "Map needs more than the kernel's vmalloc space";
 		return -ENOMEM;
 	}
-	l2p = dmr_alloc_array(geo->logical_blocks, sizeof(u32));
+	pages = dmr_alloc_array(nr_map_blocks, sizeof(*pages));
 	segs = dmr_alloc_array(geo->nr_segments, sizeof(*segs));
 	dirty = dmr_alloc_array(nr_map_blocks, 1);
 	lists = dmr_alloc_array(DMR_MAP_LISTS(geo->segment_blocks), sizeof(u32));
@@ -136,7 +153,7 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	rc->gc_unit = kzalloc(sizeof(*rc->gc_unit), GFP_KERNEL);
 	rc->gc_vunit = kzalloc(sizeof(*rc->gc_vunit), GFP_KERNEL);
 	rc->gc_ok = kvzalloc(geo->segment_blocks, GFP_KERNEL);
-	ok = l2p && segs && dirty && lists && rc->readers && rc->map_crc &&
+	ok = pages && segs && dirty && lists && rc->readers && rc->map_crc &&
 	     rc->gc_buf && rc->bounce && rc->gc_unit && rc->gc_vunit && rc->gc_ok;
 	for (i = 0; i < DMR_FLIGHT_SLOTS; i++) {
 		rc->flight[i].buf = vmalloc(seg_bytes);
@@ -151,7 +168,8 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 		h->pos.next_segment = DMR_NO_SEGMENT;
 		ok = ok && h->buf && h->unit;
 	}
-	rc->map.l2p = l2p;
+	rc->map.pages = pages;
+	rc->map.nr_map_blocks = nr_map_blocks;	/* for dmr_io_exit() */
 	rc->map.segs = segs;
 	rc->map.dirty = dirty;
 	rc->map.lists = lists;
@@ -161,8 +179,9 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	}
 	memset(rc->bounce, 0, DMR_BLOCK_SIZE);
 	rc->zero_crc = crc32c(~0U, rc->bounce, DMR_BLOCK_SIZE);
-	dmr_map_init(&rc->map, l2p, geo->logical_blocks, segs, geo->nr_segments,
-		     geo->segment_blocks, dirty, lists);
+	dmr_map_init(&rc->map, pages, NULL, geo->logical_blocks, segs,
+		     geo->nr_segments, geo->segment_blocks, dirty, lists);
+	rc->map.page_alloc = dmr_map_page_alloc;
 
 	rc->io_client = dm_io_client_create();
 	if (IS_ERR(rc->io_client)) {
@@ -221,5 +240,11 @@ void dmr_io_exit(struct dmr_target *rc)
 	kvfree(rc->map.lists);
 	kvfree(rc->map.dirty);
 	kvfree(rc->map.segs);
-	kvfree(rc->map.l2p);
+	if (rc->map.pages) {
+		u64 p;
+
+		for (p = 0; p < rc->map.nr_map_blocks; p++)
+			kfree(rc->map.pages[p]);
+		kvfree(rc->map.pages);
+	}
 }

@@ -33,6 +33,13 @@
  * @fail_reads_from: reads of blocks at or above this fail (0: never)
  * @fail_writes_from: writes of blocks at or above this fail (0: never)
  */
+/* The page allocator of a fake's maps: fails once @fail_after were given. */
+struct dmr_fake_pages {
+	struct kunit *test;
+	int fail_after;		/* -1: never */
+	int allocated;
+};
+
 struct dmr_fake {
 	struct dmr_geometry geo;
 	u8 uuid[16];
@@ -42,6 +49,7 @@ struct dmr_fake {
 	void *buf;
 	u64 fail_reads_from;
 	u64 fail_writes_from;
+	struct dmr_fake_pages pages;
 };
 
 static int dmr_fake_read(void *ctx, u64 blocknr, u32 nr, void *buf)
@@ -74,12 +82,27 @@ static int dmr_fake_write(void *ctx, u64 blocknr, u32 nr, const void *buf)
 	return 0;
 }
 
+/* A page of the map, as the module's is: allocated when first needed. */
+static void *dmr_fake_page_alloc(void *ctx)
+{
+	struct dmr_fake_pages *fp = ctx;
+
+	if (fp->fail_after >= 0 && fp->allocated >= fp->fail_after)
+		return NULL;
+	fp->allocated++;
+	return kunit_kzalloc(fp->test, DMR_BLOCK_SIZE, GFP_KERNEL);
+}
+
+/*
+ * The map of the module's kind: no page until a block of it is mapped
+ * (dmr_map_reserve(), through @f->pages).
+ */
 static void dmr_fake_map_init(struct kunit *test, struct dmr_fake *f,
 			      struct dmr_map *m)
 {
 	u64 nr_map_blocks = (f->geo.logical_blocks + DMR_MAP_ENTRIES_PER_BLOCK - 1) /
 			    DMR_MAP_ENTRIES_PER_BLOCK;
-	u32 *l2p = kunit_kzalloc(test, f->geo.logical_blocks * sizeof(u32), GFP_KERNEL);
+	u32 **l2p = kunit_kzalloc(test, nr_map_blocks * sizeof(*l2p), GFP_KERNEL);
 	struct dmr_seg *segs = kunit_kzalloc(test, f->geo.nr_segments * sizeof(*segs),
 					     GFP_KERNEL);
 	u8 *dirty = kunit_kzalloc(test, nr_map_blocks, GFP_KERNEL);
@@ -88,8 +111,19 @@ static void dmr_fake_map_init(struct kunit *test, struct dmr_fake *f,
 
 	if (!l2p || !segs || !dirty || !lists)
 		kunit_skip(test, "cannot allocate the map");
-	dmr_map_init(m, l2p, f->geo.logical_blocks, segs, f->geo.nr_segments,
+	dmr_map_init(m, l2p, NULL, f->geo.logical_blocks, segs, f->geo.nr_segments,
 		     f->geo.segment_blocks, dirty, lists);
+	f->pages.test = test;
+	f->pages.fail_after = -1;
+	m->page_alloc = dmr_fake_page_alloc;
+	m->page_ctx = &f->pages;
+}
+
+/* Map @lba to @pba in a map of dmr_fake_map_init()'s, page first. */
+static void dmr_t_set(struct kunit *test, struct dmr_map *m, u64 lba, u32 pba)
+{
+	KUNIT_ASSERT_EQ(test, dmr_map_reserve(m, lba, 1), 0);
+	dmr_map_set(m, lba, pba);
 }
 
 static struct dmr_fake *dmr_fake_geo(struct kunit *test, u64 dev_blocks,
@@ -244,7 +278,7 @@ static void dmr_expect_segments_match(struct kunit *test, struct dmr_map *m)
 	for (s = 0; s < m->nr_segs; s++) {
 		count = 0;
 		for (lba = 0; lba < m->nr_logical; lba++) {
-			u32 e = m->l2p[lba];
+			u32 e = dmr_map_get(m, lba);
 
 			if (e && dmr_pba_segment(m, e - 1) == s)
 				count++;
@@ -266,10 +300,10 @@ static void dmr_test_map_basic(struct kunit *test)
 
 	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 5), DMR_UNMAPPED);
 	memset(m->dirty, 0, m->nr_map_blocks);
-	dmr_map_set(m, 5, 100);
-	dmr_map_set(m, 6, 101);
-	dmr_map_set(m, 7, 102);
-	dmr_map_set(m, 2000, 3 * T_SEG_BLOCKS);
+	dmr_t_set(test, m, 5, 100);
+	dmr_t_set(test, m, 6, 101);
+	dmr_t_set(test, m, 7, 102);
+	dmr_t_set(test, m, 2000, 3 * T_SEG_BLOCKS);
 	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 5), 101U);
 	KUNIT_EXPECT_EQ(test, m->mapped, 4ULL);
 	KUNIT_EXPECT_EQ(test, m->segs[1].valid, 3U);	/* pba 100..102 */
@@ -279,7 +313,7 @@ static void dmr_test_map_basic(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, m->dirty[2], 0);
 
 	/* overwrite moves the block: the old segment loses it */
-	dmr_map_set(m, 6, 2 * T_SEG_BLOCKS + 1);
+	dmr_t_set(test, m, 6, 2 * T_SEG_BLOCKS + 1);
 	KUNIT_EXPECT_EQ(test, m->segs[1].valid, 2U);
 	KUNIT_EXPECT_EQ(test, m->segs[2].valid, 1U);
 	KUNIT_EXPECT_EQ(test, m->mapped, 4ULL);
@@ -297,6 +331,73 @@ static void dmr_test_map_basic(struct kunit *test)
 	dmr_expect_segments_match(test, m);
 }
 
+/*
+ * The map's pages: none until a block of one is mapped; lookups, runs,
+ * recounts and checkpoint encoding treat a missing page as all unmapped;
+ * a failed allocation leaves the map as it was.
+ */
+static void dmr_test_map_pages(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_geo(test, T_MAP_BLOCKS, false);
+	struct dmr_map *m = &f->map;
+	u64 last = m->nr_logical - 1, p;
+	u32 first, *blk = f->buf, zero_crc;
+	int given;
+
+	KUNIT_ASSERT_GE(test, m->nr_map_blocks, 4ULL);
+	KUNIT_EXPECT_EQ(test, m->nr_pages, 0ULL);
+	for (p = 0; p < m->nr_map_blocks; p++)
+		KUNIT_EXPECT_NULL(test, m->pages[p]);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 5), DMR_UNMAPPED);
+	KUNIT_EXPECT_TRUE(test, dmr_slot_map_zero(m, 0));
+
+	/* a range across a page boundary: both pages, nothing else */
+	KUNIT_ASSERT_EQ(test, dmr_map_reserve(m, 1000, 50), 0);
+	KUNIT_EXPECT_EQ(test, m->nr_pages, 2ULL);
+	KUNIT_EXPECT_NOT_NULL(test, m->pages[0]);
+	KUNIT_EXPECT_NOT_NULL(test, m->pages[1]);
+	KUNIT_EXPECT_NULL(test, m->pages[2]);
+	given = f->pages.allocated;
+	KUNIT_ASSERT_EQ(test, dmr_map_reserve(m, 1023, 2), 0);	/* there already */
+	KUNIT_EXPECT_EQ(test, f->pages.allocated, given);
+	KUNIT_EXPECT_EQ(test, dmr_map_reserve(m, 7, 0), 0);
+	KUNIT_EXPECT_EQ(test, f->pages.allocated, given);
+
+	/* a run over zeroed pages and a missing one is one unmapped run */
+	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 0, 3000, &first), 3000U);
+	KUNIT_EXPECT_EQ(test, first, DMR_UNMAPPED);
+	dmr_t_set(test, m, 2100, 3 * T_SEG_BLOCKS);		/* page 2 */
+	KUNIT_EXPECT_EQ(test, m->nr_pages, 3ULL);
+	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 0, 3000, &first), 2100U);
+	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 2100, 2, &first), 1U);
+	KUNIT_EXPECT_EQ(test, first, 3 * T_SEG_BLOCKS + 1);
+
+	/* the last entry, past missing pages: recount finds both blocks */
+	dmr_t_set(test, m, last, 3 * T_SEG_BLOCKS + 1);
+	KUNIT_EXPECT_NULL(test, m->pages[3]);
+	m->mapped = 12345;
+	KUNIT_EXPECT_EQ(test, dmr_map_recount(m), 0);
+	KUNIT_EXPECT_EQ(test, m->mapped, 2ULL);
+	KUNIT_EXPECT_EQ(test, m->segs[3].valid, 2U);
+	dmr_expect_segments_match(test, m);
+
+	/* a missing page is written to a checkpoint as zeroes */
+	memset(blk, 0xa5, DMR_BLOCK_SIZE);
+	memset((u8 *)blk + DMR_BLOCK_SIZE, 0, DMR_BLOCK_SIZE);
+	zero_crc = crc32c(~0U, (u8 *)blk + DMR_BLOCK_SIZE, DMR_BLOCK_SIZE);
+	KUNIT_EXPECT_TRUE(test, dmr_slot_map_zero(m, 3));
+	KUNIT_EXPECT_FALSE(test, dmr_slot_map_zero(m, 2));
+	KUNIT_EXPECT_EQ(test, dmr_slot_map_encode(m, 3, blk), zero_crc);
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(blk, 0, DMR_BLOCK_SIZE));
+
+	/* no memory: -ENOMEM, and the map is unchanged */
+	f->pages.fail_after = f->pages.allocated;
+	KUNIT_EXPECT_EQ(test, dmr_map_reserve(m, 3 * DMR_MAP_ENTRIES_PER_BLOCK, 1), -ENOMEM);
+	KUNIT_EXPECT_NULL(test, m->pages[3]);
+	KUNIT_EXPECT_EQ(test, m->nr_pages, 4ULL);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 3 * DMR_MAP_ENTRIES_PER_BLOCK), DMR_UNMAPPED);
+}
+
 static void dmr_test_map_runs_and_recount(struct kunit *test)
 {
 	struct dmr_fake *f = dmr_fake_geo(test, T_MAP_BLOCKS, false);
@@ -304,11 +405,11 @@ static void dmr_test_map_runs_and_recount(struct kunit *test)
 	u32 first, lba;
 
 	for (lba = 0; lba < 100; lba++)
-		dmr_map_set(m, lba, 500 + lba);
+		dmr_t_set(test, m, lba, 500 + lba);
 	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 0, 100, &first), 100U);
 	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 10, 5, &first), 5U);
 	KUNIT_EXPECT_EQ(test, first, 511U);
-	dmr_map_set(m, 50, 7);
+	dmr_t_set(test, m, 50, 7);
 	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 0, 100, &first), 50U);
 	dmr_expect_segments_match(test, m);
 
@@ -321,7 +422,7 @@ static void dmr_test_map_runs_and_recount(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, m->mapped, 100ULL);
 
 	/* an entry outside the data area is corruption */
-	m->l2p[3] = m->nr_segs * T_SEG_BLOCKS + 1;
+	m->pages[0][3] = m->nr_segs * T_SEG_BLOCKS + 1;
 	KUNIT_EXPECT_EQ(test, dmr_map_recount(m), -EINVAL);
 }
 
@@ -656,6 +757,42 @@ static void dmr_test_replay_from_checkpoint_position(struct kunit *test)
 	dmr_expect_segments_match(test, m);
 }
 
+/*
+ * Replay maps blocks into pages it allocates; without memory it stops
+ * with -ENOMEM before applying the unit, and the load fails.
+ */
+static void dmr_test_replay_no_memory(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	struct dmr_log_pos pos = { .next_segment = DMR_NO_SEGMENT }, ck;
+	static const u32 a[] = { 1, 2 }, b[] = { 700 };
+	struct dmr_replay r;
+	struct dmr_map m;
+
+	KUNIT_ASSERT_EQ(test, f->map.nr_map_blocks, 1ULL);
+	dmr_fake_write_unit(f, &pos, a, 2, 1, 0, 0);
+	dmr_fake_write_unit(f, &pos, b, 1, 1, 0, 0);
+	r = dmr_fake_replay_params(f);
+	dmr_fake_map_init(test, f, &m);
+	f->pages.fail_after = f->pages.allocated;	/* no page to give */
+	m.track = false;
+	ck = (struct dmr_log_pos){ .next_segment = DMR_NO_SEGMENT };
+	KUNIT_EXPECT_EQ(test, dmr_replay_log(&r, &m, &ck), -ENOMEM);
+	KUNIT_EXPECT_EQ(test, r.units, 0ULL);
+	KUNIT_EXPECT_EQ(test, m.mapped, 0ULL);
+	KUNIT_EXPECT_EQ(test, m.nr_pages, 0ULL);
+	KUNIT_EXPECT_EQ(test, m.nr_free, m.nr_segs);	/* the unit not applied */
+
+	/* with memory: both units, in the one page */
+	f->pages.fail_after = -1;
+	r = dmr_fake_replay(test, f, &m, &ck);
+	KUNIT_EXPECT_EQ(test, r.units, 2ULL);
+	KUNIT_EXPECT_EQ(test, m.nr_pages, 1ULL);
+	dmr_expect_content(test, f, &m, 1, 1);
+	dmr_expect_content(test, f, &m, 700, 1);
+	dmr_expect_segments_match(test, &m);
+}
+
 static void dmr_test_replay_read_error_and_end(struct kunit *test)
 {
 	struct dmr_fake *f = dmr_fake_new(test);
@@ -695,7 +832,7 @@ static void dmr_fake_write_slot(struct dmr_fake *f, unsigned int slot,
 		memset(blk, 0, DMR_BLOCK_SIZE);
 		for (i = 0; i < DMR_MAP_ENTRIES_PER_BLOCK &&
 		     p * DMR_MAP_ENTRIES_PER_BLOCK + i < m->nr_logical; i++)
-			blk[i] = cpu_to_le32(m->l2p[p * DMR_MAP_ENTRIES_PER_BLOCK + i]);
+			blk[i] = cpu_to_le32(dmr_map_get(m, p * DMR_MAP_ENTRIES_PER_BLOCK + i));
 		crcs[p] = cpu_to_le32(crc32c(~0U, blk, DMR_BLOCK_SIZE));
 	}
 	c->crc_csum = crc32c(~0U, crcs, l.crc_blocks * DMR_BLOCK_SIZE);
@@ -739,9 +876,9 @@ static void dmr_test_slot_load(struct kunit *test)
 	if (!map_crc)
 		kunit_skip(test, "cannot allocate the CRC table");
 	dmr_ckpt_layout(&f->geo, &l);
-	dmr_map_set(&f->map, 0, 5);
-	dmr_map_set(&f->map, 7, 69);
-	dmr_map_set(&f->map, f->geo.logical_blocks - 1, 70);
+	dmr_t_set(test, &f->map, 0, 5);
+	dmr_t_set(test, &f->map, 7, 69);
+	dmr_t_set(test, &f->map, f->geo.logical_blocks - 1, 70);
 	f->map.segs[0].flags |= DMR_SEG_USED;
 	f->map.segs[1].flags |= DMR_SEG_USED | DMR_SEG_OPEN;	/* only USED is on disk */
 	f->map.segs[1].seq = 33;
@@ -806,7 +943,7 @@ static void dmr_test_slot_write(struct kunit *test)
 	u32 *crc_back = kunit_kzalloc(test, nr_map * sizeof(u32), GFP_KERNEL);
 	struct dmr_slot_io io = { .read = dmr_fake_read, .write = dmr_fake_write,
 				  .ctx = f, .bounce = f->buf, .bounce_blocks = 2 };
-	u64 base0 = f->geo.ckpt_offset, base1 = base0 + f->geo.ckpt_slot_blocks, p;
+	u64 base0 = f->geo.ckpt_offset, base1 = base0 + f->geo.ckpt_slot_blocks, p, lba;
 	struct dmr_ckpt c0 = { .seq = 4 }, c1 = { .seq = 5 };
 	struct dmr_slot_err err;
 	struct dmr_ckpt_layout l;
@@ -816,9 +953,9 @@ static void dmr_test_slot_write(struct kunit *test)
 	if (!map_crc || !crc_back)
 		kunit_skip(test, "cannot allocate the CRC tables");
 	dmr_ckpt_layout(&f->geo, &l);
-	dmr_map_set(&f->map, 0, 5);
-	dmr_map_set(&f->map, 7, 69);
-	dmr_map_set(&f->map, f->geo.logical_blocks - 1, 70);	/* the last entry */
+	dmr_t_set(test, &f->map, 0, 5);
+	dmr_t_set(test, &f->map, 7, 69);
+	dmr_t_set(test, &f->map, f->geo.logical_blocks - 1, 70);	/* the last entry */
 	f->map.segs[0].flags |= DMR_SEG_USED;
 	f->map.segs[0].seq = 9;
 	f->map.segs[1].flags |= DMR_SEG_USED | DMR_SEG_OPEN | DMR_SEG_MEM;
@@ -853,7 +990,19 @@ static void dmr_test_slot_write(struct kunit *test)
 
 	dmr_fake_map_init(test, f, &m);
 	KUNIT_ASSERT_EQ(test, dmr_slot_load(&io, &f->geo, 1, &c1, &m, crc_back, &err), 0);
-	KUNIT_EXPECT_EQ(test, memcmp(m.l2p, f->map.l2p, m.nr_logical * sizeof(u32)), 0);
+	for (lba = 0; lba < m.nr_logical; lba++)
+		KUNIT_EXPECT_EQ(test, dmr_map_get(&m, lba), dmr_map_get(&f->map, lba));
+	/* a map block with nothing mapped gets no page */
+	for (p = 0; p < nr_map; p++) {
+		bool any = false;
+
+		for (lba = p * DMR_MAP_ENTRIES_PER_BLOCK;
+		     lba < min_t(u64, (p + 1) * DMR_MAP_ENTRIES_PER_BLOCK, m.nr_logical); lba++)
+			any |= dmr_map_get(&f->map, lba) != DMR_UNMAPPED;
+		KUNIT_EXPECT_EQ(test, !!m.pages[p], any);
+		KUNIT_EXPECT_EQ(test, !!m.pages[p], !!f->map.pages[p]);
+	}
+	KUNIT_EXPECT_EQ(test, m.nr_pages, f->map.nr_pages);
 	KUNIT_EXPECT_EQ(test, memcmp(crc_back, map_crc, nr_map * sizeof(u32)), 0);
 	for (seg = 0; seg < m.nr_segs; seg++) {
 		KUNIT_EXPECT_EQ(test, m.segs[seg].seq, f->map.segs[seg].seq);
@@ -940,11 +1089,11 @@ static void dmr_test_map_free_mapped(struct kunit *test)
 
 	m->track = false;
 	m->segs[0].flags = DMR_SEG_USED;
-	dmr_map_set(m, 3, 1);				/* segment 0 */
+	dmr_t_set(test, m, 3, 1);				/* segment 0 */
 	KUNIT_ASSERT_EQ(test, dmr_map_recount(m), 0);
 	KUNIT_EXPECT_FALSE(test, dmr_map_free_mapped(m, &seg));
 	KUNIT_EXPECT_EQ(test, seg, 99U);
-	dmr_map_set(m, 4, 2 * T_SEG_BLOCKS + 5);	/* segment 2, free */
+	dmr_t_set(test, m, 4, 2 * T_SEG_BLOCKS + 5);	/* segment 2, free */
 	KUNIT_ASSERT_EQ(test, dmr_map_recount(m), 0);
 	KUNIT_EXPECT_TRUE(test, dmr_map_free_mapped(m, &seg));
 	KUNIT_EXPECT_EQ(test, seg, 2U);
@@ -989,6 +1138,7 @@ static void dmr_test_heads_valid(struct kunit *test)
 
 static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_map_basic),
+	KUNIT_CASE(dmr_test_map_pages),
 	KUNIT_CASE(dmr_test_map_runs_and_recount),
 	KUNIT_CASE(dmr_test_unit_codec),
 	KUNIT_CASE(dmr_test_ckpt_codec),
@@ -1000,6 +1150,7 @@ static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_replay_discards),
 	KUNIT_CASE(dmr_test_replay_crosses_segments),
 	KUNIT_CASE(dmr_test_replay_from_checkpoint_position),
+	KUNIT_CASE(dmr_test_replay_no_memory),
 	KUNIT_CASE(dmr_test_replay_read_error_and_end),
 	KUNIT_CASE(dmr_test_heads_valid),
 	KUNIT_CASE(dmr_test_slot_load),

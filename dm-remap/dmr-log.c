@@ -451,18 +451,27 @@ int dmr_slot_load(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
 			u64 cnt = min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK,
 					m->nr_logical - first);
 
-			/* an unmapped block: no CRC to compute */
+			u32 *page = m->pages[p + i];
+
+			/* an unmapped block: no CRC to compute, no page */
 			if (map_crc[p + i] == zero_crc &&
 			    !memchr_inv(src, 0, DMR_BLOCK_SIZE)) {
-				memset(&m->l2p[first], 0, cnt * sizeof(u32));
+				if (page)
+					memset(page, 0, cnt * sizeof(u32));
 				continue;
 			}
 			if (crc32c(~0U, src, DMR_BLOCK_SIZE) != map_crc[p + i]) {
 				err->block = p + i;
 				return -EILSEQ;
 			}
+			r = dmr_map_reserve(m, first, cnt);
+			if (r) {
+				err->block = p + i;
+				return r;
+			}
+			page = m->pages[p + i];
 			for (j = 0; j < cnt; j++)
-				m->l2p[first + j] = le32_to_cpu(src[j]);
+				page[j] = le32_to_cpu(src[j]);
 		}
 		p += n;
 	}
@@ -484,7 +493,7 @@ bool dmr_slot_map_zero(const struct dmr_map *m, u64 p)
 	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
 	u64 n = min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK, m->nr_logical - first);
 
-	return !memchr_inv(&m->l2p[first], 0, n * sizeof(u32));
+	return !m->pages[p] || !memchr_inv(m->pages[p], 0, n * sizeof(u32));
 }
 
 /**
@@ -501,7 +510,7 @@ u32 dmr_slot_map_encode(const struct dmr_map *m, u64 p, void *block)
 	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK, j;
 
 	for (j = 0; j < DMR_MAP_ENTRIES_PER_BLOCK; j++)
-		dst[j] = cpu_to_le32(first + j < m->nr_logical ? m->l2p[first + j] : 0);
+		dst[j] = cpu_to_le32(first + j < m->nr_logical ? dmr_map_get(m, first + j) : 0);
 	return crc32c(~0U, block, DMR_BLOCK_SIZE);
 }
 
@@ -713,14 +722,25 @@ bool dmr_heads_valid(const struct dmr_geometry *geo, const struct dmr_log_pos *p
  * the order in which they happened.  A relocation unit's blocks go through
  * dmr_move_commit(): each moves only if the map still points at its
  * source, so a write or discard that came first in the log wins.
+ *
+ * Return: 0, or -ENOMEM if a page of the map could not be allocated
+ * (dmr_map_reserve(); the unit is then not applied).
  */
-void dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u, u32 segment,
-		    u32 offset)
+int dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u, u32 segment,
+		   u32 offset)
 {
 	u32 base = segment * m->seg_blocks + offset + 1;
 	struct dmr_seg *s = &m->segs[segment];
 	u32 i;
 	u64 b;
+	int r;
+
+	/* a relocated block is mapped (its page is there) or not moved */
+	for (i = 0; i < u->nr_blocks && !(u->flags & DMR_UNIT_RELOC); i++) {
+		r = dmr_map_reserve(m, u->lba[i], 1);
+		if (r)
+			return r;
+	}
 
 	/* a segment's first unit starts a use: it may have been reused */
 	if (!(s->flags & DMR_SEG_USED) || !offset) {
@@ -739,6 +759,7 @@ void dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u, u32 segment,
 		else
 			dmr_map_set(m, u->lba[i], base + i);
 	}
+	return 0;
 }
 
 /**
@@ -802,8 +823,9 @@ static enum dmr_log_status dmr_replay_data(struct dmr_replay *r,
  * shows a unit numbered @seq or less has reached units of an earlier use
  * of a reused segment: its chain has ended (DMR_LOG_STALE).
  *
- * Return: 0, or -EINVAL if a unit does not fit in its segment (corruption
- * that a checksum did not catch).
+ * Return: 0, -EINVAL if a unit does not fit in its segment (corruption
+ * that a checksum did not catch), or -ENOMEM if a page of the map could
+ * not be allocated (dmr_unit_apply()).
  */
 int dmr_replay_heads(struct dmr_replay *r, struct dmr_map *m,
 		     struct dmr_log_pos *pos, unsigned int nr, u64 *seq)
@@ -811,6 +833,7 @@ int dmr_replay_heads(struct dmr_replay *r, struct dmr_map *m,
 	const struct dmr_geometry *geo = r->geo;
 	bool have[DMR_NR_HEADS] = {}, done[DMR_NR_HEADS] = {};
 	unsigned int h;
+	int rc;
 
 	r->units = 0;
 	for (h = 0; h < DMR_NR_HEADS; h++)
@@ -852,7 +875,9 @@ int dmr_replay_heads(struct dmr_replay *r, struct dmr_map *m,
 			done[h] = true;
 			break;
 		}
-		dmr_unit_apply(m, u, pos[h].segment, pos[h].offset);
+		rc = dmr_unit_apply(m, u, pos[h].segment, pos[h].offset);
+		if (rc)
+			return rc;
 		r->units++;
 		*seq = u->seq;
 		if (u->next_segment != DMR_NO_SEGMENT)
@@ -906,13 +931,12 @@ bool dmr_unit_data_ok(const struct dmr_unit *u, const void *data)
  * @buf: the segment as read, @seg_blocks blocks
  * @block0: device block number of the segment's first block
  * @data0: the map's value for the segment's first block, minus one: a
- *	block at offset o is live when l2p[lba] == @data0 + o + 1
+ *	block at offset o is live when its map entry is @data0 + o + 1
  * @seg_blocks: blocks per segment
  * @first_seq: the segment's first unit's sequence number (a unit below
  *	it is of an earlier use of the segment and ends the walk)
  * @uuid: the device's
- * @nr_logical: logical blocks (decoding checks the LBAs against it)
- * @l2p: the map, read without its lock: a hint only (see below)
+ * @m: the map, read without its lock: a hint only (see below)
  * @u: scratch for the decoded summaries
  * @ok: @seg_blocks flags, set here: @ok[o] is 1 iff a unit's summary is
  *	at offset o, some block of it was live when looked at, and its data
@@ -922,7 +946,7 @@ bool dmr_unit_data_ok(const struct dmr_unit *u, const void *data)
  * where @ok says so: it runs on an unbound workqueue when the victim's
  * read ends, so the data checksums (most of GC's CPU time) are computed
  * beside the worker rather than in it.  Units with no live block are not
- * checked, and that is safe with @l2p read unlocked: a block of a sealed
+ * checked, and that is safe with @m read unlocked: a block of a sealed
  * segment that is not live never becomes live again (the map points only
  * to the log's open segments when it changes), so a unit skipped here is
  * also dead when GC collects; a unit seen live that died meanwhile was
@@ -932,7 +956,7 @@ bool dmr_unit_data_ok(const struct dmr_unit *u, const void *data)
  * Return: the number of units checked.
  */
 u32 dmr_seg_verify(const u8 *buf, u64 block0, u32 data0, u32 seg_blocks,
-		   u64 first_seq, const u8 *uuid, u64 nr_logical, const u32 *l2p,
+		   u64 first_seq, const u8 *uuid, const struct dmr_map *m,
 		   struct dmr_unit *u, u8 *ok)
 {
 	u32 off = 0, i, live, n = 0;
@@ -942,11 +966,11 @@ u32 dmr_seg_verify(const u8 *buf, u64 block0, u32 data0, u32 seg_blocks,
 		const u8 *data = buf + (size_t)(off + 1) * DMR_BLOCK_SIZE;
 
 		if (dmr_unit_decode(buf + (size_t)off * DMR_BLOCK_SIZE, block0 + off,
-				    uuid, nr_logical, u) != DMR_LOG_OK ||
+				    uuid, m->nr_logical, u) != DMR_LOG_OK ||
 		    u->seq < first_seq || off + 1 + u->nr_blocks > seg_blocks)
 			break;
 		for (i = 0, live = 0; i < u->nr_blocks && !live; i++)
-			live = READ_ONCE(l2p[u->lba[i]]) == data0 + off + 1 + i + 1;
+			live = dmr_map_get(m, u->lba[i]) == data0 + off + 1 + i + 1;
 		if (live) {
 			ok[off] = dmr_unit_data_ok(u, data);
 			n++;

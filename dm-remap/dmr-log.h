@@ -70,7 +70,7 @@ u32 dmr_unit_finish(void *block, const void *data);
 void dmr_unit_finish_csum(void *block, u32 data_csum);
 bool dmr_unit_data_ok(const struct dmr_unit *u, const void *data);
 u32 dmr_seg_verify(const u8 *buf, u64 block0, u32 data0, u32 seg_blocks,
-		   u64 first_seq, const u8 *uuid, u64 nr_logical, const u32 *l2p,
+		   u64 first_seq, const u8 *uuid, const struct dmr_map *m,
 		   struct dmr_unit *u, u8 *ok);
 bool __must_check dmr_units_finish(void *seg, u32 from, u32 to);
 enum dmr_log_status __must_check
@@ -220,8 +220,8 @@ struct dmr_replay {
 
 bool dmr_log_stop_benign(enum dmr_log_status st);
 
-void dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u, u32 segment,
-		    u32 offset);
+int __must_check dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u, u32 segment,
+				u32 offset);
 int __must_check dmr_replay_heads(struct dmr_replay *r, struct dmr_map *m,
 				  struct dmr_log_pos *pos, unsigned int nr,
 				  u64 *seq);

@@ -126,7 +126,12 @@ static void dmr_seg_list(struct dmr_map *m, u32 seg)
 /**
  * dmr_map_init() - set up an empty map over caller-allocated arrays
  * @m: the map
- * @l2p: @nr_logical entries
+ * @pages: DIV_ROUND_UP(@nr_logical, DMR_MAP_ENTRIES_PER_BLOCK) page
+ *	pointers
+ * @flat: @nr_logical entries that back every page (the tools: all the map
+ *	at once, as one array), or NULL: pages present in @pages are
+ *	cleared and kept, the others stay NULL until dmr_map_reserve()
+ *	allocates them with @m->page_alloc, which the caller sets after this
  * @nr_logical: logical blocks
  * @segs: @nr_segs entries
  * @nr_segs: segments
@@ -138,11 +143,16 @@ static void dmr_seg_list(struct dmr_map *m, u32 seg)
  * free (on the free list, in segment order), and segment states are
  * tracked.
  */
-void dmr_map_init(struct dmr_map *m, u32 *l2p, u64 nr_logical,
+void dmr_map_init(struct dmr_map *m, u32 **pages, u32 *flat, u64 nr_logical,
 		  struct dmr_seg *segs, u32 nr_segs, u32 seg_blocks, u8 *dirty,
 		  u32 *lists)
 {
-	m->l2p = l2p;
+	u64 p;
+
+	m->pages = pages;
+	m->page_alloc = NULL;
+	m->page_ctx = NULL;
+	m->nr_pages = 0;
 	m->nr_logical = nr_logical;
 	m->segs = segs;
 	m->nr_segs = nr_segs;
@@ -157,22 +167,68 @@ void dmr_map_init(struct dmr_map *m, u32 *l2p, u64 nr_logical,
 	m->nr_prefree = 0;
 	m->track = true;
 	memset(&m->age, 0, sizeof(m->age));
-	memset(l2p, 0, nr_logical * sizeof(*l2p));
+	if (flat)
+		memset(flat, 0, nr_logical * sizeof(*flat));
+	for (p = 0; p < m->nr_map_blocks; p++) {
+		u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
+
+		if (flat)
+			pages[p] = flat + first;
+		else if (pages[p])	/* (a flat array's last page is short) */
+			memset(pages[p], 0, min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK,
+						  nr_logical - first) * sizeof(u32));
+		m->nr_pages += !!pages[p];
+	}
 	memset(segs, 0, (size_t)nr_segs * sizeof(*segs));
 	memset(dirty, DMR_DIRTY_ALL, m->nr_map_blocks);
 	m->lists = lists;
 	dmr_map_lists_rebuild(m);
 }
 
+/**
+ * dmr_map_reserve() - allocate the pages blocks [@lba, @lba + @n) are in
+ * @m: the map
+ * @lba: first logical block
+ * @n: blocks (@lba + @n <= @m->nr_logical)
+ *
+ * Called before dmr_map_set() of any of them, outside the map's lock (the
+ * allocation may sleep): by the one thread that maps new blocks (the
+ * worker; replay at load).  A page is zeroed before it is published, so
+ * a lockless reader sees either no page (unmapped) or zeroes.
+ *
+ * Return: 0, or -ENOMEM (the pages allocated so far stay).
+ */
+int dmr_map_reserve(struct dmr_map *m, u64 lba, u64 n)
+{
+	u64 p, last;
+
+	if (!n)
+		return 0;
+	last = (lba + n - 1) >> DMR_MAP_PAGE_SHIFT;
+	for (p = lba >> DMR_MAP_PAGE_SHIFT; p <= last; p++) {
+		u32 *page;
+
+		if (m->pages[p])
+			continue;
+		page = m->page_alloc ? m->page_alloc(m->page_ctx) : NULL;
+		if (!page)
+			return -ENOMEM;
+		/* the zeroes before the pointer: pairs with dmr_map_get() */
+		smp_store_release(&m->pages[p], page);
+		WRITE_ONCE(m->nr_pages, m->nr_pages + 1);	/* status reads it */
+	}
+	return 0;
+}
+
+/* The entry of @lba, for changing it; its page must be there. */
+static u32 *dmr_map_slot(struct dmr_map *m, u64 lba)
+{
+	return &m->pages[lba >> DMR_MAP_PAGE_SHIFT][lba & (DMR_MAP_ENTRIES_PER_BLOCK - 1)];
+}
+
 static void dmr_map_dirty(struct dmr_map *m, u64 lba)
 {
 	m->dirty[div64_u64(lba, DMR_MAP_ENTRIES_PER_BLOCK)] = DMR_DIRTY_ALL;
-}
-
-/* Return: the map entry of @lba: DMR_UNMAPPED or pba + 1. */
-u32 dmr_map_get(const struct dmr_map *m, u64 lba)
-{
-	return m->l2p[lba];
 }
 
 /*
@@ -226,15 +282,16 @@ static void dmr_map_drop(struct dmr_map *m, u32 entry)
  * @lba: logical block, below @m->nr_logical
  * @pba: physical block in the data area
  *
- * The block's previous location, if any, stops being valid.
+ * The block's previous location, if any, stops being valid.  Its page
+ * must be there: dmr_map_reserve() first.
  */
 void dmr_map_set(struct dmr_map *m, u64 lba, u32 pba)
 {
-	u32 old = m->l2p[lba], seg = dmr_pba_segment(m, pba);
+	u32 *e = dmr_map_slot(m, lba), old = *e, seg = dmr_pba_segment(m, pba);
 
 	if (old != DMR_UNMAPPED)
 		dmr_map_drop(m, old);
-	WRITE_ONCE(m->l2p[lba], pba + 1);	/* read locklessly: dmr-read.c */
+	WRITE_ONCE(*e, pba + 1);	/* read locklessly: dmr-read.c */
 	dmr_seg_unlist(m, seg);		/* a head's segment: on no list */
 	m->segs[seg].valid++;
 	dmr_seg_list(m, seg);
@@ -245,12 +302,12 @@ void dmr_map_set(struct dmr_map *m, u64 lba, u32 pba)
 /* Unmap a logical block (discard); a no-op if it is not mapped. */
 void dmr_map_unmap(struct dmr_map *m, u64 lba)
 {
-	u32 old = m->l2p[lba];
+	u32 old = dmr_map_get(m, lba);
 
 	if (old == DMR_UNMAPPED)
 		return;
 	dmr_map_drop(m, old);
-	WRITE_ONCE(m->l2p[lba], DMR_UNMAPPED);
+	WRITE_ONCE(*dmr_map_slot(m, lba), DMR_UNMAPPED);
 	dmr_map_dirty(m, lba);
 }
 
@@ -273,7 +330,7 @@ bool dmr_move_commit(struct dmr_map *m, u64 lba, u32 src, u32 dst)
 {
 	struct dmr_seg *d = &m->segs[dmr_pba_segment(m, dst)];
 
-	if (m->l2p[lba] != src + 1)
+	if (dmr_map_get(m, lba) != src + 1)
 		return false;
 	dmr_seg_birth_mix(d, m->segs[dmr_pba_segment(m, src)].birth);
 	dmr_map_set(m, lba, dst);
@@ -315,11 +372,11 @@ void dmr_seg_birth_mix(struct dmr_seg *d, u64 birth)
  */
 u32 dmr_map_run(const struct dmr_map *m, u64 lba, u32 max, u32 *first)
 {
-	u32 e = READ_ONCE(m->l2p[lba]), n;
+	u32 e = dmr_map_get(m, lba), n;
 
 	*first = e;
 	for (n = 1; n < max; n++) {
-		u32 next = READ_ONCE(m->l2p[lba + n]);
+		u32 next = dmr_map_get(m, lba + n);
 
 		if (e == DMR_UNMAPPED ? next != DMR_UNMAPPED : next != e + n)
 			break;
@@ -345,8 +402,13 @@ int dmr_map_recount(struct dmr_map *m)
 		m->segs[s].valid = 0;
 	m->mapped = 0;
 	for (lba = 0; lba < m->nr_logical; lba++) {
-		u32 e = m->l2p[lba];
+		u32 e;
 
+		if (!m->pages[lba >> DMR_MAP_PAGE_SHIFT]) {	/* all unmapped */
+			lba |= DMR_MAP_ENTRIES_PER_BLOCK - 1;
+			continue;
+		}
+		e = dmr_map_get(m, lba);
 		if (e == DMR_UNMAPPED)
 			continue;
 		if (e - 1 >= limit)
@@ -520,7 +582,7 @@ bool dmr_map_consistent(const struct dmr_map *m)
 			return false;
 	}
 	for (lba = 0; lba < m->nr_logical; lba++)
-		nonzero += m->l2p[lba] != DMR_UNMAPPED;
+		nonzero += dmr_map_get(m, lba) != DMR_UNMAPPED;
 	return sum == m->mapped && nonzero == m->mapped &&
 	       prefree == m->nr_prefree && dmr_seg_free_count(m) == m->nr_free &&
 	       (!m->track || dmr_map_lists_consistent(m));

@@ -161,7 +161,17 @@ bool dmr_age_clock_valid(const struct dmr_age_clock *c);
 
 /**
  * struct dmr_map - the map and the segment table
- * @l2p: one entry per logical block
+ * @pages: per map block (DMR_MAP_ENTRIES_PER_BLOCK logical blocks, the
+ *	unit a checkpoint writes), its entries, or NULL while all are
+ *	unmapped: a page is only allocated when a block of it is first
+ *	mapped (dmr_map_reserve()), so a device's map memory follows what
+ *	was written, not its size.  Pages go from NULL to allocated, never
+ *	back, while the map is in use; the read path looks entries up
+ *	without the lock (dmr_map_get()).
+ * @page_alloc: gives a zeroed page for dmr_map_reserve(), or NULL on
+ *	failure; NULL if every page was given at dmr_map_init()
+ * @page_ctx: @page_alloc's argument
+ * @nr_pages: pages allocated (or given)
  * @nr_logical: logical blocks
  * @segs: one entry per segment
  * @nr_segs: segments
@@ -211,7 +221,10 @@ bool dmr_age_clock_valid(const struct dmr_age_clock *c);
  * while @track is on (they are rebuilt by dmr_map_load_states()).
  */
 struct dmr_map {
-	u32 *l2p;
+	u32 **pages;
+	void *(*page_alloc)(void *ctx);
+	void *page_ctx;
+	u64 nr_pages;
 	u64 nr_logical;
 	struct dmr_seg *segs;
 	u32 nr_segs;
@@ -231,10 +244,29 @@ struct dmr_map {
 	struct dmr_age_clock age;
 };
 
-void dmr_map_init(struct dmr_map *m, u32 *l2p, u64 nr_logical,
+void dmr_map_init(struct dmr_map *m, u32 **pages, u32 *flat, u64 nr_logical,
 		  struct dmr_seg *segs, u32 nr_segs, u32 seg_blocks, u8 *dirty,
 		  u32 *lists);
-u32 dmr_map_get(const struct dmr_map *m, u64 lba);
+int __must_check dmr_map_reserve(struct dmr_map *m, u64 lba, u64 n);
+
+/* log2 of DMR_MAP_ENTRIES_PER_BLOCK: a logical block's page and index */
+#define DMR_MAP_PAGE_SHIFT	10
+static_assert(DMR_MAP_ENTRIES_PER_BLOCK == 1U << DMR_MAP_PAGE_SHIFT,
+	      "a map page is one checkpoint map block");
+
+/*
+ * The map entry of @lba: DMR_UNMAPPED or pba + 1.  Safe without the map's
+ * lock: a page is published with smp_store_release() after it was zeroed
+ * (dmr_map_reserve()), and the entry is read through the pointer read
+ * here (an address dependency orders the two reads).
+ */
+static inline u32 dmr_map_get(const struct dmr_map *m, u64 lba)
+{
+	const u32 *p = READ_ONCE(m->pages[lba >> DMR_MAP_PAGE_SHIFT]);
+
+	return p ? READ_ONCE(p[lba & (DMR_MAP_ENTRIES_PER_BLOCK - 1)]) : DMR_UNMAPPED;
+}
+
 void dmr_map_set(struct dmr_map *m, u64 lba, u32 pba);
 void dmr_map_unmap(struct dmr_map *m, u64 lba);
 void dmr_seg_birth_mix(struct dmr_seg *d, u64 birth);

@@ -197,7 +197,7 @@ int dmr_map_read(struct dmr_target *rc, struct bio *bio)
 	unsigned int tries;
 
 	for (tries = 0; tries < DMR_READ_RETRIES; tries++) {
-		e = READ_ONCE(rc->map.l2p[lba]);
+		e = dmr_map_get(&rc->map, lba);
 		if (e == DMR_UNMAPPED)
 			break;
 		seg = (e - 1) / seg_blocks;

@@ -388,11 +388,13 @@ static void dmr_test_default_segment(struct kunit *test)
  * @nr_segments: expected segments
  * @logical_blocks: expected logical blocks
  * @bytes: expected dmr_map_memory_bytes(), worked out by hand below as
- *	map (4 * logical, logical = (segments - 10) * segment_blocks *
- *	(100 - overprovision) / 100) + segment table, with its list links,
- *	and reader counts ((48 + 4) * segments) + the segment lists' heads
+ *	map (4096 per page of 1024 entries and the page's pointer, 8, with
+ *	logical = (segments - 10) * segment_blocks * (100 - overprovision)
+ *	/ 100) + segment table, with its list links, and reader counts
+ *	((48 + 4) * segments) + the segment lists' heads
  *	(4 * (segment_blocks + 5)) + map block bookkeeping
- *	(5 * ceil(logical / 1024)) + eight segment buffers (four heads,
+ *	(5 * ceil(logical / 1024)): 4109 * ceil(logical / 1024) for the
+ *	map's part + eight segment buffers (four heads,
  *	three in flight, GC's: 8 * 4096 * segment_blocks) + bounce buffer
  *	(64 * 4096)
  * @over_int_max: the map alone is above INT_MAX bytes
@@ -406,20 +408,20 @@ struct dmr_mem_case {
 };
 
 static const struct dmr_mem_case dmr_mem_cases[] = {
-	/* 48844 + 3276 + 1044 + 5 * 12 + 8388608 + 262144 */
-	{ "64 MiB", 16384, 256, 10, 63, 12211, 8703976ULL, false },
-	/* 2182857952 + 114277072 + 1044 + 5 * 532925 + 8388608 + 262144 */
+	/* 4109 * 12 + 3276 + 1044 + 8388608 + 262144 */
+	{ "64 MiB", 16384, 256, 10, 63, 12211, 8704380ULL, false },
+	/* 4109 * 532925 + 114277072 + 1044 + 8388608 + 262144 */
 	{ "2.1 TiB, 3% overprovision", 563714457ULL, 256, 3,
-	  2197636, 545714488ULL, 2308451445ULL, true },
-	/* 2170000280 + 122439772 + 1044 + 5 * 529786 + 8388608 + 262144 */
+	  2197636, 545714488ULL, 2312717693ULL, true },
+	/* 4109 * 529786 + 122439772 + 1044 + 8388608 + 262144 */
 	{ "2.25 TiB", 603979776ULL, 256, 10,
-	  2354611, 542500070ULL, 2303740778ULL, true },
-	/* 7715716300 + 54419092 + 8212 + 5 * 1883720 + 67108864 + 262144 */
+	  2354611, 542500070ULL, 2307982242ULL, true },
+	/* 4109 * 1883720 + 54419092 + 8212 + 67108864 + 262144 */
 	{ "8 TiB, 8 MiB segments", 1ULL << 31, 2048, 10,
-	  1046521, 1928929075ULL, 7846933212ULL, true },
-	/* 15461872128 + 872415180 + 1044 + 5 * 3774872 + 8388608 + 262144 */
+	  1046521, 1928929075ULL, 7862003792ULL, true },
+	/* 4109 * 3774872 + 872415180 + 1044 + 8388608 + 262144 */
 	{ "largest, ~16 TiB", 4303512319ULL, 256, 10,
-	  16777215, 3865468032ULL, 16361813464ULL, true },
+	  16777215, 3865468032ULL, 16392016024ULL, true },
 };
 
 static void dmr_mem_desc(const struct dmr_mem_case *c, char *desc)

@@ -589,7 +589,7 @@ static int dmr_order_before(struct dmr_target *rc, unsigned int hid, u64 lba, u3
 	int r;
 
 	for (i = 0; i < n; i++) {
-		u32 e = rc->map.l2p[lba + i];
+		u32 e = dmr_map_get(&rc->map, lba + i);
 
 		if (e == DMR_UNMAPPED)
 			continue;
@@ -633,7 +633,7 @@ void dmr_do_write(struct dmr_target *rc, struct bio *bio)
 	if (!bio->bi_iter.bi_size)
 		goto done;
 	/* the whole request goes to one head, chosen by its first block */
-	hid = dmr_temp_classify(&rc->temp, rc->map.l2p[lba], &rc->map, rc->seq);
+	hid = dmr_temp_classify(&rc->temp, dmr_map_get(&rc->map, lba), &rc->map, rc->seq);
 	h = &rc->heads[hid];
 	while (bio->bi_iter.bi_size) {
 		u32 n, i, pba, want = bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT;
@@ -642,6 +642,10 @@ void dmr_do_write(struct dmr_target *rc, struct bio *bio)
 		if (r)
 			goto out;
 		r = dmr_order_before(rc, hid, lba, n);
+		if (r)
+			goto out;
+		/* the map's pages for them, before the lock (may sleep) */
+		r = dmr_map_reserve(&rc->map, lba, n);
 		if (r)
 			goto out;
 		dmr_copy_from_bio(bio, (u8 *)h->buf + (size_t)h->wp * DMR_BLOCK_SIZE,

@@ -349,6 +349,8 @@ struct sim_head_stats {
 
 struct sim {
 	struct dmr_map m;
+	u32 *l2p;	/* the map's pages, one array (dmr_map_init()) */
+	u32 **pages;
 	u32 *rev;		/* per data-area block: lba written there */
 	u64 *blk_birth;		/* --block-birth: per data-area block, its user write */
 	u8 *owner;		/* per segment: the head that last filled it */
@@ -624,14 +626,14 @@ static void gc_collect(struct sim *s, u32 seg)
 		u32 lba = s->rev[base + i];
 
 		if (lba != SIM_NO_LBA) {
-			__builtin_prefetch(&s->m.l2p[lba], 1);
+			__builtin_prefetch(&s->l2p[lba], 1);
 			__builtin_prefetch(&s->m.dirty[lba / DMR_MAP_ENTRIES_PER_BLOCK], 1);
 		}
 	}
 	for (i = 0; i < s->m.seg_blocks; i++) {
 		u32 lba = s->rev[base + i];
 
-		if (lba != SIM_NO_LBA && s->m.l2p[lba] == base + i + 1)
+		if (lba != SIM_NO_LBA && s->l2p[lba] == base + i + 1)
 			gc_move(s, block_head(s, hid, base + i), lba, base + i);
 	}
 	s->c.gc_runs++;
@@ -778,7 +780,7 @@ static void user_write(struct sim *s, u64 lba, u32 nr)
 	struct sim_head *h;
 
 	hid = s->single ? DMR_HEAD_HOT :
-	      dmr_temp_classify(&s->temp, s->m.l2p[lba], &s->m, s->seq);
+	      dmr_temp_classify(&s->temp, s->l2p[lba], &s->m, s->seq);
 	h = &s->heads[hid];
 	s->c.hot += hid == DMR_HEAD_HOT;
 	while (nr) {
@@ -817,7 +819,7 @@ static void sim_check(struct sim *s)
 	if (!dmr_map_consistent(&s->m))
 		sim_fail(s, "map inconsistent (dmr_map_consistent)");
 	for (lba = 0; lba < s->m.nr_logical; lba++) {
-		u32 e = s->m.l2p[lba];
+		u32 e = s->l2p[lba];
 
 		if (e != DMR_UNMAPPED && s->rev[e - 1] != lba)
 			sim_fail(s, "map entry points at a block holding another lba");
@@ -998,8 +1000,8 @@ static void write_until(const struct config *cfg, struct sim *s, struct workload
 		u32 e;
 
 		*after = wl_next(w, s->m.nr_logical);
-		__builtin_prefetch(&s->m.l2p[after->lba]);
-		e = s->m.l2p[next->lba];
+		__builtin_prefetch(&s->l2p[after->lba]);
+		e = s->l2p[next->lba];
 		if (e != DMR_UNMAPPED)
 			__builtin_prefetch(&s->m.segs[dmr_pba_segment(&s->m, e - 1)]);
 		user_write(s, r[i % 3].lba, r[i % 3].nr);
@@ -1143,6 +1145,8 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	if (!s)
 		die("out of memory");
 	l2p = big_alloc(l2p_bytes);
+	s->l2p = l2p;
+	s->pages = big_alloc(dirty_bytes * sizeof(*s->pages));
 	s->rev = big_alloc(rev_bytes);
 	if (cfg->block_birth)
 		s->blk_birth = big_alloc(rev_bytes / sizeof(*s->rev) * sizeof(u64));
@@ -1153,8 +1157,8 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	if (!lists)
 		die("out of memory");
 	memset(s->rev, 0xff, geo.nr_segments * geo.segment_blocks * sizeof(*s->rev));
-	dmr_map_init(&s->m, l2p, geo.logical_blocks, s->m.segs, geo.nr_segments,
-		     geo.segment_blocks, dirty, lists);
+	dmr_map_init(&s->m, s->pages, l2p, geo.logical_blocks, s->m.segs,
+		     geo.nr_segments, geo.segment_blocks, dirty, lists);
 	/* dmr_gc_setup(): the defaults, or the table's gc_low / gc_high */
 	dmr_gc_params_default(geo.nr_segments, &s->p);
 	if (cfg->gc.batch)
@@ -1353,6 +1357,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	if (s->blk_birth)
 		big_free(s->blk_birth, rev_bytes / sizeof(*s->rev) * sizeof(u64));
 	big_free(l2p, l2p_bytes);
+	big_free(s->pages, dirty_bytes * sizeof(*s->pages));
 	big_free(dirty, dirty_bytes);
 	free(lists);
 	free(s);

@@ -53,7 +53,7 @@ static void fuzz_fix_units(void)
 }
 
 /* Replay from an empty map as the loader does; false if it refuses. */
-static bool fuzz_replay(struct dmr_map *m, u32 *l2p, struct dmr_seg *segs,
+static bool fuzz_replay(struct dmr_map *m, u32 *l2p, u32 **pages, struct dmr_seg *segs,
 			u8 *dirty, u32 *lists, const struct dmr_log_pos *start, u64 seq0)
 {
 	static u8 buf[FUZZ_SEG_BLOCKS * DMR_BLOCK_SIZE];
@@ -68,7 +68,7 @@ static bool fuzz_replay(struct dmr_map *m, u32 *l2p, struct dmr_seg *segs,
 
 	memset(l2p, 0, geo.logical_blocks * sizeof(*l2p));
 	memset(segs, 0, geo.nr_segments * sizeof(*segs));
-	dmr_map_init(m, l2p, geo.logical_blocks, segs, geo.nr_segments,
+	dmr_map_init(m, pages, l2p, geo.logical_blocks, segs, geo.nr_segments,
 		     geo.segment_blocks, dirty, lists);
 	m->track = false;
 	FUZZ_ASSERT(dmr_map_recount(m) == 0);
@@ -91,7 +91,7 @@ static bool fuzz_replay(struct dmr_map *m, u32 *l2p, struct dmr_seg *segs,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static u32 *l2p, *l2p2;
+	static u32 *l2p, *l2p2, **pages, **pages2;
 	static struct dmr_seg *segs, *segs2;
 	static u8 *dirty;
 	static u32 *lists, *lists2;
@@ -106,12 +106,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						 &geo) == DMR_GEO_OK);
 		l2p = calloc(geo.logical_blocks, sizeof(*l2p));
 		l2p2 = calloc(geo.logical_blocks, sizeof(*l2p2));
+		pages = calloc(geo.logical_blocks / DMR_MAP_ENTRIES_PER_BLOCK + 1, sizeof(*pages));
+		pages2 = calloc(geo.logical_blocks / DMR_MAP_ENTRIES_PER_BLOCK + 1, sizeof(*pages2));
 		segs = calloc(geo.nr_segments, sizeof(*segs));
 		segs2 = calloc(geo.nr_segments, sizeof(*segs2));
 		dirty = calloc(geo.logical_blocks / DMR_MAP_ENTRIES_PER_BLOCK + 1, 1);
 		lists = calloc(DMR_MAP_LISTS(geo.segment_blocks), sizeof(*lists));
 		lists2 = calloc(DMR_MAP_LISTS(geo.segment_blocks), sizeof(*lists2));
-		FUZZ_ASSERT(l2p && l2p2 && segs && segs2 && dirty && lists && lists2);
+		FUZZ_ASSERT(l2p && l2p2 && pages && pages2 && segs && segs2 && dirty && lists && lists2);
 	}
 	if (size < FUZZ_HDR)
 		return 0;
@@ -144,7 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (flags & FUZZ_FIX_CSUM)
 		fuzz_fix_units();
 
-	if (!fuzz_replay(&m, l2p, segs, dirty, lists, start, seq0))
+	if (!fuzz_replay(&m, l2p, pages, segs, dirty, lists, start, seq0))
 		return 0;
 	FUZZ_ASSERT(dmr_map_consistent(&m));
 	for (lba = 0; lba < geo.logical_blocks; lba++) {
@@ -156,7 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(segs[(e - 1) / geo.segment_blocks].flags & DMR_SEG_USED);
 	}
 	/* replay is a function of the device: the same log, the same map */
-	FUZZ_ASSERT(fuzz_replay(&m2, l2p2, segs2, dirty, lists2, start, seq0));
+	FUZZ_ASSERT(fuzz_replay(&m2, l2p2, pages2, segs2, dirty, lists2, start, seq0));
 	FUZZ_ASSERT(!memcmp(l2p, l2p2, geo.logical_blocks * sizeof(*l2p)));
 	return 0;
 }

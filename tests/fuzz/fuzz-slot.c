@@ -50,7 +50,8 @@ static void fuzz_fix_slot(u64 nr_map_blocks)
 }
 
 static int fuzz_load(struct fuzz_dev *from, const struct dmr_ckpt *c, struct dmr_map *m,
-		     u32 *l2p, struct dmr_seg *segs, u8 *dirty, u32 *lists, u32 *map_crc)
+		     u32 *l2p, u32 **pages, struct dmr_seg *segs, u8 *dirty, u32 *lists,
+		     u32 *map_crc)
 {
 	static u8 bounce[2 * DMR_BLOCK_SIZE];
 	const struct dmr_slot_io io = { .read = fuzz_dev_read, .ctx = from,
@@ -60,7 +61,7 @@ static int fuzz_load(struct fuzz_dev *from, const struct dmr_ckpt *c, struct dmr
 
 	memset(l2p, 0xa5, geo.logical_blocks * sizeof(*l2p));
 	memset(segs, 0, geo.nr_segments * sizeof(*segs));
-	dmr_map_init(m, l2p, geo.logical_blocks, segs, geo.nr_segments,
+	dmr_map_init(m, pages, l2p, geo.logical_blocks, segs, geo.nr_segments,
 		     geo.segment_blocks, dirty, lists);
 	m->track = false;
 	r = dmr_slot_load(&io, &geo, FUZZ_SLOT, c, m, map_crc, &err);
@@ -73,7 +74,7 @@ static int fuzz_load(struct fuzz_dev *from, const struct dmr_ckpt *c, struct dmr
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static u32 *l2p, *l2p2, *map_crc;
+	static u32 *l2p, *l2p2, *map_crc, **pages, **pages2;
 	static struct dmr_seg *segs, *segs2;
 	static u8 *dirty;
 	static u32 *lists, *lists2;
@@ -94,13 +95,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		out.blocks = out_img;
 		l2p = calloc(geo.logical_blocks, sizeof(*l2p));
 		l2p2 = calloc(geo.logical_blocks, sizeof(*l2p2));
+		pages = calloc(lay.map_blocks, sizeof(*pages));
+		pages2 = calloc(lay.map_blocks, sizeof(*pages2));
 		map_crc = calloc(lay.map_blocks, sizeof(*map_crc));
 		segs = calloc(geo.nr_segments, sizeof(*segs));
 		segs2 = calloc(geo.nr_segments, sizeof(*segs2));
 		dirty = calloc(lay.map_blocks, 1);
 		lists = calloc(DMR_MAP_LISTS(geo.segment_blocks), sizeof(*lists));
 		lists2 = calloc(DMR_MAP_LISTS(geo.segment_blocks), sizeof(*lists2));
-		FUZZ_ASSERT(l2p && l2p2 && map_crc && segs && segs2 && dirty && lists &&
+		FUZZ_ASSERT(l2p && l2p2 && pages && pages2 && map_crc && segs && segs2 && dirty && lists &&
 			    lists2);
 	}
 	if (!size)
@@ -119,10 +122,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (dmr_ckpt_decode(slot_img[0], slot_base, fuzz_uuid, &c) != DMR_LOG_OK)
 		return 0;
 
-	if (fuzz_load(&dev, &c, &m, l2p, segs, dirty, lists, map_crc))
+	if (fuzz_load(&dev, &c, &m, l2p, pages, segs, dirty, lists, map_crc))
 		return 0;
 	/* a loaded slot loads the same way again */
-	FUZZ_ASSERT(fuzz_load(&dev, &c, &m2, l2p2, segs2, dirty, lists2, map_crc) == 0);
+	FUZZ_ASSERT(fuzz_load(&dev, &c, &m2, l2p2, pages2, segs2, dirty, lists2, map_crc) == 0);
 	FUZZ_ASSERT(!memcmp(l2p, l2p2, geo.logical_blocks * sizeof(*l2p)));
 	FUZZ_ASSERT(!memcmp(segs, segs2, geo.nr_segments * sizeof(*segs)));
 	/* and what dmr_slot_write() makes of it loads as the same state */
@@ -134,7 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		memset(out_img, 0x5a, sizeof(out_img));
 		FUZZ_ASSERT(dmr_slot_write(&io, &geo, FUZZ_SLOT, &m, map_crc, &w) == 0);
-		FUZZ_ASSERT(fuzz_load(&out, &w, &m2, l2p2, segs2, dirty, lists2, map_crc) == 0);
+		FUZZ_ASSERT(fuzz_load(&out, &w, &m2, l2p2, pages2, segs2, dirty, lists2, map_crc) == 0);
 		FUZZ_ASSERT(!memcmp(l2p, l2p2, geo.logical_blocks * sizeof(*l2p)));
 		FUZZ_ASSERT(!memcmp(segs, segs2, geo.nr_segments * sizeof(*segs)));
 	}

@@ -101,13 +101,16 @@ def layout(d):
 def memory_bytes(d):
     """dmr_map_memory_bytes(), from dump's geometry."""
     logical, segs = int(d["logical_blocks"]), int(d["nr_segments"])
-    # map, segment table (48-byte struct dmr_seg, with its birth and list links) and
+    # the map's pages (4 KiB per 1024 logical blocks, all of them: the
+    # most the target holds) and their pointers (8), segment table
+    # (48-byte struct dmr_seg, with its birth and list links) and
     # reader counts (4), the segment lists' heads (4 per valid count, 3
     # prefree lists, the free list), map block bookkeeping, eight segment
     # buffers (four log heads, three in flight, GC's), the bounce buffer
     sb = int(d["segment_blocks"])
-    return (logical * 4 + segs * (48 + 4) + (sb + 5) * 4 +
-            math.ceil(logical / 1024) * 5 + 8 * sb * BLOCK + 64 * BLOCK)
+    pages = math.ceil(logical / 1024)
+    return (pages * (BLOCK + 8) + segs * (48 + 4) + (sb + 5) * 4 +
+            pages * 5 + 8 * sb * BLOCK + 64 * BLOCK)
 
 
 def fmt_bytes(b):

@@ -87,21 +87,25 @@ def test_status_fields_and_messages(ram):
     assert f["gc_reserve"] <= f["gc_low"] <= f["gc_high"] <= f["segments"] // 2
     assert (f["waf_load"], f["waf_format"]) == ("-", "-")
     assert f["checkpoint_seq"] == 1 and f["replayed_units"] == 0
-    # the map (4 bytes per logical block), 52 bytes per segment (its entry
-    # with its birth and the two list links, and its readers), a list head per valid
-    # count and per prefree and free list (4 bytes each), 5 per map
-    # block, eight segment buffers and the 256 KiB checkpoint buffer
+    # the map (a page of 4 KiB per 1024 logical blocks once one of them
+    # is written: none yet; 8 bytes of pointer per page), 52 bytes per
+    # segment (its entry with its birth and the two list links, and its
+    # readers), a list head per valid count and per prefree and free list
+    # (4 bytes each), 5 per map block, eight segment buffers and the 256 KiB
+    # checkpoint buffer
     lg, segs = f["logical_blocks"], f["segments"]
     seg_blocks = f["segment_sectors"] // 8
-    assert f["map_memory"] == (4 * lg + 52 * segs + 4 * (seg_blocks + 1 + 3 + 1)
-                               + 5 * -(-lg // 1024)
-                               + 8 * f["segment_sectors"] * 512 + 64 * BLOCK)
+    fresh = (8 * -(-lg // 1024) + 52 * segs + 4 * (seg_blocks + 1 + 3 + 1)
+             + 5 * -(-lg // 1024)
+             + 8 * f["segment_sectors"] * 512 + 64 * BLOCK)
+    assert f["map_memory"] == fresh
     assert f["sb_copies_ok"] == 2 and f["first_error"] == 0
     run(["dd", "if=/dev/urandom", f"of={dm_path('st')}", "bs=64k", "count=4",
          "oflag=direct,sync", "status=none"])
     run(["blkdiscard", "-o", "0", "-l", "1048576", dm_path("st")])
     f = status_fields("st")
     assert f["user_blocks"] == 64 and f["flushes"] >= 4 and f["discards"] >= 1
+    assert f["map_memory"] == fresh + BLOCK     # blocks 0-63: one page
     assert f["device_blocks"] >= 64
     # each synchronous write waited for its own flush: nothing to share
     assert f["device_flushes"] >= 4, f

@@ -56,6 +56,7 @@ typedef int64_t s64;
 /* single-copy-atomic accesses, as the kernel's (map entries, dmr-map.c) */
 #define READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
 #define WRITE_ONCE(x, v) (*(volatile __typeof__(x) *)&(x) = (v))
+#define smp_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
 static inline u64 div64_u64(u64 a, u64 b)
 {

@@ -57,7 +57,8 @@ struct check_state {
 	struct dmr_check *ck;
 	struct dmr_sb sb;
 	struct dmr_map m;
-	u32 *l2p;
+	u32 *l2p;		/* the map's pages, one array */
+	u32 **pages;
 	struct dmr_seg *segs;
 	u8 *dirty;
 	u32 *lists;
@@ -217,6 +218,7 @@ static int alloc_state(struct check_state *s)
 	u64 data_blocks = g->nr_segments * g->segment_blocks;
 
 	s->l2p = calloc(g->logical_blocks, sizeof(*s->l2p));
+	s->pages = calloc(nr_map, sizeof(*s->pages));
 	s->segs = calloc(g->nr_segments, sizeof(*s->segs));
 	s->dirty = calloc(nr_map, 1);
 	s->lists = calloc(DMR_MAP_LISTS(g->segment_blocks), sizeof(*s->lists));
@@ -228,7 +230,8 @@ static int alloc_state(struct check_state *s)
 	s->mapped = calloc(data_blocks / 8 + 1, 1);
 	free(s->buf);
 	s->buf = aligned_alloc(DMR_BLOCK_SIZE, (size_t)g->segment_blocks * DMR_BLOCK_SIZE);
-	if (!s->l2p || !s->segs || !s->dirty || !s->lists || !s->map_crc || !s->slot_valid ||
+	if (!s->l2p || !s->pages || !s->segs || !s->dirty || !s->lists || !s->map_crc ||
+	    !s->slot_valid ||
 	    !s->count || !s->maxref || !s->summary || !s->mapped || !s->buf) {
 		operational(s, "out of memory for a map of %llu blocks",
 			    (unsigned long long)g->logical_blocks);
@@ -242,8 +245,8 @@ static void map_reset(struct check_state *s)
 	const struct dmr_geometry *g = &s->sb.geo;
 
 	memset(s->segs, 0, g->nr_segments * sizeof(*s->segs));
-	dmr_map_init(&s->m, s->l2p, g->logical_blocks, s->segs, g->nr_segments,
-		     g->segment_blocks, s->dirty, s->lists);
+	dmr_map_init(&s->m, s->pages, s->l2p, g->logical_blocks, s->segs,
+		     g->nr_segments, g->segment_blocks, s->dirty, s->lists);
 	s->m.track = false;	/* as the loader: states are rebuilt after replay */
 }
 
@@ -790,6 +793,7 @@ out:
 	else
 		ret = DMR_CHECK_CLEAN;
 	free(s.l2p);
+	free(s.pages);
 	free(s.segs);
 	free(s.dirty);
 	free(s.lists);
