@@ -860,6 +860,49 @@ static void dmr_fake_write_slot(struct dmr_fake *f, unsigned int slot,
  * by the loader and remapctl check), and each table that does not match
  * its checksum is named.
  */
+/*
+ * A slot's all-zero map blocks give the loaded map no page; the others
+ * one each, and a recount finds a block at the start of a page that
+ * follows a missing one.
+ */
+static void dmr_test_slot_load_pages(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_geo(test, T_MAP_BLOCKS, true);
+	u32 *map_crc = kunit_kzalloc(test, f->map.nr_map_blocks * sizeof(u32), GFP_KERNEL);
+	struct dmr_slot_io io = { .read = dmr_fake_read, .ctx = f, .bounce = f->buf,
+				  .bounce_blocks = 2 };
+	static const u64 lbas[] = { 3, 5 * DMR_MAP_ENTRIES_PER_BLOCK,
+				    9 * DMR_MAP_ENTRIES_PER_BLOCK + 17 };
+	struct dmr_ckpt c = { .seq = 5 };
+	struct dmr_slot_err err;
+	struct dmr_map m;
+	u64 p;
+	u32 i;
+
+	if (!map_crc)
+		kunit_skip(test, "cannot allocate the CRC table");
+	KUNIT_ASSERT_GE(test, f->map.nr_map_blocks, 10ULL);
+	KUNIT_ASSERT_LT(test, f->geo.ckpt_offset + 2 * f->geo.ckpt_slot_blocks,
+			(u64)T_STORE_BLOCKS);
+	for (i = 0; i < ARRAY_SIZE(lbas); i++)
+		dmr_t_set(test, &f->map, lbas[i], 5 + i);
+	f->map.segs[0].flags |= DMR_SEG_USED;
+	dmr_fake_write_slot(f, 1, &f->map, &c);
+
+	dmr_fake_map_init(test, f, &m);
+	m.track = false;
+	KUNIT_ASSERT_EQ(test, dmr_slot_load(&io, &f->geo, 1, &c, &m, map_crc, &err), 0);
+	for (p = 0; p < m.nr_map_blocks; p++)
+		KUNIT_EXPECT_EQ(test, !!m.pages[p], p == 0 || p == 5 || p == 9);
+	KUNIT_EXPECT_EQ(test, m.nr_pages, 3ULL);
+	m.mapped = 0;
+	KUNIT_EXPECT_EQ(test, dmr_map_recount(&m), 0);
+	KUNIT_EXPECT_EQ(test, m.mapped, 3ULL);
+	KUNIT_EXPECT_EQ(test, m.segs[0].valid, 3U);
+	for (i = 0; i < ARRAY_SIZE(lbas); i++)
+		KUNIT_EXPECT_EQ(test, dmr_map_get(&m, lbas[i]), 5 + i + 1);
+}
+
 static void dmr_test_slot_load(struct kunit *test)
 {
 	struct dmr_fake *f = dmr_fake_new(test);
@@ -1153,6 +1196,7 @@ static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_replay_no_memory),
 	KUNIT_CASE(dmr_test_replay_read_error_and_end),
 	KUNIT_CASE(dmr_test_heads_valid),
+	KUNIT_CASE(dmr_test_slot_load_pages),
 	KUNIT_CASE(dmr_test_slot_load),
 	KUNIT_CASE(dmr_test_slot_write),
 	KUNIT_CASE(dmr_test_heads_states_open),

@@ -124,6 +124,7 @@ static inline void *kunit_kzalloc(struct kunit *test, size_t size, int gfp)
 #define KUNIT_ASSERT_NE(t, a, b) KUNIT_SHIM_CMP(t, a, !=, b, 1)
 #define KUNIT_ASSERT_GE(t, a, b) KUNIT_SHIM_CMP(t, a, >=, b, 1)
 #define KUNIT_ASSERT_GT(t, a, b) KUNIT_SHIM_CMP(t, a, >, b, 1)
+#define KUNIT_ASSERT_LT(t, a, b) KUNIT_SHIM_CMP(t, a, <, b, 1)
 #define KUNIT_ASSERT_TRUE(t, c) KUNIT_SHIM_CMP(t, !!(c), ==, 1, 1)
 #define KUNIT_ASSERT_NOT_NULL(t, p) KUNIT_SHIM_CMP(t, (p) != NULL, ==, 1, 1)
 
