@@ -8,13 +8,21 @@
 # verdict) go to OUTDIR, default ${DMR_CACHE:-~/.cache/dm-remap}/deb, which
 # the last line prints.  Fails if the version in debian/changelog is not
 # dkms.conf's, if the build fails, or on a lintian error or warning that is
-# not overridden (debian/*.lintian-overrides).
+# not overridden (debian/*.lintian-overrides).  Tracked files with
+# uncommitted changes go in as they are, with a warning that names them:
+# the version says nothing of them.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cache=${DMR_CACHE:-$HOME/.cache/dm-remap}
 out=${1:-$cache/deb}
 cd "$repo"
+
+dirty=$(git status --porcelain --untracked-files=no)
+if [ -n "$dirty" ]; then
+	echo "deb: warning: the packages take these tracked files with uncommitted changes:" >&2
+	sed 's/^/deb:   /' <<<"$dirty" >&2
+fi
 
 ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 chver=$(dpkg-parsechangelog -S Version -l debian/changelog)

@@ -182,6 +182,31 @@ def override_tags():
     return sorted(tags)
 
 
+def test_uncommitted_changes_are_named(tmp_path):
+    """A build from a tree with uncommitted changes to tracked files says
+    which (the version says nothing of them); a clean tree, nothing.  The
+    clone's changelog is made to disagree with dkms.conf so that deb.sh
+    stops before building."""
+    clone = tmp_path / "clone"
+    assert run("git", "clone", "-q", str(REPO), str(clone)).returncode == 0
+    script = clone / "scripts" / "deb.sh"
+    script.write_text((REPO / "scripts" / "deb.sh").read_text())   # this tree's
+    ch = clone / "debian" / "changelog"
+    ch.write_text(ch.read_text().replace(f"({VERSION})", "(0.0.0)", 1))
+    run("git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t",
+        "commit", "-qam", "deb.sh under test")
+    env = dict(os.environ, DMR_CACHE=str(tmp_path / "cache"))
+    p = run("bash", str(script), str(tmp_path / "out"), env=env)
+    assert p.returncode == 1 and "debian/changelog has version 0.0.0" in p.stderr, p.stderr
+    assert "warning" not in p.stderr, p.stderr
+    (clone / "README.md").write_text("changed\n")
+    (clone / "untracked-file").write_text("not in the package\n")
+    p = run("bash", str(script), str(tmp_path / "out"), env=env)
+    assert p.returncode == 1 and "uncommitted changes" in p.stderr, p.stderr
+    named = [ln.split()[-1] for ln in p.stderr.splitlines() if ln.startswith("deb:   ")]
+    assert named == ["README.md"], p.stderr
+
+
 def test_lintian(debs):
     out = debs[0]
     text = (out / "lintian.txt").read_text()
