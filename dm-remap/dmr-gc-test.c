@@ -2153,6 +2153,53 @@ static void dmr_gct_batch_boundaries(struct kunit *test)
 	}
 }
 
+/*
+ * The map page cache's CLOCK: a used page gets a second chance, a page
+ * dirty for a checkpoint slot never leaves, a cache of dirty pages has no
+ * victim until a checkpoint cleans one.
+ */
+static void dmr_gct_page_clock(struct kunit *test)
+{
+	struct dmr_page_clock c;
+	u32 ring[3];
+	u8 state[10], dirty[10] = {};
+
+	dmr_page_clock_init(&c, ring, state, 3, 10);
+	KUNIT_EXPECT_FALSE(test, dmr_page_clock_touch(&c, 1));
+	dmr_page_clock_insert(&c, 1);
+	dmr_page_clock_insert(&c, 2);
+	dmr_page_clock_insert(&c, 3);
+	KUNIT_EXPECT_EQ(test, c.nr, 3U);
+	KUNIT_EXPECT_TRUE(test, dmr_page_clock_touch(&c, 1));
+	KUNIT_EXPECT_FALSE(test, dmr_page_clock_touch(&c, 4));
+	/* 1 was used: it stays, its bit cleared; 2 goes */
+	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty), 2U);
+	KUNIT_EXPECT_EQ(test, c.nr, 2U);
+	KUNIT_EXPECT_EQ(test, state[2], 0);
+	KUNIT_EXPECT_EQ(test, state[1], (u8)DMR_PC_RESIDENT);
+	KUNIT_EXPECT_FALSE(test, dmr_page_clock_touch(&c, 2));
+	dmr_page_clock_insert(&c, 4);
+	/* 3 is dirty for a slot: passed over; 4 goes */
+	dirty[3] = DMR_DIRTY_ALL;
+	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty), 4U);
+	dmr_page_clock_insert(&c, 5);
+	/* all dirty, all used: no victim, and the used bits are cleared */
+	dirty[1] = DMR_DIRTY_SLOT(0);
+	dirty[5] = DMR_DIRTY_SLOT(1);
+	KUNIT_EXPECT_TRUE(test, dmr_page_clock_touch(&c, 1));
+	KUNIT_EXPECT_TRUE(test, dmr_page_clock_touch(&c, 5));
+	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty), DMR_NO_PAGE);
+	KUNIT_EXPECT_EQ(test, c.nr, 3U);
+	KUNIT_EXPECT_EQ(test, state[1], (u8)DMR_PC_RESIDENT);
+	KUNIT_EXPECT_EQ(test, state[5], (u8)DMR_PC_RESIDENT);
+	/* a checkpoint of both slots cleans 5: it goes, 1 and 3 stay */
+	dirty[5] = 0;
+	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty), 5U);
+	KUNIT_EXPECT_EQ(test, c.nr, 2U);
+	KUNIT_EXPECT_TRUE(test, dmr_page_clock_touch(&c, 1));
+	KUNIT_EXPECT_TRUE(test, dmr_page_clock_touch(&c, 3));
+}
+
 static void dmr_gct_gc_decide(struct kunit *test)
 {
 	struct dmr_gc_params p;
@@ -2301,6 +2348,7 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE(dmr_gct_params_check),
 	KUNIT_CASE_PARAM(dmr_gct_params_default, dmr_gct_dev_gen_params),
 	KUNIT_CASE(dmr_gct_gc_decide),
+	KUNIT_CASE(dmr_gct_page_clock),
 	KUNIT_CASE(dmr_gct_gc_read_step),
 	KUNIT_CASE(dmr_gct_seg_verify),
 	{}

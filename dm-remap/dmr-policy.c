@@ -488,3 +488,82 @@ unsigned int dmr_temp_classify(struct dmr_temp *t, u32 old_entry,
 		t->threshold = t->threshold - (t->threshold >> 6) + (life >> 6);
 	return hot ? DMR_HEAD_HOT : DMR_HEAD_COLD;
 }
+
+/**
+ * dmr_page_clock_init() - an empty page cache
+ * @c: the cache
+ * @ring: @cap entries
+ * @state: @nr_pages entries, cleared here
+ * @cap: pages it may hold (> 0)
+ * @nr_pages: map pages
+ */
+void dmr_page_clock_init(struct dmr_page_clock *c, u32 *ring, u8 *state,
+			 u32 cap, u64 nr_pages)
+{
+	c->ring = ring;
+	c->state = state;
+	c->cap = cap;
+	c->nr = 0;
+	c->hand = 0;
+	memset(state, 0, nr_pages);
+}
+
+/*
+ * A use of @page.  Return: true if it is in the cache (now marked used);
+ * false on a miss: the caller reads it in, after dmr_page_clock_insert(),
+ * making room first with dmr_page_clock_victim() if the cache is full.
+ */
+bool dmr_page_clock_touch(struct dmr_page_clock *c, u32 page)
+{
+	if (!(c->state[page] & DMR_PC_RESIDENT))
+		return false;
+	c->state[page] |= DMR_PC_REF;
+	return true;
+}
+
+/**
+ * dmr_page_clock_victim() - take a page out of a full cache
+ * @c: the cache (full: @c->nr == @c->cap)
+ * @dirty: per map page, struct dmr_map's dirty bits
+ *
+ * The hand goes round clearing the used bits, and takes the first page
+ * neither used since it last passed nor dirty for a checkpoint slot: a
+ * page leaves memory only once both slots hold it (a slot written later
+ * must find its copy in the other).  After two rounds every used bit is
+ * clear; a cache of dirty pages only has no victim, and the caller must
+ * write a checkpoint first (two, for a page changed since both).  The
+ * page's ring slot is where dmr_page_clock_insert() puts the next.
+ *
+ * Return: the page taken out, or DMR_NO_PAGE.
+ */
+u32 dmr_page_clock_victim(struct dmr_page_clock *c, const u8 *dirty)
+{
+	u32 i;
+
+	for (i = 0; i < 2 * c->nr; i++) {
+		u32 page = c->ring[c->hand];
+		u8 *st = &c->state[page];
+
+		if (*st & DMR_PC_REF) {
+			*st &= ~DMR_PC_REF;
+		} else if (!dirty[page]) {
+			*st = 0;
+			c->nr--;
+			c->ring[c->hand] = c->ring[c->nr];	/* keep the ring dense */
+			c->ring[c->nr] = page;
+			if (c->hand >= c->nr)
+				c->hand = 0;
+			return page;
+		}
+		if (++c->hand >= c->nr)
+			c->hand = 0;
+	}
+	return DMR_NO_PAGE;
+}
+
+/* @page is read in (@c not full): it joins the ring, not used yet. */
+void dmr_page_clock_insert(struct dmr_page_clock *c, u32 page)
+{
+	c->ring[c->nr++] = page;
+	c->state[page] = DMR_PC_RESIDENT;
+}

@@ -121,4 +121,35 @@ unsigned int dmr_temp_classify(struct dmr_temp *t, u32 old_entry,
 unsigned int dmr_gc_head(const struct dmr_map *m, const struct dmr_seg *victim,
 			 u64 now_seq, const struct dmr_temp *t);
 
+/*
+ * A cache of the map's pages (issue 26, "a map that pages"): which pages
+ * stay in memory when only @cap of them may.  The simulator measures it
+ * (remap-sim --map-cache); the module does not page yet.
+ */
+#define DMR_PC_RESIDENT	0x1U	/* in the cache */
+#define DMR_PC_REF	0x2U	/* used since the hand last passed it */
+#define DMR_NO_PAGE	0xffffffffU
+
+/**
+ * struct dmr_page_clock - CLOCK (second chance) over map pages
+ * @ring: the resident pages, @nr of them (at most @cap)
+ * @state: per map page, DMR_PC_* bits
+ * @cap: pages the cache may hold
+ * @nr: pages it holds
+ * @hand: the next @ring slot the hand looks at
+ */
+struct dmr_page_clock {
+	u32 *ring;
+	u8 *state;
+	u32 cap;
+	u32 nr;
+	u32 hand;
+};
+
+void dmr_page_clock_init(struct dmr_page_clock *c, u32 *ring, u8 *state,
+			 u32 cap, u64 nr_pages);
+bool dmr_page_clock_touch(struct dmr_page_clock *c, u32 page);
+u32 dmr_page_clock_victim(struct dmr_page_clock *c, const u8 *dirty);
+void dmr_page_clock_insert(struct dmr_page_clock *c, u32 page);
+
 #endif /* DMR_POLICY_H */

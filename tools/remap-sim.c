@@ -123,6 +123,11 @@ static void usage(void)
 	       "                         summary word per block; not in format 3)\n"
 	       "  --birth-group G        --block-birth with one birth per G blocks of a\n"
 	       "                         GC unit, their mean (0: one per unit) [1]\n"
+	       "  --map-cache PCT        what-if: only PCT%% of the map's pages in memory\n"
+	       "                         (CLOCK, dmr_page_clock_*(); a page dirty for a\n"
+	       "                         checkpoint slot stays until checkpoints clean\n"
+	       "                         it): map lookups, misses (a 4 KiB read each)\n"
+	       "                         and checkpoints forced, per user block\n"
 	       "  --exact-cb             what-if: background victims by a scan of every\n"
 	       "                         segment (the best cost-benefit score), the\n"
 	       "                         reference for dmr_gc_victim()'s buckets\n"
@@ -337,6 +342,9 @@ struct sim_counters {
 	u64 decide_ns;		/* time choosing them: free, count, victim */
 	u64 decide_greedy_ns;	/* of which for greedy steps */
 	u64 step_ns;		/* time in them, the action included */
+	u64 map_touch;		/* --map-cache: map pages looked up */
+	u64 map_miss;		/* of which not in the cache: a 4 KiB read */
+	u64 map_forced;		/* checkpoints written to make room in it */
 };
 
 /* Per head, for --verbose: what GC found in the segments it wrote. */
@@ -349,6 +357,11 @@ struct sim_head_stats {
 
 struct sim {
 	struct dmr_map m;
+	struct dmr_page_clock pc;	/* --map-cache: the pages in memory */
+	u32 *pc_ring;
+	u8 *pc_state;
+	bool paged;
+	bool pc_over;		/* the cache holds more than pc.cap: checkpoint */
 	u32 *l2p;	/* the map's pages, one array (dmr_map_init()) */
 	u32 **pages;
 	u32 *rev;		/* per data-area block: lba written there */
@@ -511,6 +524,45 @@ static void checkpoint(struct sim *s)
 static int gc_run(struct sim *s, bool urgent);
 
 /*
+ * --map-cache: a map lookup of @lba's page.  A miss reads the page in
+ * (counted) after a victim left the cache (dmr_page_clock_victim()); when
+ * every page in it is dirty for a checkpoint slot there is none, and the
+ * page comes in over the limit until map_cache_trim() writes checkpoints.
+ */
+static void map_touch(struct sim *s, u64 lba)
+{
+	u32 page = lba >> DMR_MAP_PAGE_SHIFT;
+
+	if (!s->paged)
+		return;
+	s->c.map_touch++;
+	if (dmr_page_clock_touch(&s->pc, page))
+		return;
+	s->c.map_miss++;
+	if (s->pc.nr >= s->pc.cap &&
+	    dmr_page_clock_victim(&s->pc, s->m.dirty) == DMR_NO_PAGE)
+		s->pc_over = true;
+	dmr_page_clock_insert(&s->pc, page);
+}
+
+/* After a request: checkpoints until the cache is back within its limit. */
+static void map_cache_trim(struct sim *s)
+{
+	unsigned int tries;
+
+	for (tries = 0; s->pc_over && tries < 3; tries++) {
+		checkpoint(s);
+		s->c.map_forced++;
+		while (s->pc.nr > s->pc.cap &&
+		       dmr_page_clock_victim(&s->pc, s->m.dirty) != DMR_NO_PAGE)
+			;
+		s->pc_over = s->pc.nr > s->pc.cap;
+	}
+	if (s->pc_over)
+		sim_fail(s, "map cache: no clean page after three checkpoints");
+}
+
+/*
  * dmr_reserve_next().  @rule is the head whose allocation rule applies:
  * @hid itself, except in the one-log baseline, where relocations go to
  * the user head under GC's rule.
@@ -633,7 +685,10 @@ static void gc_collect(struct sim *s, u32 seg)
 	for (i = 0; i < s->m.seg_blocks; i++) {
 		u32 lba = s->rev[base + i];
 
-		if (lba != SIM_NO_LBA && s->l2p[lba] == base + i + 1)
+		if (lba == SIM_NO_LBA)
+			continue;
+		map_touch(s, lba);	/* is it still there? */
+		if (s->l2p[lba] == base + i + 1)
 			gc_move(s, block_head(s, hid, base + i), lba, base + i);
 	}
 	s->c.gc_runs++;
@@ -792,6 +847,7 @@ static void user_write(struct sim *s, u64 lba, u32 nr)
 				s->filled[(lba + i) >> 3] &= ~(1 << ((lba + i) & 7));
 				s->fill_left--;
 			}
+			map_touch(s, lba + i);
 			dmr_map_set(&s->m, lba + i, pba + i);
 			h->unit.lba[h->unit.nr_blocks++] = lba + i;
 			s->rev[pba + i] = lba + i;
@@ -807,6 +863,7 @@ static void user_write(struct sim *s, u64 lba, u32 nr)
 		seal(s, h, false);
 	if (gc_run(s, false) < 0)
 		sim_fail(s, "background GC stuck");
+	map_cache_trim(s);
 	s->c.free_sum += s->m.nr_free;
 	s->c.prefree_sum += s->m.nr_prefree;
 }
@@ -974,6 +1031,7 @@ struct config {
 	bool exact_cb;
 	bool block_birth;
 	u32 birth_group;
+	u32 map_cache;		/* --map-cache: percent of the map's pages, 0: all */
 	int recover;		/* --recover: 0 none, SIM_RECOVER_* */
 	bool json;
 	bool verbose;
@@ -1173,6 +1231,16 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	s->exact_cb = cfg->exact_cb;
 	s->block_birth = cfg->block_birth;
 	s->birth_group = cfg->birth_group;
+	if (cfg->map_cache) {
+		u32 cap = (s->m.nr_map_blocks * cfg->map_cache + 99) / 100;
+
+		/* the ring may hold every page: the cache goes over until a checkpoint */
+		s->pc_ring = big_alloc(s->m.nr_map_blocks * sizeof(u32));
+		s->pc_state = big_alloc(s->m.nr_map_blocks);
+		dmr_page_clock_init(&s->pc, s->pc_ring, s->pc_state, cap ? cap : 1,
+				    s->m.nr_map_blocks);
+		s->paged = true;
+	}
 	rng_state = cfg->seed;
 	w->pos = 0;
 	w->seq_lba = 0;
@@ -1238,6 +1306,9 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	d.decide_ns = s->c.decide_ns - c0.decide_ns;
 	d.decide_greedy_ns = s->c.decide_greedy_ns - c0.decide_greedy_ns;
 	d.step_ns = s->c.step_ns - c0.step_ns;
+	d.map_touch = s->c.map_touch - c0.map_touch;
+	d.map_miss = s->c.map_miss - c0.map_miss;
+	d.map_forced = s->c.map_forced - c0.map_forced;
 	getrusage(RUSAGE_SELF, &ru);
 	idle = d.gc_runs ? (double)d.idle_sum / d.gc_runs : 0;
 	waf = (double)(d.user + d.moved) / d.user;
@@ -1289,6 +1360,14 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		if (cfg->settle)
 			printf(", \"settled\": %s, \"fill_left\": %.3f",
 			       settled ? "true" : "false", left);
+		if (cfg->map_cache)
+			printf(", \"map_cache\": %u, \"map_pages\": %u, \"map_lookups_per_block\": %.3f"
+			       ", \"map_misses_per_block\": %.4f, \"map_hit\": %.4f"
+			       ", \"map_forced_ckpts\": %" PRIu64,
+			       cfg->map_cache, s->pc.cap, (double)d.map_touch / d.user,
+			       (double)d.map_miss / d.user,
+			       d.map_touch ? 1 - (double)d.map_miss / d.map_touch : 1,
+			       d.map_forced);
 		if (cfg->timing)
 			printf(", \"gc_steps\": %" PRIu64 ", \"greedy_steps\": %" PRIu64
 			       ", \"ns_per_block\": %.1f, \"step_ns\": %.1f"
@@ -1327,6 +1406,13 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 			printf(" block_birth=yes birth_group=%u", cfg->birth_group);
 		if (cfg->settle)
 			printf(" settled=%s fill_left=%.3f", settled ? "yes" : "no", left);
+		if (cfg->map_cache)
+			printf(" map_cache=%u map_pages=%u map_lookups_per_block=%.3f"
+			       " map_misses_per_block=%.4f map_hit=%.4f map_forced_ckpts=%" PRIu64,
+			       cfg->map_cache, s->pc.cap, (double)d.map_touch / d.user,
+			       (double)d.map_miss / d.user,
+			       d.map_touch ? 1 - (double)d.map_miss / d.map_touch : 1,
+			       d.map_forced);
 		if (cfg->timing)
 			printf(" gc_steps=%" PRIu64 " ns_per_block=%.1f step_ns=%.1f"
 			       " decide_ns=%.1f scan_ns=%" PRIu64 " elapsed_s=%.1f rss_mib=%ld",
@@ -1358,6 +1444,10 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		big_free(s->blk_birth, rev_bytes / sizeof(*s->rev) * sizeof(u64));
 	big_free(l2p, l2p_bytes);
 	big_free(s->pages, dirty_bytes * sizeof(*s->pages));
+	if (s->paged) {
+		big_free(s->pc_ring, s->m.nr_map_blocks * sizeof(u32));
+		big_free(s->pc_state, s->m.nr_map_blocks);
+	}
 	big_free(dirty, dirty_bytes);
 	free(lists);
 	free(s);
@@ -1429,6 +1519,7 @@ int main(int argc, char **argv)
 		{ "exact-cb", no_argument, NULL, 'x' },
 		{ "block-birth", no_argument, NULL, 'B' },
 		{ "birth-group", required_argument, NULL, 'G' },
+		{ "map-cache", required_argument, NULL, 'M' },
 		{ "recover", required_argument, NULL, 'R' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -1492,6 +1583,9 @@ int main(int argc, char **argv)
 		case 'G':
 			cfg.block_birth = true;
 			cfg.birth_group = parse_u64("--birth-group", optarg, 0, 1U << 20);
+			break;
+		case 'M':
+			cfg.map_cache = parse_u64("--map-cache", optarg, 1, 100);
 			break;
 		case 'x':
 			cfg.exact_cb = true;

@@ -468,3 +468,23 @@ def test_help():
                 "--verbose", "--settle", "--timing", "--exact-cb", "cold70",
                 "--recover"):
         assert opt in p.stdout
+
+
+def test_map_cache_what_if():
+    """--map-cache: a cache of every page changes nothing and misses never;
+    a quarter of them misses, and checkpoints are forced to clean pages
+    (a page dirty for a slot cannot leave), which write more.  Every user
+    block and every block GC looks at is a lookup."""
+    args = [*SMALL, "--workload", "hot80", "--warmup", "1", "--overwrites", "1"]
+    (base,) = runs(*args)
+    (full,) = runs(*args, "--map-cache", "100")
+    (quarter,) = runs(*args, "--map-cache", "25")
+    assert full["map_misses_per_block"] == 0 and full["map_forced_ckpts"] == 0
+    assert full["map_hit"] == 1 and full["map_pages"] * 1024 >= full["logical_blocks"]
+    assert (full["waf"], full["waf_all"], full["checkpoints"]) == \
+        (base["waf"], base["waf_all"], base["checkpoints"])
+    assert full["map_lookups_per_block"] >= full["waf"]
+    assert quarter["map_pages"] == -(-full["map_pages"] * 25 // 100)
+    assert 0 < quarter["map_misses_per_block"] < quarter["map_lookups_per_block"]
+    assert quarter["map_forced_ckpts"] > 0
+    assert quarter["waf_all"] > base["waf_all"]
