@@ -18,9 +18,11 @@
 #             (scripts/debug-kernel.sh, cached: the first build takes about
 #             30 minutes), which Debian's kernel does not have
 #   deb       make deb's packages (scripts/deb.sh: build, lintian), then in a
-#             VM with /usr, /etc and /var as overlays in guest RAM:
-#             dpkg -i, dkms status, modprobe, remapctl, dpkg -r/-P
-#             (tests/vm/guest-deb.sh); nothing is installed on the host
+#             VM with /usr, /etc and /var as overlays in guest RAM: the
+#             README's quick start as it stands (apt-get install of the
+#             packages, remapctl on an md RAID-5 of ramdisks), dkms
+#             status, dpkg -r/-P (tests/vm/guest-deb.sh); nothing is
+#             installed on the host
 #
 # Each stage prints its own runner's summary and a result line; the last
 # line is "check: N passed, N failed" over all tests the stages ran (a
@@ -258,9 +260,9 @@ for s in "${stages[@]}"; do
 			fi
 		fi ;;
 	deb)
-		echo "== deb: make deb, then dpkg -i / dkms / dpkg -r in a VM (overlays)"
-		# about 5.5 minutes: the build and lintian 30 s, the VM about 5
-		# (boot, and dpkg -i's DKMS build of the module under TCG: 3)
+		echo "== deb: make deb, then the README quick start / dkms / dpkg -r in a VM (overlays)"
+		# about 6 minutes: the build and lintian 30 s, the VM about 5.5
+		# (boot, and apt-get install's DKMS build of the module under TCG: 3)
 		run_tests deb "$out/deb.log" bash -c '
 			bash scripts/deb.sh "$1/deb-pkgs" &&
 			bash tests/vm/run-vm.sh --overlay /usr --overlay /etc --overlay /var \

@@ -128,6 +128,9 @@ static void usage(void)
 	       "                         checkpoint slot stays until checkpoints clean\n"
 	       "                         it): map lookups, misses (a 4 KiB read each)\n"
 	       "                         and checkpoints forced, per user block\n"
+	       "  --gc-bitmap            with --map-cache: GC tells a block still valid\n"
+	       "                         by a bit per data block in memory, and looks\n"
+	       "                         the map up only for the blocks it moves\n"
 	       "  --exact-cb             what-if: background victims by a scan of every\n"
 	       "                         segment (the best cost-benefit score), the\n"
 	       "                         reference for dmr_gc_victim()'s buckets\n"
@@ -361,6 +364,7 @@ struct sim {
 	u32 *pc_ring;
 	u8 *pc_state;
 	bool paged;
+	bool gc_bitmap;		/* --gc-bitmap */
 	bool pc_over;		/* the cache holds more than pc.cap: checkpoint */
 	u32 *l2p;	/* the map's pages, one array (dmr_map_init()) */
 	u32 **pages;
@@ -687,9 +691,14 @@ static void gc_collect(struct sim *s, u32 seg)
 
 		if (lba == SIM_NO_LBA)
 			continue;
-		map_touch(s, lba);	/* is it still there? */
-		if (s->l2p[lba] == base + i + 1)
+		/* is it still there? (--gc-bitmap: a bit per block says) */
+		if (!s->gc_bitmap)
+			map_touch(s, lba);
+		if (s->l2p[lba] == base + i + 1) {
+			if (s->gc_bitmap)
+				map_touch(s, lba);	/* the move changes the map */
 			gc_move(s, block_head(s, hid, base + i), lba, base + i);
+		}
 	}
 	s->c.gc_runs++;
 	if (s->m.segs[seg].valid)
@@ -1032,6 +1041,7 @@ struct config {
 	bool block_birth;
 	u32 birth_group;
 	u32 map_cache;		/* --map-cache: percent of the map's pages, 0: all */
+	bool gc_bitmap;		/* --gc-bitmap */
 	int recover;		/* --recover: 0 none, SIM_RECOVER_* */
 	bool json;
 	bool verbose;
@@ -1241,6 +1251,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 				    s->m.nr_map_blocks);
 		s->paged = true;
 	}
+	s->gc_bitmap = cfg->gc_bitmap;
 	rng_state = cfg->seed;
 	w->pos = 0;
 	w->seq_lba = 0;
@@ -1361,6 +1372,8 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 			printf(", \"settled\": %s, \"fill_left\": %.3f",
 			       settled ? "true" : "false", left);
 		if (cfg->map_cache)
+			printf(", \"gc_bitmap\": %s", cfg->gc_bitmap ? "true" : "false");
+		if (cfg->map_cache)
 			printf(", \"map_cache\": %u, \"map_pages\": %u, \"map_lookups_per_block\": %.3f"
 			       ", \"map_misses_per_block\": %.4f, \"map_hit\": %.4f"
 			       ", \"map_forced_ckpts\": %" PRIu64,
@@ -1406,6 +1419,8 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 			printf(" block_birth=yes birth_group=%u", cfg->birth_group);
 		if (cfg->settle)
 			printf(" settled=%s fill_left=%.3f", settled ? "yes" : "no", left);
+		if (cfg->map_cache)
+			printf(" gc_bitmap=%s", cfg->gc_bitmap ? "yes" : "no");
 		if (cfg->map_cache)
 			printf(" map_cache=%u map_pages=%u map_lookups_per_block=%.3f"
 			       " map_misses_per_block=%.4f map_hit=%.4f map_forced_ckpts=%" PRIu64,
@@ -1520,6 +1535,7 @@ int main(int argc, char **argv)
 		{ "block-birth", no_argument, NULL, 'B' },
 		{ "birth-group", required_argument, NULL, 'G' },
 		{ "map-cache", required_argument, NULL, 'M' },
+		{ "gc-bitmap", no_argument, NULL, 'b' },
 		{ "recover", required_argument, NULL, 'R' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -1586,6 +1602,9 @@ int main(int argc, char **argv)
 			break;
 		case 'M':
 			cfg.map_cache = parse_u64("--map-cache", optarg, 1, 100);
+			break;
+		case 'b':
+			cfg.gc_bitmap = true;
 			break;
 		case 'x':
 			cfg.exact_cb = true;

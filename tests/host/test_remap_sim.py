@@ -488,3 +488,9 @@ def test_map_cache_what_if():
     assert 0 < quarter["map_misses_per_block"] < quarter["map_lookups_per_block"]
     assert quarter["map_forced_ckpts"] > 0
     assert quarter["waf_all"] > base["waf_all"]
+    # --gc-bitmap: GC looks up only the blocks it moves: a lookup per user
+    # block and per block moved, and fewer misses
+    (bits,) = runs(*args, "--map-cache", "25", "--gc-bitmap")
+    assert bits["gc_bitmap"] is True and quarter["gc_bitmap"] is False
+    assert bits["map_lookups_per_block"] == pytest.approx(bits["waf"], abs=1e-3)
+    assert bits["map_misses_per_block"] < quarter["map_misses_per_block"]
