@@ -133,7 +133,7 @@ static void help(void)
 	       "  --bs LIST        block sizes (default 512,4K,8K,16K,32K,64K,128K,256K,512K,1M)\n"
 	       "  --threads LIST   thread counts (default 1,10,40)\n"
 	       "  --seconds S      run time of each cell, fractions allowed (default 10)\n"
-	       "  --size BYTES     test only the first BYTES of DEVICE (K, M, G suffix)\n"
+	       "  --size BYTES     test only the first BYTES of DEVICE (K, M, G, T suffix)\n"
 	       "  --max-bytes N    end a cell after N bytes if that comes before --seconds\n"
 	       "                   (IOPS are over the time it really ran)\n"
 	       "  --read-only      read tests only; DEVICE is opened read-only\n"
