@@ -89,11 +89,18 @@ static void *dmr_alloc_array(u64 n, size_t size)
  * A page of the map (struct dmr_map): the worker maps a block of it for
  * the first time (dmr_map_reserve(), outside the map's lock), or a load
  * finds it in a checkpoint or the log.  GFP_NOIO: the worker serves the
- * device's own writes, and reclaim must not wait for them.
+ * device's own writes, and reclaim must not wait for them.  While
+ * loading, as for the constructor's other allocations (dmr_alloc_array()),
+ * a failure is an error for the table load, never the OOM killer.
  */
 static void *dmr_map_page_alloc(void *ctx)
 {
-	return kzalloc(DMR_BLOCK_SIZE, GFP_NOIO);
+	const struct dmr_target *rc = ctx;
+	gfp_t gfp = GFP_NOIO;
+
+	if (!READ_ONCE(rc->loaded))
+		gfp |= __GFP_RETRY_MAYFAIL | __GFP_NOWARN;
+	return kzalloc(DMR_BLOCK_SIZE, gfp);
 }
 
 int dmr_io_init(struct dmr_target *rc, const char **error)
@@ -182,6 +189,7 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	dmr_map_init(&rc->map, pages, NULL, geo->logical_blocks, segs,
 		     geo->nr_segments, geo->segment_blocks, dirty, lists);
 	rc->map.page_alloc = dmr_map_page_alloc;
+	rc->map.page_ctx = rc;
 
 	rc->io_client = dm_io_client_create();
 	if (IS_ERR(rc->io_client)) {
