@@ -183,6 +183,8 @@ int dmr_checkpoint(struct dmr_target *rc, bool clean)
 	c.gc_moved = rc->total_moved;
 	c.temp_threshold = rc->temp.threshold;
 	c.age = rc->map.age;
+	c.logical_blocks = geo->logical_blocks;
+	c.nr_segments = geo->nr_segments;
 	dmr_ckpt_encode(&c, rc->sb.uuid, rc->bounce);
 	r = dmr_rw(rc, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA, base, 1, rc->bounce);
 	if (r)
@@ -307,6 +309,8 @@ static int dmr_load_slot(struct dmr_target *rc, unsigned int slot,
 		.bounce = rc->bounce, .bounce_blocks = DMR_BOUNCE_BLOCKS,
 	};
 	struct dmr_slot_err err;
+	struct dmr_geometry cg;
+	u64 covered;
 	u32 seg;
 	int r;
 
@@ -318,6 +322,15 @@ static int dmr_load_slot(struct dmr_target *rc, unsigned int slot,
 		return -EILSEQ;
 	/* this slot now matches memory; the other one is out of date */
 	memset(rc->map.dirty, DMR_DIRTY_SLOT(slot ^ 1), rc->map.nr_map_blocks);
+	/*
+	 * Map blocks past what the slot covers (it was written before the
+	 * device grew) are in neither slot yet: both checkpoints write them.
+	 */
+	if (dmr_ckpt_geometry(&rc->sb.geo, c, &cg)) {
+		covered = DIV_ROUND_UP_ULL(cg.logical_blocks, DMR_MAP_ENTRIES_PER_BLOCK);
+		memset(rc->map.dirty + covered, DMR_DIRTY_ALL,
+		       rc->map.nr_map_blocks - covered);
+	}
 	return 0;
 }
 
@@ -491,6 +504,28 @@ int dmr_load(struct dmr_target *rc, const char **error)
 	if (rc->read_only) {
 		rc->loaded = true;	/* rule 8: nothing is written */
 		return 0;
+	}
+	/*
+	 * Growing (dmr_grow_setup()): the superblock with the new geometry
+	 * goes down before anything is written under it: the recovery
+	 * checkpoint below, the first checkpoint (which records the new
+	 * sizes) and the first unit in a new segment.  Until then every
+	 * checkpoint and unit on the device is one of the old geometry,
+	 * which the new one covers (dmr_ckpt_geometry()); a crash in between
+	 * loads the old superblock or the new one (dmr_write_superblock()),
+	 * and either loads what is on the device.
+	 */
+	if (rc->grow_from) {
+		r = dmr_write_superblock(rc);
+		if (r) {
+			*error = "Cannot write the grown superblock";
+			return r;
+		}
+		DMINFO("%s: grown from %llu to %llu blocks: %llu segments, %llu logical blocks",
+		       rc->dev->name, (unsigned long long)rc->grow_from,
+		       (unsigned long long)geo->device_blocks,
+		       (unsigned long long)geo->nr_segments,
+		       (unsigned long long)geo->logical_blocks);
 	}
 	if (recovery) {
 		/* rule 4: the sequence jumped; record it before any new write */

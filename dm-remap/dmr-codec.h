@@ -20,9 +20,12 @@
  * struct dmr_geometry - where everything lives on a formatted device
  *
  * All fields are in DMR_BLOCK_SIZE blocks except @overprovision (percent).
+ * @grow_limit is 0, or the device size the checkpoint slots are sized
+ * and laid out for (DMR_FEATURE_INCOMPAT_GROW).
  */
 struct dmr_geometry {
 	u64 device_blocks;
+	u64 grow_limit;
 	u32 segment_blocks;
 	u32 overprovision;
 	u64 ckpt_offset;
@@ -69,6 +72,10 @@ enum dmr_geo_status {
 	DMR_GEO_BAD_OVERPROVISION,
 	DMR_GEO_TOO_SMALL,
 	DMR_GEO_TOO_LARGE,
+	DMR_GEO_BAD_GROW_LIMIT,
+	DMR_GEO_NO_GROW_LIMIT,
+	DMR_GEO_SHRINK,
+	DMR_GEO_BEYOND_GROW_LIMIT,
 	DMR_GEO_NR_STATUS,
 };
 
@@ -100,7 +107,26 @@ void dmr_ckpt_layout(const struct dmr_geometry *geo, struct dmr_ckpt_layout *lay
 enum dmr_geo_status __must_check
 dmr_geometry_compute(u64 device_blocks, u32 segment_blocks, u32 overprovision,
 		     struct dmr_geometry *geo);
+enum dmr_geo_status __must_check
+dmr_geometry_compute_limit(u64 device_blocks, u64 grow_limit, u32 segment_blocks,
+			   u32 overprovision, struct dmr_geometry *geo);
+enum dmr_geo_status __must_check
+dmr_geometry_grow(const struct dmr_geometry *old, u64 device_blocks,
+		  struct dmr_geometry *geo);
 const char *dmr_geo_strerror(enum dmr_geo_status st);
+
+/* What a table length asks of a device; see dmr_geometry_for_length(). */
+enum dmr_grow {
+	DMR_GROW_NONE = 0,	/* it fits the formatted size */
+	DMR_GROW_YES,		/* it fits once the device is grown */
+	DMR_GROW_NO_LIMIT,	/* formatted without room to grow */
+	DMR_GROW_SHRUNK,	/* the device is smaller than its formatted size */
+	DMR_GROW_TOO_LONG,	/* more than the device can grow to now */
+};
+
+enum dmr_grow __must_check
+dmr_geometry_for_length(const struct dmr_geometry *geo, u64 dev_blocks,
+			u64 want_blocks, struct dmr_geometry *out);
 
 u32 dmr_default_segment_blocks(u32 io_opt_bytes, u32 io_min_bytes);
 

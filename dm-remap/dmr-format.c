@@ -31,26 +31,42 @@ static u64 dmr_div_round_up(u64 n, u64 d)
 	return div64_u64(n + d - 1, d);
 }
 
+/* The slot tables' sizes for a device of @device_blocks (the worst case). */
+static void dmr_slot_sizes(u64 device_blocks, u32 segment_blocks, u64 *map_blocks,
+			   u64 *crc_blocks, u64 *segtab_blocks)
+{
+	*map_blocks = dmr_div_round_up(device_blocks * DMR_MAP_ENTRY_SIZE,
+				       DMR_BLOCK_SIZE);
+	*crc_blocks = dmr_div_round_up(*map_blocks * 4, DMR_BLOCK_SIZE);
+	*segtab_blocks = dmr_div_round_up(div64_u64(device_blocks, segment_blocks) *
+					  DMR_SEGTAB_ENTRY_SIZE, DMR_BLOCK_SIZE);
+}
+
 /**
- * dmr_geometry_compute() - lay out a device
+ * dmr_geometry_compute_limit() - lay out a device that may grow
  * @device_blocks: device size in DMR_BLOCK_SIZE blocks
+ * @grow_limit: 0, or the size (at least @device_blocks) the checkpoint
+ *	slots are sized for (DMR_FEATURE_INCOMPAT_GROW)
  * @segment_blocks: segment size in blocks
  * @overprovision: percent of segment space withheld from the user
  * @geo: filled on success
  *
- * The checkpoint slots are sized for the worst case (every device block
- * mapped), which keeps the computation non-circular and costs about 0.2%
- * of the device; dmr_ckpt_layout() gives the part a slot actually uses.
- * The data area starts on a segment boundary, so segments stay stripe
- * aligned whenever the segment size is a stripe multiple.
+ * The checkpoint slots are sized for the worst case (every block of the
+ * device, or of @grow_limit, mapped), which keeps the computation
+ * non-circular and costs about 0.2% of that size; dmr_ckpt_layout() gives
+ * the part a slot actually uses.  The data area starts on a segment
+ * boundary, so segments stay stripe aligned whenever the segment size is
+ * a stripe multiple.  With a grow limit, where the slots and the data
+ * area start depends on the limit only: growing keeps both.
  *
  * Return: DMR_GEO_OK or the reason the geometry is impossible.
  */
-enum dmr_geo_status dmr_geometry_compute(u64 device_blocks, u32 segment_blocks,
-					 u32 overprovision,
-					 struct dmr_geometry *geo)
+enum dmr_geo_status dmr_geometry_compute_limit(u64 device_blocks, u64 grow_limit,
+					       u32 segment_blocks, u32 overprovision,
+					       struct dmr_geometry *geo)
 {
 	u64 map_blocks, crc_blocks, segtab_blocks, meta_blocks, user_segs, user_blocks;
+	u64 sized_for = grow_limit ? grow_limit : device_blocks;
 
 	if (segment_blocks < DMR_MIN_SEGMENT_BLOCKS ||
 	    segment_blocks > DMR_MAX_SEGMENT_BLOCKS)
@@ -58,17 +74,17 @@ enum dmr_geo_status dmr_geometry_compute(u64 device_blocks, u32 segment_blocks,
 	if (overprovision < DMR_MIN_OVERPROVISION ||
 	    overprovision > DMR_MAX_OVERPROVISION)
 		return DMR_GEO_BAD_OVERPROVISION;
+	if (grow_limit && grow_limit < device_blocks)
+		return DMR_GEO_BAD_GROW_LIMIT;
 
 	memset(geo, 0, sizeof(*geo));
 	geo->device_blocks = device_blocks;
+	geo->grow_limit = grow_limit;
 	geo->segment_blocks = segment_blocks;
 	geo->overprovision = overprovision;
 
-	map_blocks = dmr_div_round_up(device_blocks * DMR_MAP_ENTRY_SIZE,
-				      DMR_BLOCK_SIZE);
-	crc_blocks = dmr_div_round_up(map_blocks * 4, DMR_BLOCK_SIZE);
-	segtab_blocks = dmr_div_round_up(div64_u64(device_blocks, segment_blocks) *
-					 DMR_SEGTAB_ENTRY_SIZE, DMR_BLOCK_SIZE);
+	dmr_slot_sizes(sized_for, segment_blocks, &map_blocks, &crc_blocks,
+		       &segtab_blocks);
 	geo->ckpt_offset = DMR_SB_COPIES;
 	geo->ckpt_slot_blocks = 1 + crc_blocks + map_blocks + segtab_blocks;
 	meta_blocks = geo->ckpt_offset + (u64)DMR_CKPT_SLOTS * geo->ckpt_slot_blocks;
@@ -81,13 +97,101 @@ enum dmr_geo_status dmr_geometry_compute(u64 device_blocks, u32 segment_blocks,
 	if (geo->nr_segments < DMR_RESERVED_SEGMENTS + DMR_MIN_USER_SEGMENTS)
 		return DMR_GEO_TOO_SMALL;
 
-	/* map entries are 32-bit: pba + 1 and logical blocks must fit */
-	if ((u64)geo->nr_segments * segment_blocks >= 0xffffffffULL)
+	/*
+	 * Map entries are 32-bit: pba + 1 and logical blocks must fit, at
+	 * the size the device may grow to as well.
+	 */
+	if (div64_u64(sized_for - geo->data_offset, segment_blocks) * segment_blocks >=
+	    0xffffffffULL)
 		return DMR_GEO_TOO_LARGE;
 	user_segs = geo->nr_segments - DMR_RESERVED_SEGMENTS;
 	user_blocks = user_segs * segment_blocks;
 	geo->logical_blocks = div64_u64(user_blocks * (100 - overprovision), 100);
 	return DMR_GEO_OK;
+}
+
+/**
+ * dmr_geometry_compute() - lay out a device that does not grow
+ * @device_blocks: device size in DMR_BLOCK_SIZE blocks
+ * @segment_blocks: segment size in blocks
+ * @overprovision: percent of segment space withheld from the user
+ * @geo: filled on success
+ *
+ * Return: see dmr_geometry_compute_limit().
+ */
+enum dmr_geo_status dmr_geometry_compute(u64 device_blocks, u32 segment_blocks,
+					 u32 overprovision,
+					 struct dmr_geometry *geo)
+{
+	return dmr_geometry_compute_limit(device_blocks, 0, segment_blocks,
+					  overprovision, geo);
+}
+
+/**
+ * dmr_geometry_grow() - the geometry of a device grown to a new size
+ * @old: the geometry it has (its superblock's)
+ * @device_blocks: the device's new size
+ * @geo: filled on success: more segments and logical blocks, the same
+ *	slots and data area (dmr_geometry_compute_limit()); the same as
+ *	@old if the size adds no whole segment
+ *
+ * Return: DMR_GEO_OK; DMR_GEO_NO_GROW_LIMIT for a device formatted
+ * without room to grow, DMR_GEO_SHRINK for a smaller size,
+ * DMR_GEO_BEYOND_GROW_LIMIT past the limit.
+ */
+enum dmr_geo_status dmr_geometry_grow(const struct dmr_geometry *old, u64 device_blocks,
+				      struct dmr_geometry *geo)
+{
+	enum dmr_geo_status st;
+
+	if (!old->grow_limit)
+		return DMR_GEO_NO_GROW_LIMIT;
+	if (device_blocks < old->device_blocks)
+		return DMR_GEO_SHRINK;
+	if (device_blocks > old->grow_limit)
+		return DMR_GEO_BEYOND_GROW_LIMIT;
+	st = dmr_geometry_compute_limit(device_blocks, old->grow_limit,
+					old->segment_blocks, old->overprovision, geo);
+	if (st != DMR_GEO_OK)
+		return st;
+	/* the limit alone places the slots and the data area */
+	if (geo->data_offset != old->data_offset ||
+	    geo->ckpt_slot_blocks != old->ckpt_slot_blocks ||
+	    geo->nr_segments < old->nr_segments)
+		return DMR_GEO_BAD_GROW_LIMIT;
+	return DMR_GEO_OK;
+}
+
+/**
+ * dmr_geometry_for_length() - the geometry a table length asks for
+ * @geo: the superblock's geometry
+ * @dev_blocks: the device's size now
+ * @want_blocks: the table's length, in blocks
+ * @out: filled: @geo, or for DMR_GROW_YES the device grown to
+ *	@dev_blocks, or to its grow limit if it is larger still
+ *
+ * A table no longer than the formatted logical size needs nothing; a
+ * longer one grows the device (growing online), if it was formatted with
+ * a grow limit and has grown enough below.
+ *
+ * Return: what the length needs (enum dmr_grow).
+ */
+enum dmr_grow dmr_geometry_for_length(const struct dmr_geometry *geo, u64 dev_blocks,
+				      u64 want_blocks, struct dmr_geometry *out)
+{
+	*out = *geo;
+	if (want_blocks <= geo->logical_blocks)
+		return DMR_GROW_NONE;
+	if (!geo->grow_limit)
+		return DMR_GROW_NO_LIMIT;
+	if (dev_blocks < geo->device_blocks)
+		return DMR_GROW_SHRUNK;
+	if (dmr_geometry_grow(geo, min(dev_blocks, geo->grow_limit), out) != DMR_GEO_OK ||
+	    want_blocks > out->logical_blocks) {
+		*out = *geo;
+		return DMR_GROW_TOO_LONG;
+	}
+	return DMR_GROW_YES;
 }
 
 const char *dmr_geo_strerror(enum dmr_geo_status st)
@@ -103,6 +207,14 @@ const char *dmr_geo_strerror(enum dmr_geo_status st)
 		return "device too small for this segment size";
 	case DMR_GEO_TOO_LARGE:
 		return "device too large (at most 16 TiB with 32-bit map entries)";
+	case DMR_GEO_BAD_GROW_LIMIT:
+		return "grow limit below the device size";
+	case DMR_GEO_NO_GROW_LIMIT:
+		return "formatted without room to grow (remapctl format --grow-limit)";
+	case DMR_GEO_SHRINK:
+		return "device is smaller than its formatted size (shrinking is not supported)";
+	case DMR_GEO_BEYOND_GROW_LIMIT:
+		return "device grew past the grow limit it was formatted with";
 	default:
 		return "unknown geometry error";
 	}
@@ -300,6 +412,7 @@ void dmr_sb_encode(const struct dmr_sb *sb, void *block)
 	d->logical_blocks = cpu_to_le64(sb->geo.logical_blocks);
 	d->overprovision = cpu_to_le32(sb->geo.overprovision);
 	d->stripe_blocks = cpu_to_le32(sb->stripe_blocks);
+	d->grow_limit = cpu_to_le64(sb->geo.grow_limit);
 	memcpy(d->label, sb->label, strnlen(sb->label, DMR_LABEL_LEN));
 	d->csum = cpu_to_le32(dmr_csum_block(d, DMR_SB_CSUM_SALT));
 }
@@ -314,6 +427,7 @@ static bool dmr_geometry_equal(const struct dmr_geometry *a,
 	       a->ckpt_slot_blocks == b->ckpt_slot_blocks &&
 	       a->data_offset == b->data_offset &&
 	       a->nr_segments == b->nr_segments &&
+	       a->grow_limit == b->grow_limit &&
 	       a->logical_blocks == b->logical_blocks;
 }
 
@@ -361,6 +475,7 @@ enum dmr_sb_status dmr_sb_decode(const void *block, u64 blocknr,
 	sb->geo.nr_segments = le64_to_cpu(d->nr_segments);
 	sb->geo.logical_blocks = le64_to_cpu(d->logical_blocks);
 	sb->geo.overprovision = le32_to_cpu(d->overprovision);
+	sb->geo.grow_limit = le64_to_cpu(d->grow_limit);
 
 	if (sb->version != DMR_FORMAT_VERSION)
 		return DMR_SB_BAD_VERSION;
@@ -370,8 +485,12 @@ enum dmr_sb_status dmr_sb_decode(const void *block, u64 blocknr,
 		return DMR_SB_BAD_BLOCK_SIZE;
 	if (sb->blocknr != blocknr)
 		return DMR_SB_BAD_LOCATION;
-	if (dmr_geometry_compute(sb->geo.device_blocks, sb->geo.segment_blocks,
-				 sb->geo.overprovision, &geo) != DMR_GEO_OK ||
+	/* a grow limit exactly with the feature that says where it is */
+	if (!sb->geo.grow_limit != !(sb->feature_incompat & DMR_FEATURE_INCOMPAT_GROW))
+		return DMR_SB_BAD_GEOMETRY;
+	if (dmr_geometry_compute_limit(sb->geo.device_blocks, sb->geo.grow_limit,
+				       sb->geo.segment_blocks, sb->geo.overprovision,
+				       &geo) != DMR_GEO_OK ||
 	    !dmr_geometry_equal(&geo, &sb->geo))
 		return DMR_SB_BAD_GEOMETRY;
 	return DMR_SB_OK;
@@ -403,14 +522,20 @@ const char *dmr_sb_strerror(enum dmr_sb_status st)
 
 /**
  * dmr_ckpt_layout() - blocks a checkpoint slot uses, after its header
- * @geo: device geometry
+ * @geo: device geometry, or the part of it a checkpoint covers
+ *	(dmr_ckpt_geometry())
  * @layout: filled
  *
  * The map covers @geo->logical_blocks; the slot was sized in
- * dmr_geometry_compute() for the whole device, so this always fits.
+ * dmr_geometry_compute_limit() for the whole device, so this always fits.
+ * Without a grow limit the tables follow each other; with one, each
+ * table starts where the limit's largest one before it ends, so a
+ * checkpoint written before a grow is read at the same places after it.
  */
 void dmr_ckpt_layout(const struct dmr_geometry *geo, struct dmr_ckpt_layout *layout)
 {
+	u64 max_map, max_crc, max_segtab;
+
 	layout->map_blocks = dmr_div_round_up(geo->logical_blocks,
 					      DMR_MAP_ENTRIES_PER_BLOCK);
 	layout->crc_blocks = dmr_div_round_up(layout->map_blocks * 4,
@@ -419,6 +544,13 @@ void dmr_ckpt_layout(const struct dmr_geometry *geo, struct dmr_ckpt_layout *lay
 						 DMR_SEGTAB_ENTRY_SIZE,
 						 DMR_BLOCK_SIZE);
 	layout->crc_offset = 1;
-	layout->map_offset = layout->crc_offset + layout->crc_blocks;
-	layout->segtab_offset = layout->map_offset + layout->map_blocks;
+	if (!geo->grow_limit) {
+		layout->map_offset = layout->crc_offset + layout->crc_blocks;
+		layout->segtab_offset = layout->map_offset + layout->map_blocks;
+		return;
+	}
+	dmr_slot_sizes(geo->grow_limit, geo->segment_blocks, &max_map, &max_crc,
+		       &max_segtab);
+	layout->map_offset = layout->crc_offset + max_crc;
+	layout->segtab_offset = layout->map_offset + max_map;
 }

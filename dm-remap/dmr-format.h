@@ -51,15 +51,22 @@
 /*
  * Feature flags.  An unknown bit in incompat refuses the device; an
  * unknown bit in ro_compat allows a read-only load only; compat bits may
- * be ignored.  No feature is defined in format version 3.  Version 3 (a
- * second GC head: four head positions per checkpoint, ten reserved
- * segments) replaced version 2 (GC: relocation units, one log head per
- * temperature, segment reuse) and version 1, which nothing but
- * development builds ever wrote.
+ * be ignored.  Version 3 (a second GC head: four head positions per
+ * checkpoint, ten reserved segments) replaced version 2 (GC: relocation
+ * units, one log head per temperature, segment reuse) and version 1,
+ * which nothing but development builds ever wrote.
+ *
+ * DMR_FEATURE_INCOMPAT_GROW (remapctl format --grow-limit): the
+ * checkpoint slots are sized, and their tables placed, for a device of
+ * @grow_limit blocks, so the device can grow online up to that size
+ * (dmr_geometry_grow()) without moving a slot or a table in it.  A module
+ * without it would place the tables elsewhere: it must refuse the device.
  */
+#define DMR_FEATURE_INCOMPAT_GROW	0x1U
+
 #define DMR_FEATURE_COMPAT_SUPP		0U
 #define DMR_FEATURE_RO_COMPAT_SUPP	0U
-#define DMR_FEATURE_INCOMPAT_SUPP	0U
+#define DMR_FEATURE_INCOMPAT_SUPP	DMR_FEATURE_INCOMPAT_GROW
 
 /* Checksum salts, one per metadata block type. */
 #define DMR_SB_CSUM_SALT	0x5b1c0de1U
@@ -107,7 +114,8 @@
  * @generation: bumped on every superblock rewrite; higher copy wins
  * @uuid: random identity of this formatted device
  * @ctime: format time, seconds since the epoch
- * @device_blocks: size of the device at format time
+ * @device_blocks: size of the device the data area covers: at format
+ *	time, then at the last grow
  * @ckpt_offset: first block of checkpoint slot 0
  * @ckpt_slot_blocks: blocks per checkpoint slot
  * @segment_blocks: blocks per segment (a whole number of RAID stripes)
@@ -117,6 +125,8 @@
  * @overprovision: percent of segment space kept out of the user capacity
  * @stripe_blocks: full-stripe size seen at format time (0 if none)
  * @label: free text, NUL padded
+ * @grow_limit: with DMR_FEATURE_INCOMPAT_GROW, the device size (blocks)
+ *	the checkpoint slots are sized for, at least @device_blocks; else 0
  * @reserved: zero
  */
 struct dmr_disk_superblock {
@@ -141,7 +151,8 @@ struct dmr_disk_superblock {
 	__le32 overprovision;
 	__le32 stripe_blocks;
 	__u8 label[DMR_LABEL_LEN];
-	__u8 reserved[3936];
+	__le64 grow_limit;
+	__u8 reserved[3928];
 } __packed;
 
 static_assert(DMR_BLOCK_SIZE == 1U << DMR_BLOCK_SHIFT, "block size and shift agree");
@@ -270,11 +281,17 @@ static_assert(sizeof(struct dmr_disk_summary) == DMR_BLOCK_SIZE,
  * @age_jumps: the age clock (struct dmr_age_clock): per recovery jump,
  *	oldest first, the first sequence number after it and how many it
  *	skipped
+ * @logical_blocks: the logical size the map tables cover
+ * @nr_segments: the segments the segment table covers
  * @reserved: zero
  *
  * @temp_threshold, @nr_age_jumps and @age_jumps came after the first
  * modules of format 3, which write them as zero (no estimate yet, no
  * jump) and do not read them; the layout is otherwise unchanged.
+ * @logical_blocks and @nr_segments came with growing online: a checkpoint
+ * written before a grow covers the smaller device (the segments past it
+ * are free, the blocks past it unmapped).  Earlier modules write 0 there:
+ * the superblock's sizes (dmr_ckpt_geometry()).
  */
 struct dmr_disk_ckpt {
 	__u8 magic[DMR_MAGIC_LEN];
@@ -302,7 +319,9 @@ struct dmr_disk_ckpt {
 		__le64 at;
 		__le64 len;
 	} __packed age_jumps[8];
-	__u8 reserved[3808];
+	__le64 logical_blocks;
+	__le64 nr_segments;
+	__u8 reserved[3792];
 } __packed;
 
 static_assert(sizeof(struct dmr_disk_ckpt) == DMR_BLOCK_SIZE,

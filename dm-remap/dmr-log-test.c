@@ -903,6 +903,106 @@ static void dmr_test_slot_load_pages(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, dmr_map_get(&m, lbas[i]), 5 + i + 1);
 }
 
+/*
+ * Growing online: a slot written before the device grew covers fewer map
+ * blocks and segments than the grown map.  It loads into the grown map
+ * from the same places (the grow limit fixes the tables' offsets); the
+ * rest is unmapped and free, whatever the map held before; its header's
+ * sizes are checked (dmr_ckpt_geometry()).
+ */
+static void dmr_test_slot_load_grown(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	const u64 limit = 96 * 1024;
+	struct dmr_geometry small, big, cg;
+	struct dmr_ckpt_layout ls, lb;
+	struct dmr_slot_io io = { .read = dmr_fake_read, .ctx = f, .bounce = f->buf,
+				  .bounce_blocks = 2 };
+	struct dmr_ckpt c = { .seq = 5 }, bad;
+	struct dmr_slot_err err;
+	u32 *map_crc, zero_crc;
+	struct dmr_map m;
+	u64 p, last;
+
+	KUNIT_ASSERT_EQ(test, dmr_geometry_compute_limit(T_DEV_BLOCKS, limit, T_SEG_BLOCKS,
+							 10, &small), DMR_GEO_OK);
+	KUNIT_ASSERT_EQ(test, dmr_geometry_grow(&small, limit, &big), DMR_GEO_OK);
+	KUNIT_ASSERT_LT(test, small.ckpt_offset + 2 * small.ckpt_slot_blocks,
+			(u64)T_STORE_BLOCKS);
+	dmr_ckpt_layout(&small, &ls);
+	dmr_ckpt_layout(&big, &lb);
+	KUNIT_EXPECT_EQ(test, ls.map_offset, lb.map_offset);
+	KUNIT_EXPECT_EQ(test, ls.segtab_offset, lb.segtab_offset);
+	KUNIT_EXPECT_LT(test, ls.map_blocks, lb.map_blocks);
+	KUNIT_EXPECT_LT(test, ls.segtab_blocks, lb.segtab_blocks);
+
+	/* the slot, written with the small geometry */
+	f->geo = small;
+	dmr_fake_map_init(test, f, &f->map);
+	dmr_t_set(test, &f->map, 0, 5);
+	dmr_t_set(test, &f->map, small.logical_blocks - 1, 70);
+	f->map.segs[0].flags |= DMR_SEG_USED;
+	f->map.segs[1].flags |= DMR_SEG_USED;
+	f->map.segs[1].seq = 33;
+	dmr_fake_write_slot(f, 1, &f->map, &c);
+	c.logical_blocks = small.logical_blocks;
+	c.nr_segments = small.nr_segments;
+
+	/* loaded into the grown map, which held stale entries past it */
+	f->geo = big;
+	dmr_fake_map_init(test, f, &m);
+	map_crc = kunit_kzalloc(test, m.nr_map_blocks * sizeof(u32), GFP_KERNEL);
+	if (!map_crc)
+		kunit_skip(test, "cannot allocate the CRC table");
+	last = big.logical_blocks - 1;
+	dmr_t_set(test, &m, last, 9);
+	m.segs[big.nr_segments - 1].flags = DMR_SEG_USED;
+	m.segs[big.nr_segments - 1].valid = 7;
+	m.segs[big.nr_segments - 1].seq = 99;
+	memset(map_crc, 0xa5, m.nr_map_blocks * sizeof(u32));
+	KUNIT_ASSERT_EQ(test, dmr_slot_load(&io, &big, 1, &c, &m, map_crc, &err), 0);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 0), 6U);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, small.logical_blocks - 1), 71U);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, small.logical_blocks), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, last), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, m.segs[1].seq, 33ULL);
+	KUNIT_EXPECT_EQ(test, m.segs[big.nr_segments - 1].flags, 0U);
+	KUNIT_EXPECT_EQ(test, m.segs[big.nr_segments - 1].valid, 0U);
+	KUNIT_EXPECT_EQ(test, m.segs[big.nr_segments - 1].seq, 0ULL);
+	memset(f->buf, 0, DMR_BLOCK_SIZE);
+	zero_crc = crc32c(~0U, f->buf, DMR_BLOCK_SIZE);
+	for (p = ls.map_blocks; p < m.nr_map_blocks; p++)
+		KUNIT_EXPECT_EQ(test, map_crc[p], zero_crc);
+	KUNIT_EXPECT_EQ(test, dmr_map_recount(&m), 0);
+	KUNIT_EXPECT_EQ(test, m.mapped, 2ULL);
+
+	/* the header's sizes */
+	KUNIT_EXPECT_TRUE(test, dmr_ckpt_geometry(&big, &c, &cg));
+	KUNIT_EXPECT_EQ(test, cg.nr_segments, small.nr_segments);
+	KUNIT_EXPECT_EQ(test, cg.logical_blocks, small.logical_blocks);
+	bad = c;
+	bad.logical_blocks = 0;
+	bad.nr_segments = 0;	/* a module before growing: the superblock's */
+	KUNIT_EXPECT_TRUE(test, dmr_ckpt_geometry(&big, &bad, &cg));
+	KUNIT_EXPECT_EQ(test, cg.nr_segments, big.nr_segments);
+	bad.nr_segments = small.nr_segments;	/* half of them */
+	KUNIT_EXPECT_FALSE(test, dmr_ckpt_geometry(&big, &bad, &cg));
+	bad = c;
+	bad.nr_segments = big.nr_segments + 1;
+	KUNIT_EXPECT_FALSE(test, dmr_ckpt_geometry(&big, &bad, &cg));
+	KUNIT_EXPECT_EQ(test, dmr_slot_load(&io, &big, 1, &bad, &m, map_crc, &err), -EILSEQ);
+	KUNIT_EXPECT_EQ(test, err.table, DMR_SLOT_SIZES);
+	bad = c;
+	bad.logical_blocks = big.logical_blocks + 1;
+	KUNIT_EXPECT_FALSE(test, dmr_ckpt_geometry(&big, &bad, &cg));
+	/* a device without a grow limit never grew: only its own sizes */
+	big.grow_limit = 0;
+	KUNIT_EXPECT_FALSE(test, dmr_ckpt_geometry(&big, &c, &cg));
+	bad.logical_blocks = big.logical_blocks;
+	bad.nr_segments = big.nr_segments;
+	KUNIT_EXPECT_TRUE(test, dmr_ckpt_geometry(&big, &bad, &cg));
+}
+
 static void dmr_test_slot_load(struct kunit *test)
 {
 	struct dmr_fake *f = dmr_fake_new(test);
@@ -1198,6 +1298,7 @@ static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_heads_valid),
 	KUNIT_CASE(dmr_test_slot_load_pages),
 	KUNIT_CASE(dmr_test_slot_load),
+	KUNIT_CASE(dmr_test_slot_load_grown),
 	KUNIT_CASE(dmr_test_slot_write),
 	KUNIT_CASE(dmr_test_heads_states_open),
 	KUNIT_CASE(dmr_test_map_free_mapped),

@@ -292,6 +292,8 @@ void dmr_ckpt_encode(const struct dmr_ckpt *c, const u8 *uuid, void *block)
 		d->age_jumps[i].at = cpu_to_le64(c->age.at[i]);
 		d->age_jumps[i].len = cpu_to_le64(c->age.len[i]);
 	}
+	d->logical_blocks = cpu_to_le64(c->logical_blocks);
+	d->nr_segments = cpu_to_le64(c->nr_segments);
 	dmr_put_csum(d, DMR_CKPT_CSUM_SALT);
 }
 
@@ -345,15 +347,70 @@ enum dmr_log_status dmr_ckpt_decode(const void *block, u64 blocknr,
 	}
 	if (!dmr_age_clock_valid(&c->age))
 		return DMR_LOG_BAD_COUNTS;
+	c->logical_blocks = le64_to_cpu(d->logical_blocks);
+	c->nr_segments = le64_to_cpu(d->nr_segments);
 	return DMR_LOG_OK;
+}
+
+/**
+ * dmr_ckpt_geometry() - the part of the device a checkpoint covers
+ * @geo: the superblock's geometry
+ * @c: a decoded checkpoint header
+ * @covered: filled: @geo with the logical size and segment count @c was
+ *	written for
+ *
+ * A checkpoint written before the device grew covers fewer segments and
+ * logical blocks than the superblock says: those past it are free and
+ * unmapped.  One written by a module before growing came records 0 for
+ * both: the superblock's.  A device without a grow limit never grew, so
+ * anything else than its own sizes there is damage; so is more than the
+ * superblock's, or a mix of 0 and not.
+ *
+ * Return: true if @c may be loaded with @geo.
+ */
+bool dmr_ckpt_geometry(const struct dmr_geometry *geo, const struct dmr_ckpt *c,
+		       struct dmr_geometry *covered)
+{
+	*covered = *geo;
+	if (!c->logical_blocks && !c->nr_segments)
+		return true;
+	if (!c->logical_blocks || !c->nr_segments ||
+	    c->logical_blocks > geo->logical_blocks || c->nr_segments > geo->nr_segments)
+		return false;
+	if (!geo->grow_limit && (c->logical_blocks != geo->logical_blocks ||
+				 c->nr_segments != geo->nr_segments))
+		return false;
+	covered->logical_blocks = c->logical_blocks;
+	covered->nr_segments = c->nr_segments;
+	return true;
+}
+
+/* A segment table entry as loaded: @flags as on the device. */
+static void dmr_seg_load(struct dmr_seg *s, u64 seq, u32 valid, u32 flags)
+{
+	u64 delta;
+
+	s->seq = seq;
+	s->valid = valid;
+	/*
+	 * A delta past the segment's own seq is no birth this code writes:
+	 * the seq then, as before births, which writes back as 0 and loads
+	 * the same again.
+	 */
+	delta = dmr_birth_decode(flags >> DMR_DISK_SEG_BIRTH_SHIFT);
+	s->birth = delta <= s->seq ? s->seq - delta : s->seq;
+	s->flags = (flags & DMR_SEG_DISK_FLAGS) |
+		   ((flags & DMR_DISK_SEG_HOT) && (flags & DMR_SEG_USED) ?
+		    DMR_SEG_HOT : 0);
+	s->free_after = 0;
+	s->flush_after = 0;
 }
 
 /* Read one table (map CRCs or segment table) of a slot and check it. */
 static int dmr_slot_table(const struct dmr_slot_io *io, u64 start, u64 nr_blocks,
-			  bool crc, u32 csum, struct dmr_map *m, u32 *map_crc)
+			  u64 nr_items, bool crc, u32 csum, struct dmr_map *m, u32 *map_crc)
 {
 	u32 per_block = crc ? DMR_BLOCK_SIZE / 4 : DMR_BLOCK_SIZE / DMR_SEGTAB_ENTRY_SIZE;
-	u64 nr_items = crc ? m->nr_map_blocks : m->nr_segs;
 	u64 b, item = 0;
 	u32 sum = ~0U;
 	int r;
@@ -370,26 +427,9 @@ static int dmr_slot_table(const struct dmr_slot_io *io, u64 start, u64 nr_blocks
 				map_crc[item] = le32_to_cpu(((__le32 *)io->bounce)[k]);
 			} else {
 				const struct dmr_disk_segment *d = io->bounce;
-				struct dmr_seg *s = &m->segs[item];
-				u64 delta;
-				u32 flags;
 
-				s->seq = le64_to_cpu(d[k].seq);
-				s->valid = le32_to_cpu(d[k].valid);
-				flags = le32_to_cpu(d[k].flags);
-				/*
-				 * A delta past the segment's own seq is no
-				 * birth this code writes: the seq then, as
-				 * before births, which writes back as 0 and
-				 * loads the same again.
-				 */
-				delta = dmr_birth_decode(flags >> DMR_DISK_SEG_BIRTH_SHIFT);
-				s->birth = delta <= s->seq ? s->seq - delta : s->seq;
-				s->flags = (flags & DMR_SEG_DISK_FLAGS) |
-					   ((flags & DMR_DISK_SEG_HOT) && (flags & DMR_SEG_USED) ?
-					    DMR_SEG_HOT : 0);
-				s->free_after = 0;
-				s->flush_after = 0;
+				dmr_seg_load(&m->segs[item], le64_to_cpu(d[k].seq),
+					     le32_to_cpu(d[k].valid), le32_to_cpu(d[k].flags));
 			}
 		}
 		b += n;
@@ -400,7 +440,7 @@ static int dmr_slot_table(const struct dmr_slot_io *io, u64 start, u64 nr_blocks
 /**
  * dmr_slot_load() - read a checkpoint slot's tables into a map
  * @io: where to read, and scratch space
- * @geo: geometry
+ * @geo: geometry (the superblock's)
  * @slot: slot number
  * @c: the slot's header, decoded (dmr_ckpt_decode())
  * @m: the map, sized for @geo; its entries and segment table are set
@@ -412,32 +452,47 @@ static int dmr_slot_table(const struct dmr_slot_io *io, u64 start, u64 nr_blocks
  * The CRC table and the segment table are each checked against the
  * header's checksum of them, and every map block against its entry in
  * the CRC table; a map block that is all zeroes with the CRC of a zero
- * block is an unmapped one.  The loader and remapctl's check share it.
+ * block is an unmapped one.  A slot written before the device grew
+ * covers only part of @m (dmr_ckpt_geometry()): the rest is unmapped,
+ * its segments free, its map blocks' CRCs those of zero blocks.  The
+ * loader and remapctl's check share it.
  *
  * Return: 0, -EILSEQ if a checksum does not match (a torn or corrupted
- * slot), or the reader's error.
+ * slot) or the header's sizes cannot be, or the reader's error.
  */
 int dmr_slot_load(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
 		  unsigned int slot, const struct dmr_ckpt *c, struct dmr_map *m,
 		  u32 *map_crc, struct dmr_slot_err *err)
 {
 	u64 base = geo->ckpt_offset + (u64)slot * geo->ckpt_slot_blocks, p;
+	struct dmr_geometry cg;
 	struct dmr_ckpt_layout l;
 	u32 zero_crc;
 	int r;
 
-	dmr_ckpt_layout(geo, &l);
+	err->table = DMR_SLOT_SIZES;
+	err->block = 0;
+	if (!dmr_ckpt_geometry(geo, c, &cg))
+		return -EILSEQ;
+	dmr_ckpt_layout(&cg, &l);
 	memset(io->bounce, 0, DMR_BLOCK_SIZE);
 	zero_crc = crc32c(~0U, io->bounce, DMR_BLOCK_SIZE);
+	/* what the slot does not cover: unmapped, free (see above) */
+	for (p = l.map_blocks; p < m->nr_map_blocks; p++) {
+		map_crc[p] = zero_crc;
+		if (m->pages[p])
+			memset(m->pages[p], 0, DMR_BLOCK_SIZE);
+	}
+	for (p = cg.nr_segments; p < m->nr_segs; p++)
+		dmr_seg_load(&m->segs[p], 0, 0, 0);
 	err->table = DMR_SLOT_CRC_TABLE;
-	err->block = 0;
-	r = dmr_slot_table(io, base + l.crc_offset, l.crc_blocks, true, c->crc_csum,
-			   m, map_crc);
+	r = dmr_slot_table(io, base + l.crc_offset, l.crc_blocks, l.map_blocks, true,
+			   c->crc_csum, m, map_crc);
 	if (r)
 		return r;
 	err->table = DMR_SLOT_MAP;
-	for (p = 0; p < m->nr_map_blocks; ) {
-		u32 n = min_t(u64, m->nr_map_blocks - p, io->bounce_blocks), i, j;
+	for (p = 0; p < l.map_blocks; ) {
+		u32 n = min_t(u64, l.map_blocks - p, io->bounce_blocks), i, j;
 
 		r = io->read(io->ctx, base + l.map_offset + p, n, io->bounce);
 		if (r) {
@@ -476,8 +531,8 @@ int dmr_slot_load(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
 		p += n;
 	}
 	err->table = DMR_SLOT_SEGTAB;
-	return dmr_slot_table(io, base + l.segtab_offset, l.segtab_blocks, false,
-			      c->segtab_csum, m, map_crc);
+	return dmr_slot_table(io, base + l.segtab_offset, l.segtab_blocks, cg.nr_segments,
+			      false, c->segtab_csum, m, map_crc);
 }
 
 /**
@@ -585,7 +640,7 @@ static int dmr_slot_write_table(const struct dmr_slot_io *io, u64 start, u64 nr_
  * @slot: slot number
  * @m: the map and its segment table
  * @map_crc: one entry per map block, set to the CRC of each block written
- * @c: its @crc_csum and @segtab_csum are set
+ * @c: its @crc_csum, @segtab_csum and the sizes it covers are set
  *
  * Every map block, the CRC table and the segment table, with the encoders
  * the module's checkpoint writer uses, so dmr_slot_load() of @slot with
@@ -604,6 +659,8 @@ int dmr_slot_write(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
 	int r;
 
 	dmr_ckpt_layout(geo, &l);
+	c->logical_blocks = geo->logical_blocks;
+	c->nr_segments = geo->nr_segments;
 	for (p = 0; p < m->nr_map_blocks; ) {
 		u32 n = min_t(u64, m->nr_map_blocks - p, io->bounce_blocks), i;
 

@@ -109,6 +109,8 @@ struct dmr_ckpt {
 	u64 gc_moved;
 	u64 temp_threshold;
 	struct dmr_age_clock age;
+	u64 logical_blocks;
+	u64 nr_segments;
 };
 
 void dmr_ckpt_encode(const struct dmr_ckpt *c, const u8 *uuid, void *block);
@@ -116,6 +118,9 @@ enum dmr_log_status __must_check
 dmr_ckpt_decode(const void *block, u64 blocknr, const u8 *uuid,
 		struct dmr_ckpt *c);
 
+bool __must_check dmr_ckpt_geometry(const struct dmr_geometry *geo,
+				    const struct dmr_ckpt *c,
+				    struct dmr_geometry *covered);
 void dmr_log_advance(struct dmr_log_pos *pos, u32 unit_blocks, u32 seg_blocks);
 bool dmr_heads_valid(const struct dmr_geometry *geo, const struct dmr_log_pos *pos);
 
@@ -162,6 +167,7 @@ enum dmr_slot_table {
 	DMR_SLOT_CRC_TABLE,	/* the map blocks' CRC table */
 	DMR_SLOT_MAP,		/* a map block */
 	DMR_SLOT_SEGTAB,	/* the segment table */
+	DMR_SLOT_SIZES,		/* the sizes the header covers (dmr_ckpt_geometry()) */
 };
 
 /**

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * dm-remap metadata I/O: reading and choosing the superblock.
+ * dm-remap metadata I/O: reading and choosing the superblock, and
+ * rewriting it when the device grows.
  *
- * Runs only from the constructor (process context, may sleep).  No shared
- * state, so no locking.
+ * Runs only from the constructor and the load (process context, may
+ * sleep, no I/O admitted yet).  No shared state, so no locking.
  */
 #include <linux/bio.h>
 #include <linux/blkdev.h>
@@ -104,4 +105,39 @@ out:
 	if (page)
 		__free_page(page);
 	return r;
+}
+
+/**
+ * dmr_write_superblock() - rewrite both superblock copies from @rc->sb
+ * @rc: target, loading (dmr_load()), before anything is written under
+ *	the geometry @rc->sb now holds
+ *
+ * Crash ordering: the copy not in use is written first, then the one in
+ * use, each with REQ_FUA and one generation higher than before.  Until
+ * the first write completes the copy in use is untouched; a torn first
+ * write fails its checksum and the old copy wins; once it completes it
+ * wins (higher generation), and a torn second write leaves it the only
+ * valid copy.  At every point a valid copy exists, and it is either the
+ * old superblock or the new one whole.
+ *
+ * Return: 0 or the write's error.
+ */
+int dmr_write_superblock(struct dmr_target *rc)
+{
+	unsigned int order[DMR_SB_COPIES] = { rc->sb_copy ^ 1, rc->sb_copy };
+	unsigned int i;
+	int r;
+
+	rc->sb.generation++;
+	for (i = 0; i < DMR_SB_COPIES; i++) {
+		rc->sb.blocknr = order[i];
+		dmr_sb_encode(&rc->sb, rc->bounce);
+		r = dmr_rw(rc, REQ_OP_WRITE | REQ_SYNC | REQ_META | REQ_FUA,
+			   order[i], 1, rc->bounce);
+		if (r)
+			return r;
+	}
+	rc->sb.blocknr = rc->sb_copy;
+	rc->sb_copies_valid = DMR_SB_COPIES;
+	return 0;
 }

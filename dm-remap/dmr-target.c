@@ -118,6 +118,43 @@ static int dmr_gc_setup(struct dmr_target *rc, const char **error)
 	return 0;
 }
 
+/*
+ * A table longer than the formatted logical size grows the device (issue
+ * 26): the geometry of the device as it is now below, with its grow
+ * limit (dmr_geometry_for_length()).  @rc->sb takes the grown geometry
+ * here, before anything is sized from it; the load writes it to the
+ * device before anything else (dmr_load()).
+ */
+static int dmr_grow_setup(struct dmr_target *rc, struct dm_target *ti)
+{
+	struct dmr_geometry g;
+	u64 dev_blocks = bdev_nr_sectors(rc->dev->bdev) / DMR_SECTORS_PER_BLOCK;
+
+	switch (dmr_geometry_for_length(&rc->sb.geo, dev_blocks,
+					ti->len / DMR_SECTORS_PER_BLOCK, &g)) {
+	case DMR_GROW_NONE:
+		return 0;
+	case DMR_GROW_YES:
+		break;
+	case DMR_GROW_NO_LIMIT:
+		ti->error = "Target length exceeds the formatted logical size";
+		return -EINVAL;
+	case DMR_GROW_SHRUNK:
+		ti->error = "Device is smaller than its formatted size";
+		return -EINVAL;
+	default:
+		ti->error = "Target length exceeds what the device can grow to";
+		return -EINVAL;
+	}
+	if (rc->read_only) {
+		ti->error = "Cannot grow a read-only table";
+		return -EINVAL;
+	}
+	rc->grow_from = rc->sb.geo.device_blocks;
+	rc->sb.geo = g;
+	return 0;
+}
+
 static int dmr_check_device(struct dmr_target *rc, struct dm_target *ti)
 {
 	struct block_device *bdev = rc->dev->bdev;
@@ -142,11 +179,7 @@ static int dmr_check_device(struct dmr_target *rc, struct dm_target *ti)
 		ti->error = "Target length is not a multiple of 4096 bytes";
 		return -EINVAL;
 	}
-	if (ti->len > geo->logical_blocks * DMR_SECTORS_PER_BLOCK) {
-		ti->error = "Target length exceeds the formatted logical size";
-		return -EINVAL;
-	}
-	return 0;
+	return dmr_grow_setup(rc, ti);
 }
 
 /*

@@ -547,6 +547,94 @@ static void *dmr_test_block(struct kunit *test)
 	return b;
 }
 
+/*
+ * Growing online (issue 26): a grow limit sizes the slots and places the
+ * data area for the limit; growing keeps both and adds segments and
+ * logical blocks exactly as a format at the new size with the same limit
+ * would; a table length decides whether a load grows; the superblock
+ * carries the limit with its feature bit.
+ */
+static void dmr_test_geometry_grow(struct kunit *test)
+{
+	const u64 dev = 16384, limit = 4 * 16384;
+	struct dmr_geometry plain, g, big, at_limit, out;
+	struct dmr_sb in, sbo;
+	void *block = dmr_test_block(test);
+
+	KUNIT_ASSERT_EQ(test, dmr_geometry_compute(dev, 64, 10, &plain), DMR_GEO_OK);
+	KUNIT_ASSERT_EQ(test, dmr_geometry_compute_limit(dev, limit, 64, 10, &g), DMR_GEO_OK);
+	KUNIT_ASSERT_EQ(test, dmr_geometry_compute_limit(limit, 0, 64, 10, &at_limit),
+			DMR_GEO_OK);
+	/* the slots of the limit, the segments of the device */
+	KUNIT_EXPECT_EQ(test, g.ckpt_slot_blocks, at_limit.ckpt_slot_blocks);
+	KUNIT_EXPECT_EQ(test, g.data_offset, at_limit.data_offset);
+	KUNIT_EXPECT_GT(test, g.ckpt_slot_blocks, plain.ckpt_slot_blocks);
+	KUNIT_EXPECT_EQ(test, g.nr_segments, (dev - g.data_offset) / 64);
+	KUNIT_EXPECT_EQ(test, g.grow_limit, limit);
+
+	KUNIT_ASSERT_EQ(test, dmr_geometry_grow(&g, 2 * dev, &big), DMR_GEO_OK);
+	KUNIT_EXPECT_EQ(test, big.data_offset, g.data_offset);
+	KUNIT_EXPECT_EQ(test, big.ckpt_slot_blocks, g.ckpt_slot_blocks);
+	KUNIT_EXPECT_EQ(test, big.nr_segments, (2 * dev - g.data_offset) / 64);
+	KUNIT_EXPECT_GT(test, big.logical_blocks, g.logical_blocks);
+	KUNIT_ASSERT_EQ(test, dmr_geometry_compute_limit(2 * dev, limit, 64, 10, &out),
+			DMR_GEO_OK);
+	KUNIT_EXPECT_EQ(test, memcmp(&out, &big, sizeof(out)), 0);
+	KUNIT_EXPECT_EQ(test, dmr_geometry_grow(&g, limit, &out), DMR_GEO_OK);
+	KUNIT_EXPECT_EQ(test, out.nr_segments, at_limit.nr_segments);
+	KUNIT_EXPECT_EQ(test, dmr_geometry_grow(&g, limit + 1, &out),
+			DMR_GEO_BEYOND_GROW_LIMIT);
+	KUNIT_EXPECT_EQ(test, dmr_geometry_grow(&g, dev - 1, &out), DMR_GEO_SHRINK);
+	KUNIT_EXPECT_EQ(test, dmr_geometry_grow(&plain, 2 * dev, &out), DMR_GEO_NO_GROW_LIMIT);
+	KUNIT_EXPECT_EQ(test, dmr_geometry_compute_limit(dev, dev - 1, 64, 10, &out),
+			DMR_GEO_BAD_GROW_LIMIT);
+	/* 32-bit entries: the limit, not the device, must stay under 16 TiB */
+	KUNIT_EXPECT_EQ(test, dmr_geometry_compute_limit(1ULL << 24, (1ULL << 32) + (1ULL << 24),
+							 64, 10, &out), DMR_GEO_TOO_LARGE);
+	KUNIT_EXPECT_EQ(test, dmr_geometry_compute_limit(1ULL << 24, (1ULL << 32) - (1ULL << 20),
+							 64, 10, &out), DMR_GEO_OK);
+	KUNIT_EXPECT_EQ(test, dmr_geometry_compute_limit(dev, 1ULL << 30, 64, 10, &out),
+			DMR_GEO_TOO_SMALL);	/* no room for the limit's slots */
+
+	/* what a table's length asks for */
+	KUNIT_EXPECT_EQ(test, dmr_geometry_for_length(&g, 2 * dev, g.logical_blocks, &out),
+			DMR_GROW_NONE);
+	KUNIT_EXPECT_EQ(test, out.nr_segments, g.nr_segments);
+	KUNIT_EXPECT_EQ(test, dmr_geometry_for_length(&g, 2 * dev, big.logical_blocks, &out),
+			DMR_GROW_YES);
+	KUNIT_EXPECT_EQ(test, memcmp(&out, &big, sizeof(out)), 0);
+	/* a device grown past the limit grows to the limit */
+	KUNIT_EXPECT_EQ(test, dmr_geometry_for_length(&g, 8 * dev, g.logical_blocks + 1, &out),
+			DMR_GROW_YES);
+	KUNIT_EXPECT_EQ(test, out.device_blocks, limit);
+	KUNIT_EXPECT_EQ(test, dmr_geometry_for_length(&g, 2 * dev, big.logical_blocks + 1,
+						      &out), DMR_GROW_TOO_LONG);
+	KUNIT_EXPECT_EQ(test, out.nr_segments, g.nr_segments);
+	KUNIT_EXPECT_EQ(test, dmr_geometry_for_length(&g, dev - 1, g.logical_blocks + 1, &out),
+			DMR_GROW_SHRUNK);
+	KUNIT_EXPECT_EQ(test, dmr_geometry_for_length(&plain, 2 * dev,
+						      plain.logical_blocks + 1, &out),
+			DMR_GROW_NO_LIMIT);
+
+	/* the superblock carries it, with its feature */
+	dmr_make_sb(&in, 0);
+	in.geo = big;
+	in.feature_incompat = DMR_FEATURE_INCOMPAT_GROW;
+	dmr_sb_encode(&in, block);
+	KUNIT_ASSERT_EQ(test, dmr_sb_decode(block, 0, &sbo), DMR_SB_OK);
+	KUNIT_EXPECT_EQ(test, memcmp(&sbo.geo, &big, sizeof(big)), 0);
+	in.feature_incompat = 0;
+	dmr_sb_encode(&in, block);
+	KUNIT_EXPECT_EQ(test, dmr_sb_decode(block, 0, &sbo), DMR_SB_BAD_GEOMETRY);
+	/* a grown superblock whose data area does not follow from its limit */
+	in.feature_incompat = DMR_FEATURE_INCOMPAT_GROW;
+	in.geo.grow_limit = limit * 2;
+	dmr_sb_encode(&in, block);
+	KUNIT_EXPECT_EQ(test, dmr_sb_decode(block, 0, &sbo), DMR_SB_BAD_GEOMETRY);
+	KUNIT_EXPECT_EQ(test, offsetof(struct dmr_disk_superblock, grow_limit), 160UL);
+	KUNIT_EXPECT_EQ(test, offsetof(struct dmr_disk_ckpt, nr_segments), 296UL);
+}
+
 static void dmr_test_sb_roundtrip(struct kunit *test)
 {
 	struct dmr_sb in, out;
@@ -653,7 +741,9 @@ static const struct dmr_corrupt_case dmr_corrupt_cases[] = {
 	{ "version 2", 12, 2, true, true, 0, DMR_SB_BAD_VERSION },
 	{ "version 1", 12, 1, true, true, 0, DMR_SB_BAD_VERSION },
 	{ "version 0", 12, 0, true, true, 0, DMR_SB_BAD_VERSION },
-	{ "incompat feature", 24, 0x01, true, true, 0, DMR_SB_BAD_FEATURES },
+	{ "incompat feature", 24, 0x02, true, true, 0, DMR_SB_BAD_FEATURES },
+	{ "grow feature, no limit", 24, 0x01, true, true, 0, DMR_SB_BAD_GEOMETRY },
+	{ "grow limit, no feature", 163, 0x01, true, true, 0, DMR_SB_BAD_GEOMETRY },
 	{ "block size 8192", 29, 0x20, true, true, 0, DMR_SB_BAD_BLOCK_SIZE },
 	{ "misdirected: read at 1", 0, 0, false, false, 1, DMR_SB_BAD_LOCATION },
 	{ "location field", 32, 5, true, true, 0, DMR_SB_BAD_LOCATION },
@@ -745,6 +835,7 @@ static struct kunit_case dmr_pure_cases[] = {
 	KUNIT_CASE(dmr_test_options_emit),
 	KUNIT_CASE(dmr_test_birth_codec),
 	KUNIT_CASE_PARAM(dmr_test_geometry, dmr_geo_gen_params),
+	KUNIT_CASE(dmr_test_geometry_grow),
 	KUNIT_CASE_PARAM(dmr_test_default_segment, dmr_seg_gen_params),
 	KUNIT_CASE_PARAM(dmr_test_map_memory, dmr_mem_gen_params),
 	KUNIT_CASE_PARAM(dmr_test_map_fits, dmr_fit_gen_params),

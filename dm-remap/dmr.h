@@ -159,7 +159,11 @@ enum dmr_gc_mode {
  * @ti: the device-mapper target
  * @dev: the formatted device below
  * @opts: optional table arguments
- * @sb: the superblock in use (immutable after the constructor)
+ * @sb: the superblock in use (immutable after the constructor, but for
+ *	its generation when a load grows the device, dmr_write_superblock())
+ * @grow_from: the device size (blocks) the superblock on the device has
+ *	when this instance grows it at load (the constructor set @sb to the
+ *	grown geometry), else 0
  * @sb_copy: which superblock copy @sb came from
  * @sb_copies_valid: how many copies validated at load
  * @data_start: first sector of the data area on @dev
@@ -248,6 +252,7 @@ struct dmr_target {
 	struct dmr_sb sb;
 	unsigned int sb_copy;
 	unsigned int sb_copies_valid;
+	u64 grow_from;
 	sector_t data_start;
 	struct dm_io_client *io_client;
 	struct bio_set bs;
@@ -333,6 +338,7 @@ static inline u64 dmr_seg_block(const struct dmr_target *rc, u32 seg, u32 offset
 }
 
 /* Functions defined in dmr-metadata.c */
+int __must_check dmr_write_superblock(struct dmr_target *rc);
 int __must_check dmr_read_superblock(struct block_device *bdev,
 				     struct dmr_sb *sb, unsigned int *copy,
 				     unsigned int *nr_valid,

@@ -38,6 +38,7 @@
  * check could not be done.
  */
 #include <dirent.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -129,11 +130,13 @@ bad_option(const char *cmd, const char *optstring, char *const argv[])
 	usage_error("%s: unrecognised option '-%c'", cmd, optopt);
 }
 
-/* Parse "123", "64K", "4M", "1G" into bytes; -1 on error. */
+/* Parse "123", "64K", "4M", "1G", "2T" into bytes, at most 1 PiB; -1 on error. */
 static long long parse_size(const char *s)
 {
-	char *end;
+	const char *units = "KMGT", *u;
+	unsigned int shift = 0;
 	unsigned long long v;
+	char *end;
 
 	if (!s || *s < '0' || *s > '9')
 		return -1;
@@ -141,21 +144,16 @@ static long long parse_size(const char *s)
 	v = strtoull(s, &end, 10);
 	if (errno)
 		return -1;
-	switch (*end) {
-	case 'k': case 'K':
-		v <<= 10; end++; break;
-	case 'm': case 'M':
-		v <<= 20; end++; break;
-	case 'g': case 'G':
-		v <<= 30; end++; break;
-	default:
-		break;
+	u = *end ? strchr(units, toupper((unsigned char)*end)) : NULL;
+	if (u) {
+		shift = 10 * (unsigned int)(u - units + 1);
+		end++;
 	}
 	if (*end == 'i' && end[1] == 'B')
 		end += 2;
-	if (*end || v > (1ULL << 40))
+	if (*end || v > (1ULL << 50) >> shift)
 		return -1;
-	return v;
+	return v << shift;
 }
 
 struct device {
@@ -185,6 +183,13 @@ static void open_device(struct device *d, const char *path, int flags, bool excl
 	}
 	d->io_opt = d->io_min = 0;
 	if (d->is_blk) {
+		/*
+		 * The module writes the device with bios that bypass its page
+		 * cache (a grow's superblock, checkpoints, the log): what an
+		 * earlier read left cached may be stale.  Drop it (clean pages
+		 * only; nothing is lost).
+		 */
+		posix_fadvise(d->fd, 0, 0, POSIX_FADV_DONTNEED);
 		if (ioctl(d->fd, BLKGETSIZE64, &d->bytes))
 			die("%s: cannot get size: %s", path, strerror(errno));
 		if (ioctl(d->fd, BLKIOOPT, &d->io_opt))
@@ -298,6 +303,8 @@ static void write_initial_checkpoint(struct device *d, const struct dmr_sb *sb)
 	c.flags = DMR_CKPT_CLEAN;
 	c.seq = 1;
 	c.blocknr = base;
+	c.logical_blocks = geo->logical_blocks;
+	c.nr_segments = geo->nr_segments;
 	/*
 	 * Head h starts at segment h: no stale unit may be found there (the
 	 * first block of each is zeroed).
@@ -413,20 +420,21 @@ static int cmd_format(int argc, char **argv)
 		{ "segment-size", required_argument, NULL, 's' },
 		{ "overprovision", required_argument, NULL, 'o' },
 		{ "label", required_argument, NULL, 'l' },
+		{ "grow-limit", required_argument, NULL, 'g' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	long long seg_bytes = 0;
+	long long seg_bytes = 0, limit_bytes = 0;
 	u64 op = DMR_DEFAULT_OVERPROVISION;
-	const char *label = "";
+	const char *label = "", *limit_arg = NULL;
 	bool force = false;
 	struct device d;
 	struct dmr_sb sb;
 	enum dmr_geo_status gst;
 	u32 seg_blocks, stripe_blocks;
 	char *sig, hsize[32], hseg[32];
-	static const char sopts[] = "s:o:l:fh";
+	static const char sopts[] = "s:o:l:g:fh";
 	void *buf, *zero;
 	int c, i;
 
@@ -448,6 +456,12 @@ static int cmd_format(int argc, char **argv)
 			if (strlen(optarg) > DMR_LABEL_LEN)
 				usage_error("--label longer than %d characters", DMR_LABEL_LEN);
 			label = optarg;
+			break;
+		case 'g':
+			limit_arg = optarg;
+			limit_bytes = parse_size(optarg);
+			if (limit_bytes <= 0)
+				usage_error("invalid --grow-limit '%s' (a size: 16T, 800G)", optarg);
 			break;
 		case 'f':
 			force = true;
@@ -489,9 +503,23 @@ static int cmd_format(int argc, char **argv)
 	}
 
 	memset(&sb, 0, sizeof(sb));
-	gst = dmr_geometry_compute(d.bytes / DMR_BLOCK_SIZE, seg_blocks, op, &sb.geo);
+	if (limit_bytes && (uint64_t)limit_bytes / DMR_BLOCK_SIZE < d.bytes / DMR_BLOCK_SIZE)
+		die("%s: --grow-limit %s is smaller than the device (%" PRIu64 " bytes)",
+		    d.path, limit_arg, d.bytes);
+	gst = dmr_geometry_compute_limit(d.bytes / DMR_BLOCK_SIZE,
+					 limit_bytes / DMR_BLOCK_SIZE, seg_blocks, op, &sb.geo);
+	if (gst == DMR_GEO_TOO_LARGE && limit_bytes)
+		die("%s: --grow-limit too large (at most 16 TiB with 32-bit map entries)",
+		    d.path);
+	if (gst == DMR_GEO_TOO_SMALL && limit_bytes && sb.geo.data_offset >= sb.geo.device_blocks) {
+		fmt_bytes(sb.geo.data_offset * DMR_BLOCK_SIZE, hsize, sizeof(hsize));
+		die("%s: too small for the checkpoint slots of --grow-limit %s (%s)", d.path,
+		    limit_arg, hsize);
+	}
 	if (gst != DMR_GEO_OK)
 		die("%s: %s", d.path, dmr_geo_strerror(gst));
+	if (limit_bytes)
+		sb.feature_incompat |= DMR_FEATURE_INCOMPAT_GROW;
 	check_memory(&d, &sb.geo, force);
 	sb.version = DMR_FORMAT_VERSION;
 	sb.generation = 1;
@@ -534,6 +562,18 @@ static int cmd_format(int argc, char **argv)
 	       (uint64_t)sb.geo.logical_blocks * DMR_SECTORS_PER_BLOCK, d.path);
 	fmt_bytes(dmr_map_memory_bytes(&sb.geo), hsize, sizeof(hsize));
 	printf("kernel memory when loaded: %s\n", hsize);
+	if (limit_bytes) {
+		struct dmr_geometry at_limit;
+
+		if (dmr_geometry_grow(&sb.geo, sb.geo.grow_limit, &at_limit) == DMR_GEO_OK) {
+			fmt_bytes(sb.geo.grow_limit * DMR_BLOCK_SIZE, hsize, sizeof(hsize));
+			printf("grows online (remapctl grow) up to a device of %s:", hsize);
+			fmt_bytes(at_limit.logical_blocks * DMR_BLOCK_SIZE, hsize, sizeof(hsize));
+			printf(" logical size %s,", hsize);
+			fmt_bytes(dmr_map_memory_bytes(&at_limit), hsize, sizeof(hsize));
+			printf(" kernel memory %s\n", hsize);
+		}
+	}
 	/*
 	 * What the spare means: greedy GC's steady state under uniform random
 	 * writes over the whole logical space (tools/remap-sim measures the
@@ -623,6 +663,8 @@ static void dump_ckpts(struct device *d, const struct dmr_sb *sb)
 			       (uint64_t)c[i].age.at[h], (uint64_t)c[i].age.len[h]);
 		printf("ckpt%d_header_block=%" PRIu64 "\nckpt%d_map_block=%" PRIu64 "\n",
 		       i, blk, i, blk + l.map_offset);
+		printf("ckpt%d_logical_blocks=%" PRIu64 "\nckpt%d_nr_segments=%" PRIu64 "\n",
+		       i, (uint64_t)c[i].logical_blocks, i, (uint64_t)c[i].nr_segments);
 	}
 	/* the module's own choice: an unreadable header refuses the load */
 	n = dmr_ckpt_order(st, c, order, &bad);
@@ -743,6 +785,9 @@ static int cmd_dump(int argc, char **argv)
 	printf("logical_sectors=%" PRIu64 "\n",
 	       (uint64_t)sb.geo.logical_blocks * DMR_SECTORS_PER_BLOCK);
 	dump_ckpts(&d, &sb);
+	/* added with growing online: after the lines scripts knew before */
+	printf("feature_incompat=%u\ngrow_limit=%" PRIu64 "\n", sb.feature_incompat,
+	       (uint64_t)sb.geo.grow_limit);
 	close(d.fd);
 	if (json) {
 		fclose(stdout);
@@ -1225,6 +1270,138 @@ static int cmd_create(int argc, char **argv)
 	}
 }
 
+/*
+ * The device of a table line's "major:minor" (what dmsetup table prints),
+ * from sysfs; a path (a table loaded with one) is used as it is.
+ */
+static void table_dev_path(const char *dev, char *out, size_t len)
+{
+	char uevent[128], line[256];
+	unsigned int maj, min;
+	FILE *f;
+
+	if (dev[0] == '/' || sscanf(dev, "%u:%u", &maj, &min) != 2) {
+		snprintf(out, len, "%s", dev);
+		return;
+	}
+	snprintf(uevent, sizeof(uevent), "/sys/dev/block/%u:%u/uevent", maj, min);
+	f = fopen(uevent, "r");
+	if (!f)
+		die("%s: cannot find the device %s", uevent, dev);
+	out[0] = '\0';
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "DEVNAME=", 8)) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(out, len, "/dev/%s", line + 8);
+		}
+	fclose(f);
+	if (!out[0])
+		die("%s: no DEVNAME for %s", uevent, dev);
+}
+
+static int cmd_grow(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char sopts[] = "h";
+	char out[4096], table[4096], path[512], hold[32], hnew[32];
+	char *fields[4], *rest, *p, *save = NULL;
+	unsigned long long start, len;
+	uint64_t dev_blocks, new_len;
+	struct dmr_geometry g;
+	enum dmr_geo_status st;
+	const char *name;
+	struct device d;
+	struct dmr_sb sb;
+	int c, i;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, sopts, lopts, NULL)) != -1) {
+		if (c != 'h')
+			bad_option("grow", sopts, argv);
+		command_help("grow");
+		return 0;
+	}
+	if (optind != argc - 1)
+		usage_error("grow needs exactly one NAME");
+	name = argv[optind];
+	{
+		char *const args[] = { "dmsetup", "table", (char *)name, NULL };
+
+		if (run_capture(args, out, sizeof(out)))
+			die("%s: dmsetup table failed", name);
+	}
+	/* one line: 0 LEN remap DEV [OPTIONS] */
+	out[strcspn(out, "\n")] = '\0';
+	p = out;
+	for (i = 0; i < 4; i++) {
+		fields[i] = strtok_r(p, " ", &save);
+		p = NULL;
+		if (!fields[i])
+			die("%s: not a dm-remap device (table '%s')", name, out);
+	}
+	rest = strtok_r(NULL, "", &save);
+	if (strcmp(fields[2], "remap"))
+		die("%s: not a dm-remap device (its target is %s)", name, fields[2]);
+	if (sscanf(fields[0], "%llu", &start) != 1 || start ||
+	    sscanf(fields[1], "%llu", &len) != 1)
+		die("%s: a table of more than one remap target from sector 0 cannot grow",
+		    name);
+	table_dev_path(fields[3], path, sizeof(path));
+	open_device(&d, path, O_RDONLY, false);
+	if (d.bytes < DMR_SB_COPIES * DMR_BLOCK_SIZE || load_sb(&d, &sb, false) < 0)
+		die("%s: not formatted for dm-remap", d.path);
+	close(d.fd);
+
+	dev_blocks = d.bytes / DMR_BLOCK_SIZE;
+	if (sb.geo.grow_limit && dev_blocks > sb.geo.grow_limit) {
+		fmt_bytes(sb.geo.grow_limit * DMR_BLOCK_SIZE, hnew, sizeof(hnew));
+		fprintf(stderr, "%s: warning: %s is larger than the grow limit it was formatted "
+			"with; growing to %s\n", dmr_prog, d.path, hnew);
+		dev_blocks = sb.geo.grow_limit;
+	}
+	st = dmr_geometry_grow(&sb.geo, dev_blocks, &g);
+	if (st != DMR_GEO_OK)
+		die("%s: cannot grow %s: %s", name, d.path, dmr_geo_strerror(st));
+	new_len = g.logical_blocks * DMR_SECTORS_PER_BLOCK;
+	if (new_len <= len) {
+		printf("%s: nothing to grow: %llu sectors, all %s offers\n", name, len, d.path);
+		return 0;
+	}
+	snprintf(table, sizeof(table), "0 %" PRIu64 " remap %s%s%s", new_len, fields[3],
+		 rest ? " " : "", rest ? rest : "");
+	{
+		char *const reload[] = { "dmsetup", "reload", (char *)name, "--table", table,
+					 NULL };
+		char *const resume[] = { "dmsetup", "resume", (char *)name, NULL };
+
+		if (run(reload))
+			die("%s: dmsetup reload failed; the target is unchanged", name);
+		if (run(resume)) {
+			/* the old line back, so that the device is not left suspended */
+			char old[4096];
+			char *const back[] = { "dmsetup", "reload", (char *)name, "--table", old,
+					       NULL };
+
+			snprintf(old, sizeof(old), "0 %llu remap %s%s%s", len, fields[3],
+				 rest ? " " : "", rest ? rest : "");
+			if (run(back) || run(resume))
+				die("%s: grow failed, and so did reloading its old table: the "
+				    "device is suspended (dmsetup table, dmesg)", name);
+			die("%s: grow failed (see dmesg); the old table is back", name);
+		}
+	}
+	fmt_bytes(len * 512, hold, sizeof(hold));
+	fmt_bytes(new_len * 512, hnew, sizeof(hnew));
+	printf("grew %s: %llu to %" PRIu64 " sectors (%s to %s), %" PRIu64 " segments\n",
+	       name, len, new_len, hold, hnew, (uint64_t)g.nr_segments);
+	printf("now grow its file system: resize2fs /dev/mapper/%s, or xfs_growfs on its "
+	       "mount point\n", name);
+	return 0;
+}
+
 static int cmd_remove(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -1619,15 +1796,18 @@ static int cmd_deactivate(int argc, char **argv)
 }
 
 static const struct command commands[] = {
-	{ "format", "DEV [--segment-size SIZE] [--overprovision PCT] [--label TEXT] [--force]",
+	{ "format", "DEV [--segment-size SIZE] [--overprovision PCT] [--label TEXT]\n"
+	  "[--grow-limit SIZE] [--force]",
 	  "write a fresh superblock and an empty checkpoint on DEV",
-	  "Write a fresh superblock and an empty checkpoint.  SIZE takes a K, M or G\n"
-	  "suffix (powers of 1024); the default segment size is the smallest whole\n"
-	  "number of full RAID stripes of at least 1 MiB.  PCT is the share of the\n"
-	  "data area kept spare for garbage collection.  format refuses a device\n"
-	  "that is in use or holds a filesystem, RAID, LVM, partition table or\n"
-	  "dm-remap signature, or whose map needs more kernel memory than this\n"
-	  "machine has, unless --force is given.\n",
+	  "Write a fresh superblock and an empty checkpoint.  SIZE takes a K, M, G\n"
+	  "or T suffix (powers of 1024); the default segment size is the smallest\n"
+	  "whole number of full RAID stripes of at least 1 MiB.  PCT is the share of\n"
+	  "the data area kept spare for garbage collection.  --grow-limit: room for\n"
+	  "the device to grow online (remapctl grow) up to SIZE; the checkpoint slots\n"
+	  "are sized for it (about 0.2% of SIZE).  format refuses a device that is\n"
+	  "in use or holds a filesystem, RAID, LVM, partition table or dm-remap\n"
+	  "signature, or whose map needs more kernel memory than this machine has,\n"
+	  "unless --force is given.\n",
 	  cmd_format },
 	{ "dump", "[--json] DEV",
 	  "print DEV's superblock copies and checkpoint headers",
@@ -1678,6 +1858,15 @@ static const struct command commands[] = {
 	  "retired: the module accepts zero_copy and ignores it (a warning), since\n"
 	  "that path measured slower than the copying one.\n",
 	  cmd_create },
+	{ "grow", "NAME",
+	  "give an active target the space its device grew by",
+	  "After the device below NAME grew (an md reshape, lvextend), reload NAME's\n"
+	  "table with the longer length that space gives (dmsetup reload, resume):\n"
+	  "the module adds the new segments and writes the superblock before\n"
+	  "anything else.  Only a device formatted with a grow limit (see format)\n"
+	  "grows, up to that limit; a smaller device (shrinking) is refused.  Then\n"
+	  "grow the file system: resize2fs, xfs_growfs.\n",
+	  cmd_grow },
 	{ "remove", "NAME",
 	  "remove one target",
 	  "Remove the target NAME (dmsetup remove).\n",

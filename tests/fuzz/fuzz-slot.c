@@ -67,7 +67,7 @@ static int fuzz_load(struct fuzz_dev *from, const struct dmr_ckpt *c, struct dmr
 	r = dmr_slot_load(&io, &geo, FUZZ_SLOT, c, m, map_crc, &err);
 	FUZZ_ASSERT(r == 0 || r == -EILSEQ);
 	if (r)
-		FUZZ_ASSERT(err.table <= DMR_SLOT_SEGTAB &&
+		FUZZ_ASSERT(err.table <= DMR_SLOT_SIZES &&
 			    (err.table != DMR_SLOT_MAP || err.block < m->nr_map_blocks));
 	return r;
 }

@@ -95,6 +95,7 @@ def test_values_and_positions(tmp_path):
     # NAME: the active devices for status and remove, nothing for a new one
     assert complete(["remapctl", "status", ""], tmp_path) == ["fast", "slow"]
     assert complete(["remapctl", "remove", "s"], tmp_path) == ["slow"]
+    assert complete(["remapctl", "grow", ""], tmp_path) == ["fast", "slow"]
     assert complete(["remapctl", "status", "--json", "f"], tmp_path) == ["fast"]
     assert complete(["remapctl", "create", ""], tmp_path) == []
     assert complete(["remapctl", "status", ""], tmp_path, names=()) == []

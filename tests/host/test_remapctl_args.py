@@ -51,6 +51,8 @@ def kv(out):
     ["create", "n", "d", "--gc-high", "2147483648"],
     ["create", "n", "d", "--gc-high"],
     ["remove"],
+    ["grow"],
+    ["grow", "a", "b"],
 ])
 def test_usage_errors_exit_2(args):
     p = rc(*args)
@@ -155,7 +157,7 @@ def test_create_table_options(img, tmp_path):
 # went past its options would call dmsetup or fail to open them.
 
 COMMANDS = ["format", "dump", "check", "status", "activate", "deactivate", "probe",
-            "create", "remove"]
+            "create", "grow", "remove"]
 
 
 def fake_dmsetup(tmp_path):
@@ -178,7 +180,7 @@ def command_args(cmd, tmp_path):
     return {"format": [missing], "dump": [missing], "check": [missing],
             "status": ["fast"], "activate": ["--remaptab", str(tab)],
             "deactivate": ["--remaptab", str(tab)], "probe": [missing],
-            "create": ["fast", missing],
+            "create": ["fast", missing], "grow": ["fast"],
             "remove": ["fast"]}[cmd]
 
 

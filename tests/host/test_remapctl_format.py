@@ -163,7 +163,13 @@ def test_dump_checkpoint_lines(img):
         + [f"ckpt0_head{h}_{f}" for h in range(NR_HEADS)
            for f in ("segment", "offset", "next")]
         + ["ckpt0_user_blocks", "ckpt0_log_blocks", "ckpt0_gc_moved",
-           "ckpt0_temp_threshold", "ckpt0_age_jumps", "ckpt0_header_block", "ckpt0_map_block", "ckpt1", "newest_ckpt"])
+           "ckpt0_temp_threshold", "ckpt0_age_jumps", "ckpt0_header_block", "ckpt0_map_block",
+           "ckpt0_logical_blocks", "ckpt0_nr_segments", "ckpt1", "newest_ckpt",
+           "feature_incompat", "grow_limit"])
+    # what the slot covers: the whole device, which has no grow limit
+    assert d["ckpt0_logical_blocks"] == d["logical_blocks"]
+    assert d["ckpt0_nr_segments"] == d["nr_segments"]
+    assert d["feature_incompat"] == d["grow_limit"] == "0"
 
 
 def ckpt_header(d, slot, seq, flags, log_seq, log_segment, log_offset):

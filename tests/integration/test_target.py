@@ -277,8 +277,16 @@ def test_unsupported_version_refused(ram):
 
 def test_incompat_feature_refused(ram):
     formatted(ram)
-    _rewrite_both(ram, 24, (1).to_bytes(4, "little"))
+    _rewrite_both(ram, 24, (1 << 31).to_bytes(4, "little"))
     _refused(ram, "unsupported incompatible feature flags")
+
+
+def test_grow_feature_without_its_limit_refused(ram):
+    """Bit 0 (grow) is known, but says the superblock holds a grow limit:
+    without one the slots would be looked for in the wrong place."""
+    formatted(ram)
+    _rewrite_both(ram, 24, (1).to_bytes(4, "little"))
+    _refused(ram, "inconsistent superblock geometry")
 
 
 def test_ro_compat_feature_needs_read_only(ram):

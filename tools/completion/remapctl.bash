@@ -4,7 +4,7 @@
 # Commands, options and which options take a value come from remapctl's
 # own --help (the "Commands:" list and each command's usage line), so the
 # completion follows the tool it completes.  NAME completes to the active
-# dm-remap devices (dmsetup ls --target remap) for status and remove, DEV
+# dm-remap devices (dmsetup ls --target remap) for status, grow and remove, DEV
 # and FILE to file names.  Needs nothing from the bash-completion package.
 
 # The words of COMMAND's usage, brackets dropped: "remapctl dump --json DEV"
@@ -79,7 +79,7 @@ _remapctl()
 	kind=${pos[n]}
 	case $kind in
 	NAME)
-		[[ $cmd == status || $cmd == remove ]] &&
+		[[ $cmd == status || $cmd == remove || $cmd == grow ]] &&
 			COMPREPLY=($(compgen -W "$(_remapctl_names)" -- "$cur"))
 		;;
 	DEV | FILE)
