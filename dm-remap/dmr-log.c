@@ -479,9 +479,13 @@ int dmr_slot_load(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
 	zero_crc = crc32c(~0U, io->bounce, DMR_BLOCK_SIZE);
 	/* what the slot does not cover: unmapped, free (see above) */
 	for (p = l.map_blocks; p < m->nr_map_blocks; p++) {
+		u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
+
 		map_crc[p] = zero_crc;
+		/* (a flat array's last page is short: dmr_map_init()) */
 		if (m->pages[p])
-			memset(m->pages[p], 0, DMR_BLOCK_SIZE);
+			memset(m->pages[p], 0, min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK,
+						     m->nr_logical - first) * sizeof(u32));
 	}
 	for (p = cg.nr_segments; p < m->nr_segs; p++)
 		dmr_seg_load(&m->segs[p], 0, 0, 0);

@@ -162,10 +162,30 @@ def test_power_cut_right_after_the_grow(ram, ram2):
     newest = d["newest_ckpt"]
     assert int(d[f"ckpt{newest}_logical_blocks"]) < want_n // 8    # the old size
     assert int(d["logical_sectors"]) == want_n
+    p = remapctl("check", s.under, check=False)    # the offline check agrees
+    assert p.returncode == 0, p.stdout + p.stderr
     s.n = want_n
     s.create()
     check_gen(s.top, model, "after the power cut")
     write_gen(s.top, [want_n // 8 - 1], 4)
+
+
+def test_grow_at_create(ram, ram2):
+    """The device grew while no table was loaded: `dmsetup create` with
+    the longer length grows it at its first load, as a reload would."""
+    fmt = FMT + ("--grow-limit", "128M")
+    want_n, want_segs = expected_geometry(ram2, 128 * MIB, fmt)
+    s = GrowStack(ram, 64 * MIB, fmt)
+    model = {lba: 1 for lba in random.Random(5).sample(range(s.n // 8), 100)}
+    write_gen(s.top, model, 1)
+    dm_remove("top")
+    s.grow_under(128 * MIB)
+    s.n = want_n
+    s.create()
+    st = s.status()
+    assert st["logical_blocks"] == want_n // 8 and st["segments"] == want_segs
+    check_gen(s.top, model, "after the grow at create")
+    write_gen(s.top, [want_n // 8 - 1], 2)
 
 
 @pytest.mark.parametrize("case", ["no-limit", "not-grown", "read-only", "shrunk"])
