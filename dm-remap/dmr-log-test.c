@@ -985,21 +985,21 @@ static void dmr_test_slot_load_grown(struct kunit *test)
 		u64 nr = m.nr_map_blocks, j;
 		u32 *flat = kunit_kzalloc(test, (big.logical_blocks + 16) * sizeof(u32), GFP_KERNEL);
 		u32 **pages = kunit_kzalloc(test, nr * sizeof(*pages), GFP_KERNEL);
-		struct dmr_map fm;
+		struct dmr_map *fm = kunit_kzalloc(test, sizeof(*fm), GFP_KERNEL);
 
-		if (!flat || !pages)
+		if (!flat || !pages || !fm)
 			kunit_skip(test, "cannot allocate the flat map");
 		KUNIT_ASSERT_NE(test, big.logical_blocks % DMR_MAP_ENTRIES_PER_BLOCK, 0ULL);
 		for (j = 0; j < big.logical_blocks + 16; j++)
 			flat[j] = 0x5a5a5a5a;
-		dmr_map_init(&fm, pages, flat, big.logical_blocks, m.segs, big.nr_segments,
+		dmr_map_init(fm, pages, flat, big.logical_blocks, m.segs, big.nr_segments,
 			     big.segment_blocks, m.dirty, m.lists);
-		fm.track = false;
+		fm->track = false;
 		for (j = 0; j < big.logical_blocks + 16; j++)
 			flat[j] = j < big.logical_blocks ? 7 : 0x5a5a5a5a;
-		KUNIT_ASSERT_EQ(test, dmr_slot_load(&io, &big, 1, &c, &fm, map_crc, &err), 0);
-		KUNIT_EXPECT_EQ(test, dmr_map_get(&fm, 0), 6U);
-		KUNIT_EXPECT_EQ(test, dmr_map_get(&fm, last), DMR_UNMAPPED);
+		KUNIT_ASSERT_EQ(test, dmr_slot_load(&io, &big, 1, &c, fm, map_crc, &err), 0);
+		KUNIT_EXPECT_EQ(test, dmr_map_get(fm, 0), 6U);
+		KUNIT_EXPECT_EQ(test, dmr_map_get(fm, last), DMR_UNMAPPED);
 		for (j = big.logical_blocks; j < big.logical_blocks + 16; j++)
 			KUNIT_EXPECT_EQ(test, flat[j], 0x5a5a5a5aU);
 	}
