@@ -983,7 +983,8 @@ static void dmr_test_slot_load_grown(struct kunit *test)
 	 */
 	{
 		u64 nr = m.nr_map_blocks, j;
-		u32 *flat = kunit_kzalloc(test, (big.logical_blocks + 16) * sizeof(u32), GFP_KERNEL);
+		u32 *flat = kunit_kzalloc(test, (big.logical_blocks + 16) * sizeof(u32),
+					  GFP_KERNEL);
 		u32 **pages = kunit_kzalloc(test, nr * sizeof(*pages), GFP_KERNEL);
 		struct dmr_map *fm = kunit_kzalloc(test, sizeof(*fm), GFP_KERNEL);
 
