@@ -1032,6 +1032,80 @@ static void dmr_test_slot_load_grown(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, dmr_ckpt_geometry(&big, &bad, &cg));
 }
 
+/* dmr_fake_read(), counting the map blocks read (from @map_first on). */
+struct dmr_count_read {
+	struct dmr_fake *f;
+	u64 map_first, map_end, map_read;
+};
+
+static int dmr_count_read(void *ctx, u64 blocknr, u32 nr, void *buf)
+{
+	struct dmr_count_read *c = ctx;
+	u64 b;
+
+	for (b = blocknr; b < blocknr + nr; b++)
+		c->map_read += b >= c->map_first && b < c->map_end;
+	return dmr_fake_read(c->f, blocknr, nr, buf);
+}
+
+/*
+ * The module's load reads only the map blocks the CRC table records as
+ * not all-zero; the others are unmapped on the table's word (a stale or
+ * damaged block there is not looked at), and a page the map had for one
+ * is cleared.  remapctl check (@read_zero) reads and checks them all.
+ */
+static void dmr_test_slot_load_skips_zero_blocks(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_geo(test, T_MAP_BLOCKS, true);
+	u32 *map_crc = kunit_kzalloc(test, f->map.nr_map_blocks * sizeof(u32), GFP_KERNEL);
+	struct dmr_count_read cr = { .f = f };
+	struct dmr_slot_io io = { .read = dmr_count_read, .ctx = &cr, .bounce = f->buf,
+				  .bounce_blocks = 4 };
+	u64 base = f->geo.ckpt_offset + f->geo.ckpt_slot_blocks;
+	struct dmr_ckpt c = { .seq = 5 };
+	struct dmr_ckpt_layout l;
+	struct dmr_slot_err err;
+	struct dmr_map m;
+
+	if (!map_crc)
+		kunit_skip(test, "cannot allocate the CRC table");
+	dmr_ckpt_layout(&f->geo, &l);
+	KUNIT_ASSERT_GE(test, l.map_blocks, 10ULL);
+	KUNIT_ASSERT_LT(test, base + l.segtab_offset + l.segtab_blocks, (u64)T_STORE_BLOCKS);
+	dmr_t_set(test, &f->map, 3, 5);
+	dmr_t_set(test, &f->map, 5 * DMR_MAP_ENTRIES_PER_BLOCK + 1, 6);
+	dmr_t_set(test, &f->map, 6 * DMR_MAP_ENTRIES_PER_BLOCK + 2, 7);
+	f->map.segs[0].flags |= DMR_SEG_USED;
+	dmr_fake_write_slot(f, 1, &f->map, &c);
+	cr.map_first = base + l.map_offset;
+	cr.map_end = cr.map_first + l.map_blocks;
+	/* a zero block the table records as such holds garbage on the device */
+	memset(f->dev + (cr.map_first + 3) * DMR_BLOCK_SIZE, 0xff, DMR_BLOCK_SIZE);
+
+	dmr_fake_map_init(test, f, &m);
+	m.track = false;
+	dmr_t_set(test, &m, 3 * DMR_MAP_ENTRIES_PER_BLOCK + 9, 11);	/* stale */
+	KUNIT_ASSERT_EQ(test, dmr_slot_load(&io, &f->geo, 1, &c, &m, map_crc, &err), 0);
+	KUNIT_EXPECT_EQ(test, cr.map_read, 3ULL);	/* blocks 0, 5 and 6 */
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 3), 6U);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 5 * DMR_MAP_ENTRIES_PER_BLOCK + 1), 7U);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 6 * DMR_MAP_ENTRIES_PER_BLOCK + 2), 8U);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 3 * DMR_MAP_ENTRIES_PER_BLOCK + 9), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, dmr_map_recount(&m), 0);
+	KUNIT_EXPECT_EQ(test, m.mapped, 3ULL);
+
+	/* remapctl check's way: every block read, the garbage found */
+	io.read_zero = true;
+	cr.map_read = 0;
+	KUNIT_EXPECT_EQ(test, dmr_slot_load(&io, &f->geo, 1, &c, &m, map_crc, &err), -EILSEQ);
+	KUNIT_EXPECT_EQ(test, err.table, DMR_SLOT_MAP);
+	KUNIT_EXPECT_EQ(test, err.block, 3ULL);
+	memset(f->dev + (cr.map_first + 3) * DMR_BLOCK_SIZE, 0, DMR_BLOCK_SIZE);
+	cr.map_read = 0;
+	KUNIT_EXPECT_EQ(test, dmr_slot_load(&io, &f->geo, 1, &c, &m, map_crc, &err), 0);
+	KUNIT_EXPECT_EQ(test, cr.map_read, l.map_blocks);
+}
+
 static void dmr_test_slot_load(struct kunit *test)
 {
 	struct dmr_fake *f = dmr_fake_new(test);
@@ -1328,6 +1402,7 @@ static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_slot_load_pages),
 	KUNIT_CASE(dmr_test_slot_load),
 	KUNIT_CASE(dmr_test_slot_load_grown),
+	KUNIT_CASE(dmr_test_slot_load_skips_zero_blocks),
 	KUNIT_CASE(dmr_test_slot_write),
 	KUNIT_CASE(dmr_test_heads_states_open),
 	KUNIT_CASE(dmr_test_map_free_mapped),

@@ -437,6 +437,17 @@ static int dmr_slot_table(const struct dmr_slot_io *io, u64 start, u64 nr_blocks
 	return sum == csum ? 0 : -EILSEQ;
 }
 
+/* Map block @p of @m is all unmapped: clear its page if it has one. */
+static void dmr_slot_map_clear(struct dmr_map *m, u64 p)
+{
+	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
+
+	/* (a flat array's last page is short: dmr_map_init()) */
+	if (m->pages[p])
+		memset(m->pages[p], 0, min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK,
+					     m->nr_logical - first) * sizeof(u32));
+}
+
 /**
  * dmr_slot_load() - read a checkpoint slot's tables into a map
  * @io: where to read, and scratch space
@@ -452,7 +463,8 @@ static int dmr_slot_table(const struct dmr_slot_io *io, u64 start, u64 nr_blocks
  * The CRC table and the segment table are each checked against the
  * header's checksum of them, and every map block against its entry in
  * the CRC table; a map block that is all zeroes with the CRC of a zero
- * block is an unmapped one.  A slot written before the device grew
+ * block is an unmapped one (not read at all unless @io->read_zero).  A
+ * slot written before the device grew
  * covers only part of @m (dmr_ckpt_geometry()): the rest is unmapped,
  * its segments free, its map blocks' CRCs those of zero blocks.  The
  * loader and remapctl's check share it.
@@ -479,13 +491,8 @@ int dmr_slot_load(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
 	zero_crc = crc32c(~0U, io->bounce, DMR_BLOCK_SIZE);
 	/* what the slot does not cover: unmapped, free (see above) */
 	for (p = l.map_blocks; p < m->nr_map_blocks; p++) {
-		u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
-
 		map_crc[p] = zero_crc;
-		/* (a flat array's last page is short: dmr_map_init()) */
-		if (m->pages[p])
-			memset(m->pages[p], 0, min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK,
-						     m->nr_logical - first) * sizeof(u32));
+		dmr_slot_map_clear(m, p);
 	}
 	for (p = cg.nr_segments; p < m->nr_segs; p++)
 		dmr_seg_load(&m->segs[p], 0, 0, 0);
@@ -496,8 +503,22 @@ int dmr_slot_load(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
 		return r;
 	err->table = DMR_SLOT_MAP;
 	for (p = 0; p < l.map_blocks; ) {
-		u32 n = min_t(u64, l.map_blocks - p, io->bounce_blocks), i, j;
+		u32 n = 0, i, j;
 
+		/*
+		 * A block the CRC table records as all-zero is unmapped: the
+		 * table is checked against the header, written after every map
+		 * block (rule 5), so it says what the block holds.  Unless
+		 * @io->read_zero, such blocks are not even read; the others
+		 * are read in runs.
+		 */
+		if (!io->read_zero && map_crc[p] == zero_crc) {
+			dmr_slot_map_clear(m, p++);
+			continue;
+		}
+		while (p + n < l.map_blocks && n < io->bounce_blocks &&
+		       (io->read_zero || map_crc[p + n] != zero_crc))
+			n++;
 		r = io->read(io->ctx, base + l.map_offset + p, n, io->bounce);
 		if (r) {
 			err->block = p;
@@ -509,14 +530,12 @@ int dmr_slot_load(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
 			u64 first = (p + i) * DMR_MAP_ENTRIES_PER_BLOCK;
 			u64 cnt = min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK,
 					m->nr_logical - first);
-
-			u32 *page = m->pages[p + i];
+			u32 *page;
 
 			/* an unmapped block: no CRC to compute, no page */
 			if (map_crc[p + i] == zero_crc &&
 			    !memchr_inv(src, 0, DMR_BLOCK_SIZE)) {
-				if (page)
-					memset(page, 0, cnt * sizeof(u32));
+				dmr_slot_map_clear(m, p + i);
 				continue;
 			}
 			if (crc32c(~0U, src, DMR_BLOCK_SIZE) != map_crc[p + i]) {

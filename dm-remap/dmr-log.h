@@ -153,6 +153,10 @@ typedef int (*dmr_write_fn)(void *ctx, u64 blocknr, u32 nr, const void *buf);
  * @ctx: passed to @read and @write
  * @bounce: scratch space of @bounce_blocks blocks
  * @bounce_blocks: at least 1
+ * @read_zero: dmr_slot_load() reads the map blocks the CRC table records
+ *	as all-zero too, and checks they are (remapctl check); else it
+ *	takes the table's word for them and reads only the others (the
+ *	module's load: a sparse device's map is mostly such blocks)
  */
 struct dmr_slot_io {
 	dmr_read_fn read;
@@ -160,6 +164,7 @@ struct dmr_slot_io {
 	void *ctx;
 	void *bounce;
 	u32 bounce_blocks;
+	bool read_zero;
 };
 
 /* The part of a checkpoint slot that failed to load. */

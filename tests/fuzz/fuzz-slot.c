@@ -13,7 +13,9 @@
  * way twice, written back with dmr_slot_write() (remapctl check --repair,
  * with the module's encoders) must load the same again, and its recount
  * must agree with itself (dmr_map_recount(), dmr_map_consistent() once the
- * segment states are rebuilt).
+ * segment states are rebuilt).  Flags bit 1 loads with @read_zero (remapctl
+ * check's way: all-zero map blocks read and checked too), else as the
+ * module does (not read).
  */
 #include "fuzz.h"
 
@@ -49,13 +51,16 @@ static void fuzz_fix_slot(u64 nr_map_blocks)
 	dmr_ckpt_encode(&c, fuzz_uuid, slot_img[0]);
 }
 
+static bool read_zero;		/* flags bit 1 */
+
 static int fuzz_load(struct fuzz_dev *from, const struct dmr_ckpt *c, struct dmr_map *m,
 		     u32 *l2p, u32 **pages, struct dmr_seg *segs, u8 *dirty, u32 *lists,
 		     u32 *map_crc)
 {
 	static u8 bounce[2 * DMR_BLOCK_SIZE];
 	const struct dmr_slot_io io = { .read = fuzz_dev_read, .ctx = from,
-					.bounce = bounce, .bounce_blocks = 2 };
+					.bounce = bounce, .bounce_blocks = 2,
+					.read_zero = read_zero };
 	struct dmr_slot_err err;
 	int r;
 
@@ -109,6 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!size)
 		return 0;
 	flags = data[0];
+	read_zero = flags & 0x2U;
 	for (b = 0; b < geo.ckpt_slot_blocks; b++) {
 		size_t off = 1 + (size_t)b * DMR_BLOCK_SIZE;
 

@@ -271,6 +271,7 @@ static int load_slot(struct check_state *s, int i, struct dmr_slot_err *err)
 	const struct dmr_slot_io io = {
 		.read = s->ck->read, .ctx = s->ck->ctx, .bounce = s->buf,
 		.bounce_blocks = g->segment_blocks,
+		.read_zero = true,	/* every map block is checked, as fsck would */
 	};
 
 	map_reset(s);
