@@ -429,3 +429,66 @@ def test_grow_then_resize2fs_online(ram):
                 assert hashlib.sha256(f.read()).hexdigest() == digest, name
     finally:
         run(["umount", mnt])
+
+
+# ------------------------------------------------------------------
+# a sparse multi-TiB device grown past 2^29 logical blocks
+
+def test_grow_sparse_device_past_2tib():
+    """A sparse 1 TiB image (1 MiB segments) formatted with --grow-limit
+    3T, blocks written at both ends; the image grows to 2.5 TiB (truncate,
+    losetup -c) and remapctl grow takes it past 2^29 logical blocks (2 TiB
+    of logical space: the map's arrays go from kvcalloc() to vmalloc()
+    sizes) and past 2^21 segments.  Blocks at the old end, across it, at
+    2^29 and at the new end are written; everything reads back after a
+    reload, the superblock has a fresh format's grown geometry, and
+    remapctl check is clean."""
+    img = "/tmp/dmrt-grow-large.img"
+    with open(img, "wb") as f:
+        f.truncate(1 << 40)
+    dev = run(["losetup", "-f", "--show", img]).stdout.strip()
+    oracle = "/tmp/dmrt-grow-oracle.img"
+    try:
+        remapctl("format", "--grow-limit", "3T", dev)
+        old = dump(dev)
+        old_n = int(old["logical_sectors"])
+        with open(oracle, "wb") as f:
+            f.truncate(5 << 39)
+        remapctl("format", "--grow-limit", "3T", oracle)
+        want = dump(oracle)
+        os.unlink(oracle)
+        want_n = int(want["logical_sectors"])
+        assert old_n // 8 < 2**29 < want_n // 8 and int(want["nr_segments"]) > 2**21
+        dm_create("top", f"0 {old_n} remap {dev}")
+        top = dm_path("top")
+        ob = old_n // 8
+        model = {0: 1, ob - 1: 1}
+        write_gen(top, model, 1)
+        os.truncate(img, 5 << 39)
+        run(["losetup", "-c", dev])
+        p = remapctl("grow", DM_PREFIX + "top")
+        assert sectors(top) == want_n, p.stdout
+        new = {ob - 1: 2, ob: 2, 2**29: 2, want_n // 8 - 1: 2}
+        write_gen(top, new, 2)
+        model.update(new)
+        check_gen(top, model, "after the grow")
+        dm_remove("top")
+        d = dump(dev)
+        for k in ("logical_sectors", "nr_segments", "device_blocks", "data_offset",
+                  "ckpt_slot_blocks"):
+            assert d[k] == want[k], k
+        dm_create("top", f"0 {want_n} remap {dev}")
+        check_gen(top, model, "after a reload")
+        write_gen(top, {2**29 + 1: 3}, 3)
+        model[2**29 + 1] = 3
+        dm_remove("top")
+        p = remapctl("check", dev, check=False)
+        assert p.returncode == 0, p.stdout + p.stderr
+        dm_create("top", f"0 {want_n} remap {dev}")
+        check_gen(top, model, "after the check")
+    finally:
+        cleanup_dm()
+        run(["losetup", "-d", dev], check=False)
+        for f in (img, oracle):
+            if os.path.exists(f):
+                os.unlink(f)
