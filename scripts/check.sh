@@ -12,6 +12,8 @@
 #   fuzz      libFuzzer targets over the shared codec and table parser,
 #             DMR_FUZZ_SECONDS (default 10) each
 #   kunit     KUnit under UML (kunit.py, cached build dir)
+#             (host, dkms, style, fuzz and kunit run beside the vm stage at
+#             nice 19 when vm runs too: the side lane below)
 #   vm        VM integration suite (virtme-ng, Debian's 6.12 kernel)
 #   vmdebug   the fault, load, suspend and power-cut tests of that suite again,
 #             on a 6.12 kernel with KASAN, lockdep, kmemleak and failslab
@@ -36,7 +38,9 @@ cache=${DMR_CACHE:-$HOME/.cache/dm-remap}
 mkdir -p "$cache"
 # shellcheck disable=SC1091
 . "$cache/kernels.env" || { echo "check: run 'make deps' first" >&2; exit 2; }
-out=$cache/results/check-$(date +%Y%m%d-%H%M%S)
+# DMR_CHECK_OUT and DMR_CHECK_COUNTS are set by this script for the side
+# lane (below), which is this script run again on some stages.
+out=${DMR_CHECK_OUT:-$cache/results/check-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 
 all_stages=(build612 build61 tools host dkms style fuzz kunit vm vmdebug deb)
@@ -47,11 +51,69 @@ total_pass=0
 total_fail=0
 summary=()
 kdebug_pid=
+lane_pid=
 
 count() {	# count PASSED FAILED STAGE-NAME STATUS
 	total_pass=$((total_pass + $1))
 	total_fail=$((total_fail + $2))
 	summary+=("$(printf '%-9s %-4s %s passed, %s failed' "$3" "$4" "$1" "$2")")
+	[ -z "${DMR_CHECK_COUNTS:-}" ] || echo "$1 $2 $3 $4" >> "$DMR_CHECK_COUNTS"
+}
+
+# The side lane.  The TCG guest of the vm stage keeps about 1.2 of the
+# machine's 2 cores busy for over 20 minutes; the host-only stages (host,
+# dkms, style, fuzz, kunit: about 10 minutes of CPU) run beside it at the
+# lowest priority, in what the guest leaves idle, instead of before it.
+# A cold cache's debug kernel (vmdebug's, about 22 minutes of CPU) is
+# built first in that lane, so vmdebug waits for it alone.  None of them
+# writes what the guest reads: the tree's module and tools are built
+# before the lane starts, and the lane builds in copies and in the cache
+# (sparse.sh, dkms, fuzz, kunit's copy in the kernel source tree, which
+# is why kunit and the debug kernel's build run one after the other).
+# DMR_CHECK_SERIAL=1 runs every stage in order instead.
+lane=()
+if [ -z "${DMR_CHECK_SERIAL:-}" ] && [ -z "${DMR_CHECK_COUNTS:-}" ] &&
+   [[ " ${stages[*]} " == *" vm "* ]]; then
+	keep=()
+	for s in "${stages[@]}"; do
+		case $s in
+		host|dkms|style|fuzz|kunit) lane+=("$s") ;;
+		*) keep+=("$s") ;;
+		esac
+	done
+	stages=("${keep[@]}")
+fi
+
+start_lane() {
+	local want_kdebug=$1
+	: > "$out/lane.counts"
+	rm -f "$out/kdebug.done"
+	(
+		if [ "$want_kdebug" = 1 ]; then
+			nice -n 19 bash scripts/debug-kernel.sh > /dev/null 2> "$out/kdebug-bg.log"
+			echo $? > "$out/kdebug.done"
+		fi
+		[ ${#lane[@]} -eq 0 ] ||
+			DMR_CHECK_OUT=$out DMR_CHECK_COUNTS=$out/lane.counts \
+				nice -n 19 bash scripts/check.sh "${lane[@]}"
+	) > "$out/lane.log" 2>&1 &
+	lane_pid=$!
+	[ "$want_kdebug" = 1 ] || echo skipped > "$out/kdebug.done"
+}
+
+# the lane's output and its counts, once it is done
+finish_lane() {
+	[ -n "$lane_pid" ] || return 0
+	wait "$lane_pid"
+	lane_pid=
+	echo "== side lane (${lane[*]}), beside the vm stage: $out/lane.log"
+	cat "$out/lane.log"
+	local p f n st seen=0
+	while read -r p f n st; do
+		count "$p" "$f" "$n" "$st"
+		seen=1
+	done < "$out/lane.counts"
+	[ $seen = 1 ] || count 0 1 lane FAIL
 }
 
 stage_build() {	# stage_build NAME KDIR DIR
@@ -224,12 +286,17 @@ for s in "${stages[@]}"; do
 		# waits for the rest; a warm cache finds it built at once
 		# (debug-kernel.sh's stamp).  Started after the kunit stage,
 		# which hooks dm-remap into the same kernel source tree.
-		if [[ " ${stages[*]} " == *" vmdebug "* ]]; then
+		make -s module KDIR="$KDIR612" >/dev/null 2>&1 || true
+		make -s -C tools >/dev/null 2>&1 || true
+		kd=0
+		[[ " ${stages[*]} " != *" vmdebug "* ]] || kd=1
+		if [ ${#lane[@]} -gt 0 ]; then
+			echo "== side lane at nice 19: ${lane[*]}$([ $kd = 0 ] || echo ", after the debug kernel")"
+			start_lane $kd
+		elif [ $kd = 1 ]; then
 			nice -n 19 bash scripts/debug-kernel.sh > /dev/null 2> "$out/kdebug-bg.log" &
 			kdebug_pid=$!
 		fi
-		make -s module KDIR="$KDIR612" >/dev/null 2>&1 || true
-		make -s -C tools >/dev/null 2>&1 || true
 		# about 28 minutes here; the timeout leaves room for a slower machine
 		run_tests vm "$out/vm.log" bash tests/vm/run-vm.sh --mem 6144 --timeout 2700 "$out/vm" -- \
 			bash tests/vm/guest-integration.sh ;;
@@ -238,6 +305,11 @@ for s in "${stages[@]}"; do
 		if [ -n "$kdebug_pid" ]; then	# started by the vm stage
 			wait "$kdebug_pid"
 			cat "$out/kdebug-bg.log"
+		elif [ -n "$lane_pid" ]; then	# built first in the side lane
+			while [ ! -e "$out/kdebug.done" ] && kill -0 "$lane_pid" 2>/dev/null; do
+				sleep 5
+			done
+			cat "$out/kdebug-bg.log" 2>/dev/null
 		fi
 		if ! kd=$(bash scripts/debug-kernel.sh 2> "$out/kdebug.log"); then
 			cat "$out/kdebug.log"; count 0 1 vmdebug FAIL
@@ -273,6 +345,11 @@ for s in "${stages[@]}"; do
 	esac
 	echo "-- $s took $(( $(date +%s) - t0 ))s"
 done
+finish_lane
+if [ -n "${DMR_CHECK_COUNTS:-}" ]; then	# the side lane: its parent sums up
+	echo "lane: $total_pass passed, $total_fail failed"
+	exit 0
+fi
 
 echo
 echo "== summary (logs in $out)"

@@ -13,8 +13,8 @@ import random
 import re
 import types
 
-from conftest import (BLOCK, DM_PREFIX, MNT, REMAPCTL, REPO, dm_create, dm_path, dump,
-                      remapctl, run)
+from conftest import (BLOCK, DM_PREFIX, MNT, REMAPCTL, REPO, dm_create, dm_path,
+                      dm_remove, dump, remapctl, run)
 
 COMPARE = str(REPO / "tools" / "compare")
 NAME = DM_PREFIX + "cmp"
@@ -212,7 +212,7 @@ def test_compare_says_when_the_device_is_too_small(ram):
     assert not dm_exists()
     assert not os.path.exists(f"{out}/results.json")
 
-    run(["dmsetup", "remove", DM_PREFIX + "small"])
+    dm_remove("small")      # settles udev's probe of it first
     p = compare("--bs", "1M", "--threads", "1", "--seconds", "0.3", "--size", "48M",
                 "--out", out, small_device(ram, 48))
     assert p.returncode == 2, p.stdout
