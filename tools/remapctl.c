@@ -1421,7 +1421,14 @@ static int cmd_remove(int argc, char **argv)
 	if (optind != argc - 1)
 		usage_error("remove needs exactly one NAME");
 	{
-		char *const args[] = { "dmsetup", "remove", argv[optind], NULL };
+		/*
+		 * --retry: udev's probe of a device it just saw change (a
+		 * blkid after create or a write) holds it open for a moment,
+		 * and the remove fails with EBUSY; dmsetup retries a few
+		 * times first, as lvremove does.  A device really in use is
+		 * still refused.
+		 */
+		char *const args[] = { "dmsetup", "remove", "--retry", argv[optind], NULL };
 
 		return run(args) ? 1 : 0;
 	}
@@ -1733,7 +1740,7 @@ static int cmd_activate(int argc, char **argv, bool activate)
 	}
 	fclose(f);
 	while (nrm--) {
-		char *const rm[] = { "dmsetup", "remove", rm_names[nrm], NULL };
+		char *const rm[] = { "dmsetup", "remove", "--retry", rm_names[nrm], NULL };
 
 		if (!rm_names[nrm])
 			die("out of memory");
@@ -1869,7 +1876,8 @@ static const struct command commands[] = {
 	  cmd_grow },
 	{ "remove", "NAME",
 	  "remove one target",
-	  "Remove the target NAME (dmsetup remove).\n",
+	  "Remove the target NAME (dmsetup remove, tried again for a moment\n"
+	  "while udev still probes it after a change; one in use is refused).\n",
 	  cmd_remove },
 };
 

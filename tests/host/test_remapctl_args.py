@@ -293,6 +293,19 @@ def test_options_after_the_arguments(img, tmp_path):
     assert json.loads(outs[0].stdout)["name"] == "fast"
 
 
+def test_remove_retries_a_device_udev_is_probing(tmp_path):
+    """remove NAME is dmsetup remove --retry: right after a create or a
+    write, udev's blkid holds the new device open for a moment and a plain
+    remove fails with EBUSY (CI saw it in test_compare); --retry tries
+    again for a few seconds, and a device really in use is still refused.
+    The stand-in dmsetup fails, and remove says so by its exit status."""
+    log, env = fake_dmsetup(tmp_path)
+    p = subprocess.run([REMAPCTL, "remove", "fast"], capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert log.read_text().splitlines() == ["remove --retry fast"]
+    assert p.returncode == 1
+
+
 def test_double_dash_ends_the_options(img):
     """After "--" a word starting with '-' is an argument, not an option."""
     p = rc("dump", "--", "--json")

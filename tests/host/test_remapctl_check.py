@@ -388,7 +388,8 @@ def test_activate_remaptab(tmp_path):
     assert "activate: fast: already active" in p.stdout and not log.exists()
     p = subprocess.run([REMAPCTL, "deactivate", "--remaptab", str(tab)],
                        capture_output=True, text=True, env=env, timeout=60)
-    assert log.read_text().splitlines() == ["remove missing", "remove slow", "remove fast"]
+    assert log.read_text().splitlines() == ["remove --retry missing", "remove --retry slow",
+                                              "remove --retry fast"]
     p = subprocess.run([REMAPCTL, "activate", "--remaptab", str(tmp_path / "none")],
                        capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 2 and "No such file" in p.stderr and "--help" not in p.stderr
@@ -469,7 +470,8 @@ def test_activate_one_device(tmp_path):
     log.unlink()
     log, env = fake_dm(tmp_path, active=True)
     p = act("deactivate", "--device", b)
-    assert log.read_text().splitlines() == ["remove slower", "remove slow"], p.stdout
+    assert log.read_text().splitlines() == ["remove --retry slower",
+                                              "remove --retry slow"], p.stdout
 
 
 def test_install_puts_the_boot_unit_in_place(tmp_path):
