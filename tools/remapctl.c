@@ -1740,7 +1740,8 @@ static int cmd_activate(int argc, char **argv, bool activate)
 	}
 	fclose(f);
 	while (nrm--) {
-		char *const rm[] = { "dmsetup", "remove", "--retry", rm_names[nrm], NULL };
+		char *const rm[] = { "dmsetup", "remove", "--retry", rm_names[nrm],
+				     NULL };
 
 		if (!rm_names[nrm])
 			die("out of memory");
