@@ -18,8 +18,9 @@ import time
 import pytest
 
 from conftest import (BLOCK, DM_PREFIX, REPO, Kmsg, Ram, cleanup_dm, dm_create, dm_path,
-                      dm_remove, dm_set_table, dump, remapctl, report_count, run, sectors)
-from test_log import Stack, _pread, _pwrite, block, blocks, same
+                      dm_remove, dm_set_table, dump, remapctl, report_count, run, sectors,
+                      status_fields)
+from test_log import Stack, _pread, _pwrite, block, blocks, loop512, same  # noqa: F401
 from test_review import _fio
 
 MIB = 1 << 20
@@ -231,7 +232,15 @@ def test_grow_crash_at_every_write(ram, ram2):
     the one after the writes that followed it: at each point the device
     loads (with the logical size of whichever superblock is valid there,
     old or grown), every block fsynced before the grow reads back, and the
-    blocks fsynced after it once their mark is past."""
+    blocks fsynced after it once their mark is past.
+
+    Superblock copy 1 is damaged before the target loads, so the grow's
+    order matters: where the last write replayed is a superblock copy, the
+    point is tried again with that write torn (its first half lost: zeros;
+    the fields are all there, the rest of the block is zero anyway).  The
+    copy not in use (1) must go first: a torn write of it leaves copy 0,
+    and a torn write of copy 0 comes after copy 1 is whole; the other order
+    would tear the only valid copy."""
     log_dev, scratch, copy = Ram.get(), Ram.get(), Ram.get()
     try:
         fmt = FMT + ("--grow-limit", "64M")
@@ -241,7 +250,12 @@ def test_grow_crash_at_every_write(ram, ram2):
         dm_set_table("small", f"0 {32 * MIB // 512} linear {lw} 0")
         remapctl("format", "--force", *fmt, dm_path("small"))
         old_n = int(dump(dm_path("small"))["logical_sectors"])
+        with open(dm_path("small"), "r+b") as f:       # superblock copy 1
+            f.seek(BLOCK)
+            f.write(os.urandom(BLOCK))
+            os.fsync(f.fileno())
         dm_create("top", f"0 {old_n} remap {dm_path('small')}")
+        assert status_fields("top")["sb_copies_ok"] == 1
         rnd = random.Random(11)
         before = {lba: 1 for lba in rnd.sample(range(old_n // 8), 100)}
         write_gen(dm_path("top"), before, 1)
@@ -267,29 +281,43 @@ def test_grow_crash_at_every_write(ram, ram2):
         points += list(range(grown + 1, last + 1, max(1, (last - grown) // 8))) + [last]
         assert grown - first >= 4, "the grow wrote too little to be the grow"
         run([REPLAY, "--log", log_dev, "--replay", scratch, "--end", str(first)])
-        done, saw_old, saw_new = first, 0, 0
+        done, saw_old, saw_new, torn = first, 0, 0, []
         for end in points:
             if end > done:
                 run([REPLAY, "--log", log_dev, "--replay", scratch,
                      "--start", str(done), "--end", str(end)])
                 done = end
-            run(["dd", f"if={scratch}", f"of={copy}", "bs=1M", "count=64",
-                 "status=none"])
-            n = int(dump(copy)["logical_sectors"])
-            assert n in (old_n, want_n), (end, n)
-            saw_old += n == old_n
-            saw_new += n == want_n
-            p = dm_create("chk", f"0 {n} remap {copy}", check=False)
-            assert p.returncode == 0, f"load failed at entry {end}: {p.stderr}"
-            try:
-                check_gen(dm_path("chk"), before, f"entry {end}")
-                if end >= last:
-                    check_gen(dm_path("chk"), after, f"entry {end}")
-            finally:
-                dm_remove("chk")
+            # the last write replayed: a superblock copy (sector 0 or 8)?
+            e = entries[end - 1]
+            sb = int(e[2]) // 8 if int(e[2]) in (0, 8) and int(e[3]) == 8 else None
+            for tear in [False] + ([True] if sb is not None else []):
+                run(["dd", f"if={scratch}", f"of={copy}", "bs=1M", "count=64",
+                     "status=none"])
+                if tear:
+                    with open(copy, "r+b") as f:
+                        f.seek(sb * BLOCK)
+                        f.write(bytes(BLOCK // 2))
+                        os.fsync(f.fileno())
+                    torn.append(sb)
+                where = f"entry {end}" + (f", superblock copy {sb} torn" if tear else "")
+                d = dump(copy)
+                n = int(d["logical_sectors"])
+                assert n in (old_n, want_n), (where, n)
+                saw_old += n == old_n
+                saw_new += n == want_n
+                p = dm_create("chk", f"0 {n} remap {copy}", check=False)
+                assert p.returncode == 0, f"load failed at {where}: {p.stderr}"
+                try:
+                    check_gen(dm_path("chk"), before, where)
+                    if end >= last:
+                        check_gen(dm_path("chk"), after, where)
+                finally:
+                    dm_remove("chk")
         assert saw_old and saw_new, (saw_old, saw_new)
-        report_count(f"grow crash points: {len(points)} loaded ({saw_old} at the old "
-                     f"size, {saw_new} grown), log entries {first}..{grown} for the grow")
+        assert sorted(torn) == [0, 1], torn     # each copy written once, both torn
+        report_count(f"grow crash points: {len(points)}, {saw_old + saw_new} loads "
+                     f"({saw_old} at the old size, {saw_new} grown; superblock copies "
+                     f"torn: {sorted(torn)}), log entries {first}..{grown} for the grow")
     finally:
         cleanup_dm()
         Ram.used -= 3
@@ -429,6 +457,74 @@ def test_grow_then_resize2fs_online(ram):
                 assert hashlib.sha256(f.read()).hexdigest() == digest, name
     finally:
         run(["umount", mnt])
+
+
+def test_grow_then_xfs_growfs_online(loop512):
+    """XFS mounted on the device (352 MiB of a sparse 512 MiB loop device:
+    mkfs.xfs wants more than 300 MB): the device below grows to 512 MiB,
+    remapctl grow, xfs_growfs online.  The file system has more allocation
+    groups; files written after it, one per new directory (XFS puts each
+    new directory in the next group), land in the new space (filefrag's
+    physical offsets past the old size), and after a power cut xfs_repair
+    -n is clean and every file reads back."""
+    fmt = FMT + ("--grow-limit", "512M")
+    s = GrowStack(loop512, 352 * MIB, fmt)
+    old_bytes = s.n * 512
+    run(["mkfs.xfs", "-q", "-f", s.top])
+    mnt = "/tmp/dmrt-grow-mnt"
+    os.makedirs(mnt, exist_ok=True)
+    run(["mount", s.top, mnt])
+    files = {}
+    try:
+        def agcount():
+            out = run(["xfs_info", mnt]).stdout
+            return int(out.split("agcount=")[1].split(",")[0])
+
+        for i in range(2):
+            files[f"old{i}"] = os.urandom(MIB) * 2
+            with open(f"{mnt}/old{i}", "wb") as f:
+                f.write(files[f"old{i}"])
+        run(["sync"])
+        ag_before, before = agcount(), os.statvfs(mnt)
+        s.grow_under(512 * MIB)
+        remapctl("grow", DM_PREFIX + "top")
+        run(["xfs_growfs", mnt])
+        grown_n = sectors(s.top)
+        after = os.statvfs(mnt)
+        ag_after = agcount()
+        assert ag_after > ag_before
+        assert after.f_blocks * after.f_frsize > before.f_blocks * before.f_frsize + 96 * MIB
+        for i in range(3 * ag_after):
+            os.makedirs(f"{mnt}/d{i}")
+            files[f"d{i}/f"] = os.urandom(256 << 10) * 4
+            with open(f"{mnt}/d{i}/f", "wb") as f:
+                f.write(files[f"d{i}/f"])
+        run(["sync"])
+        beyond = []
+        for name in files:
+            out = run(["filefrag", "-v", "-b4096", f"{mnt}/{name}"]).stdout
+            for line in out.splitlines():
+                parts = line.replace(":", " ").replace("..", " ").split()
+                if len(parts) >= 6 and parts[0].isdigit():
+                    if int(parts[3]) * 4096 >= old_bytes:
+                        beyond.append(name)
+        assert beyond, "no file was written past the old size"
+    finally:
+        run(["umount", mnt], check=False)
+    s.crash()
+    s.n = grown_n           # the table the next load gets: the grown length
+    s.create()
+    p = run(["xfs_repair", "-n", s.top], check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    run(["mount", "-o", "ro", s.top, mnt])
+    try:
+        for name, data in files.items():
+            with open(f"{mnt}/{name}", "rb") as f:
+                assert f.read() == data, name
+    finally:
+        run(["umount", mnt])
+    report_count(f"xfs_growfs: {len(set(beyond))} of {len(files)} files past the "
+                 f"old size, allocation groups {ag_before} -> {ag_after}")
 
 
 # ------------------------------------------------------------------
