@@ -90,7 +90,12 @@ start_lane() {
 	rm -f "$out/kdebug.done"
 	(
 		if [ "$want_kdebug" = 1 ]; then
-			nice -n 19 bash scripts/debug-kernel.sh > /dev/null 2> "$out/kdebug-bg.log"
+			# a cold cache: the kernel source unpacked (and dm-remap
+			# hooked in) by kunit's run.sh first, as the kunit stage
+			# did when it came before the vm stage
+			nice -n 19 env DMR_KUNIT_PREPARE_ONLY=1 bash tests/kunit/run.sh \
+				> "$out/kdebug-bg.log" 2>&1
+			nice -n 19 bash scripts/debug-kernel.sh > /dev/null 2>> "$out/kdebug-bg.log"
 			echo $? > "$out/kdebug.done"
 		fi
 		[ ${#lane[@]} -eq 0 ] ||
@@ -284,8 +289,9 @@ for s in "${stages[@]}"; do
 		# priority, so that it takes what the TCG guest leaves idle
 		# (the guest keeps about 1.2 of the 2 cores busy) and vmdebug
 		# waits for the rest; a warm cache finds it built at once
-		# (debug-kernel.sh's stamp).  Started after the kunit stage,
-		# which hooks dm-remap into the same kernel source tree.
+		# (debug-kernel.sh's stamp).  In the side lane it is built
+		# before the kunit stage, which hooks dm-remap into the same
+		# kernel source tree.
 		make -s module KDIR="$KDIR612" >/dev/null 2>&1 || true
 		make -s -C tools >/dev/null 2>&1 || true
 		kd=0
