@@ -93,7 +93,7 @@ static void *dmr_alloc_array(u64 n, size_t size)
  * loading, as for the constructor's other allocations (dmr_alloc_array()),
  * a failure is an error for the table load, never the OOM killer.
  */
-static void *dmr_map_page_alloc(void *ctx)
+static void *dmr_map_page_alloc(void *ctx, u64 page __always_unused)
 {
 	const struct dmr_target *rc = ctx;
 	gfp_t gfp = GFP_NOIO;
@@ -251,8 +251,10 @@ void dmr_io_exit(struct dmr_target *rc)
 	if (rc->map.pages) {
 		u64 p;
 
-		for (p = 0; p < rc->map.nr_map_blocks; p++)
-			kfree(rc->map.pages[p]);
+		for (p = 0; p < rc->map.nr_map_blocks; p++) {
+			if (dmr_map_page_state(&rc->map, p) == DMR_PAGE_RESIDENT)
+				kfree(rc->map.pages[p]);
+		}
 		kvfree(rc->map.pages);
 	}
 }

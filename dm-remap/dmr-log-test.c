@@ -38,6 +38,7 @@ struct dmr_fake_pages {
 	struct kunit *test;
 	int fail_after;		/* -1: never */
 	int allocated;
+	u64 last;		/* the page the last one was for */
 };
 
 struct dmr_fake {
@@ -83,13 +84,14 @@ static int dmr_fake_write(void *ctx, u64 blocknr, u32 nr, const void *buf)
 }
 
 /* A page of the map, as the module's is: allocated when first needed. */
-static void *dmr_fake_page_alloc(void *ctx)
+static void *dmr_fake_page_alloc(void *ctx, u64 page)
 {
 	struct dmr_fake_pages *fp = ctx;
 
 	if (fp->fail_after >= 0 && fp->allocated >= fp->fail_after)
 		return NULL;
 	fp->allocated++;
+	fp->last = page;
 	return kunit_kzalloc(fp->test, DMR_BLOCK_SIZE, GFP_KERNEL);
 }
 
@@ -396,6 +398,116 @@ static void dmr_test_map_pages(struct kunit *test)
 	KUNIT_EXPECT_NULL(test, m->pages[3]);
 	KUNIT_EXPECT_EQ(test, m->nr_pages, 4ULL);
 	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 3 * DMR_MAP_ENTRIES_PER_BLOCK), DMR_UNMAPPED);
+}
+
+/*
+ * A page leaves memory only when both slots hold it; then every lookup in
+ * it is a miss, nothing maps over it with a zeroed page, and it comes
+ * back as it left (dmr_map_evict(), dmr_map_page_in()).
+ */
+static void dmr_test_map_evict(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_geo(test, T_MAP_BLOCKS, false);
+	struct dmr_map *m = &f->map;
+	u32 i, first, *page, *copy, limit = m->nr_segs * m->seg_blocks;
+	bool absent = true;
+	int given;
+
+	/* 1020...1024 on physical 100...104: a run across pages 0 and 1 */
+	for (i = 0; i < 5; i++)
+		dmr_t_set(test, m, 1020 + i, 100 + i);
+	dmr_t_set(test, m, 5000, 200);				/* page 4 */
+	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 1020, 10, &first), 5U);
+	KUNIT_ASSERT_EQ(test, m->nr_pages, 3ULL);
+
+	/* dirty for either slot: it stays */
+	m->dirty[1] = DMR_DIRTY_SLOT(1);
+	KUNIT_EXPECT_NULL(test, dmr_map_evict(m, 1, &absent));
+	m->dirty[1] = DMR_DIRTY_SLOT(0);
+	KUNIT_EXPECT_NULL(test, dmr_map_evict(m, 1, &absent));
+	KUNIT_EXPECT_EQ(test, dmr_map_page_state(m, 1), DMR_PAGE_RESIDENT);
+	KUNIT_EXPECT_NULL(test, dmr_map_evict(m, 2, &absent));	/* absent */
+
+	m->dirty[1] = 0;
+	copy = kunit_kzalloc(test, DMR_BLOCK_SIZE, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, copy);
+	memcpy(copy, m->pages[1], DMR_BLOCK_SIZE);
+	page = dmr_map_evict(m, 1, &absent);
+	KUNIT_ASSERT_NOT_NULL(test, page);
+	KUNIT_EXPECT_FALSE(test, absent);
+	KUNIT_EXPECT_EQ(test, dmr_map_page_state(m, 1), DMR_PAGE_EVICTED);
+	KUNIT_EXPECT_EQ(test, m->nr_pages, 2ULL);
+	KUNIT_EXPECT_EQ(test, m->nr_out, 1ULL);
+	KUNIT_EXPECT_NULL(test, dmr_map_evict(m, 1, &absent));	/* out already */
+
+	/* every block of it is a miss, mapped or not; a run stops before it */
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 1024), DMR_MAP_MISS);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 2047), DMR_MAP_MISS);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 1023), 104U);
+	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 1020, 10, &first), 4U);
+	KUNIT_EXPECT_EQ(test, first, 101U);
+	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 1024, 10, &first), 1U);
+	KUNIT_EXPECT_EQ(test, first, DMR_MAP_MISS);
+	/*
+	 * The largest entry there can be (the data area's last block of a
+	 * 16 TiB device, set by hand): the miss after it is no next entry.
+	 */
+	m->pages[0][1023] = DMR_MAP_MISS - 1;
+	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 1023, 2, &first), 1U);
+	m->pages[0][1023] = 104;
+
+	/* nothing replaces it with zeroes; nothing counts it as unmapped */
+	given = f->pages.allocated;
+	KUNIT_EXPECT_EQ(test, dmr_map_reserve(m, 1000, 100), 0);
+	KUNIT_EXPECT_EQ(test, f->pages.allocated, given);
+	KUNIT_EXPECT_EQ(test, dmr_map_page_state(m, 1), DMR_PAGE_EVICTED);
+	KUNIT_EXPECT_EQ(test, dmr_map_recount(m), -EINVAL);
+	KUNIT_EXPECT_FALSE(test, dmr_map_consistent(m));
+	KUNIT_EXPECT_FALSE(test, dmr_slot_map_zero(m, 1));
+
+	/* a copy pointing outside the data area stays out */
+	copy[7] = limit + 1;
+	KUNIT_EXPECT_EQ(test, dmr_map_page_in(m, 1, copy), -EINVAL);
+	KUNIT_EXPECT_EQ(test, dmr_map_page_state(m, 1), DMR_PAGE_EVICTED);
+	copy[7] = DMR_UNMAPPED;
+	KUNIT_EXPECT_EQ(test, dmr_map_page_in(m, 1, copy), 0);
+	KUNIT_EXPECT_TRUE(test, m->pages[1] == copy);
+	KUNIT_EXPECT_EQ(test, dmr_map_page_in(m, 1, copy), -ENOENT);
+	KUNIT_EXPECT_EQ(test, m->nr_out, 0ULL);
+	KUNIT_EXPECT_EQ(test, m->nr_pages, 3ULL);
+	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 1020, 10, &first), 5U);
+	KUNIT_EXPECT_EQ(test, dmr_map_recount(m), 0);
+	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(m));
+
+	/* a page with nothing mapped left leaves as absent */
+	dmr_map_unmap(m, 5000);
+	KUNIT_EXPECT_NULL(test, dmr_map_evict(m, 4, &absent));	/* dirty */
+	m->dirty[4] = 0;
+	KUNIT_EXPECT_NOT_NULL(test, dmr_map_evict(m, 4, &absent));
+	KUNIT_EXPECT_TRUE(test, absent);
+	KUNIT_EXPECT_EQ(test, dmr_map_page_state(m, 4), DMR_PAGE_ABSENT);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 5000), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, m->nr_out, 0ULL);
+	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(m));
+	KUNIT_EXPECT_EQ(test, dmr_map_reserve(m, 5000, 1), 0);	/* a new page */
+	KUNIT_EXPECT_EQ(test, f->pages.allocated, given + 1);
+	KUNIT_EXPECT_EQ(test, f->pages.last, 4ULL);
+
+	/* a checkpoint loaded over an out page replaces it or clears it */
+	m->dirty[1] = 0;
+	KUNIT_ASSERT_NOT_NULL(test, dmr_map_evict(m, 1, &absent));
+	dmr_map_load_zero(m, 1);
+	KUNIT_EXPECT_EQ(test, dmr_map_page_state(m, 1), DMR_PAGE_ABSENT);
+	KUNIT_EXPECT_EQ(test, m->nr_out, 0ULL);
+	KUNIT_ASSERT_NOT_NULL(test, dmr_map_load_page(m, 1));
+	m->pages[1][0] = 300;
+	KUNIT_ASSERT_NOT_NULL(test, dmr_map_evict(m, 1, &absent));
+	page = dmr_map_load_page(m, 1);
+	KUNIT_ASSERT_NOT_NULL(test, page);
+	KUNIT_EXPECT_TRUE(test, m->pages[1] == page);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 1024), DMR_UNMAPPED);	/* to be filled */
+	KUNIT_EXPECT_EQ(test, m->nr_out, 0ULL);
+	KUNIT_EXPECT_EQ(test, f->pages.last, 1ULL);
 }
 
 static void dmr_test_map_runs_and_recount(struct kunit *test)
@@ -1385,6 +1497,7 @@ static void dmr_test_heads_valid(struct kunit *test)
 static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_map_basic),
 	KUNIT_CASE(dmr_test_map_pages),
+	KUNIT_CASE(dmr_test_map_evict),
 	KUNIT_CASE(dmr_test_map_runs_and_recount),
 	KUNIT_CASE(dmr_test_unit_codec),
 	KUNIT_CASE(dmr_test_ckpt_codec),

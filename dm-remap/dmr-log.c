@@ -437,17 +437,6 @@ static int dmr_slot_table(const struct dmr_slot_io *io, u64 start, u64 nr_blocks
 	return sum == csum ? 0 : -EILSEQ;
 }
 
-/* Map block @p of @m is all unmapped: clear its page if it has one. */
-static void dmr_slot_map_clear(struct dmr_map *m, u64 p)
-{
-	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
-
-	/* (a flat array's last page is short: dmr_map_init()) */
-	if (m->pages[p])
-		memset(m->pages[p], 0, min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK,
-					     m->nr_logical - first) * sizeof(u32));
-}
-
 /**
  * dmr_slot_load() - read a checkpoint slot's tables into a map
  * @io: where to read, and scratch space
@@ -492,7 +481,7 @@ int dmr_slot_load(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
 	/* what the slot does not cover: unmapped, free (see above) */
 	for (p = l.map_blocks; p < m->nr_map_blocks; p++) {
 		map_crc[p] = zero_crc;
-		dmr_slot_map_clear(m, p);
+		dmr_map_load_zero(m, p);
 	}
 	for (p = cg.nr_segments; p < m->nr_segs; p++)
 		dmr_seg_load(&m->segs[p], 0, 0, 0);
@@ -513,7 +502,7 @@ int dmr_slot_load(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
 		 * are read in runs.
 		 */
 		if (!io->read_zero && map_crc[p] == zero_crc) {
-			dmr_slot_map_clear(m, p++);
+			dmr_map_load_zero(m, p++);
 			continue;
 		}
 		while (p + n < l.map_blocks && n < io->bounce_blocks &&
@@ -535,19 +524,18 @@ int dmr_slot_load(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
 			/* an unmapped block: no CRC to compute, no page */
 			if (map_crc[p + i] == zero_crc &&
 			    !memchr_inv(src, 0, DMR_BLOCK_SIZE)) {
-				dmr_slot_map_clear(m, p + i);
+				dmr_map_load_zero(m, p + i);
 				continue;
 			}
 			if (crc32c(~0U, src, DMR_BLOCK_SIZE) != map_crc[p + i]) {
 				err->block = p + i;
 				return -EILSEQ;
 			}
-			r = dmr_map_reserve(m, first, cnt);
-			if (r) {
+			page = dmr_map_load_page(m, p + i);
+			if (!page) {
 				err->block = p + i;
-				return r;
+				return -ENOMEM;
 			}
-			page = m->pages[p + i];
 			for (j = 0; j < cnt; j++)
 				page[j] = le32_to_cpu(src[j]);
 		}
@@ -571,13 +559,21 @@ bool dmr_slot_map_zero(const struct dmr_map *m, u64 p)
 	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
 	u64 n = min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK, m->nr_logical - first);
 
-	return !m->pages[p] || !memchr_inv(m->pages[p], 0, n * sizeof(u32));
+	switch (dmr_map_page_state(m, p)) {
+	case DMR_PAGE_ABSENT:
+		return true;
+	case DMR_PAGE_EVICTED:	/* both slots hold it, not as zeroes */
+		return false;
+	default:
+		return !memchr_inv(m->pages[p], 0, n * sizeof(u32));
+	}
 }
 
 /**
  * dmr_slot_map_encode() - a map block as a slot holds it
  * @m: the map
- * @p: map block
+ * @p: map block, not out (an evicted page is clean for both slots, so no
+ *	checkpoint writes it: dmr_map_evict())
  * @block: one block, filled: little-endian entries, zero past the map's end
  *
  * Return: the block's CRC, its entry in the slot's CRC table.

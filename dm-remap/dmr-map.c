@@ -153,6 +153,7 @@ void dmr_map_init(struct dmr_map *m, u32 **pages, u32 *flat, u64 nr_logical,
 	m->page_alloc = NULL;
 	m->page_ctx = NULL;
 	m->nr_pages = 0;
+	m->nr_out = 0;
 	m->nr_logical = nr_logical;
 	m->segs = segs;
 	m->nr_segs = nr_segs;
@@ -196,6 +197,10 @@ void dmr_map_init(struct dmr_map *m, u32 **pages, u32 *flat, u64 nr_logical,
  * worker; replay at load).  A page is zeroed before it is published, so
  * a lockless reader sees either no page (unmapped) or zeroes.
  *
+ * A page that is out is left out, not replaced by a zeroed one, which
+ * would unmap every block of it: a caller that may meet one (none does
+ * while a map loads) reads it in first (dmr_map_page_in()).
+ *
  * Return: 0, or -ENOMEM (the pages allocated so far stay).
  */
 int dmr_map_reserve(struct dmr_map *m, u64 lba, u64 n)
@@ -208,15 +213,132 @@ int dmr_map_reserve(struct dmr_map *m, u64 lba, u64 n)
 	for (p = lba >> DMR_MAP_PAGE_SHIFT; p <= last; p++) {
 		u32 *page;
 
-		if (m->pages[p])
+		if (m->pages[p])	/* resident, or out (DMR_PAGE_OUT) */
 			continue;
-		page = m->page_alloc ? m->page_alloc(m->page_ctx) : NULL;
+		page = m->page_alloc ? m->page_alloc(m->page_ctx, p) : NULL;
 		if (!page)
 			return -ENOMEM;
 		/* the zeroes before the pointer: pairs with dmr_map_get() */
 		smp_store_release(&m->pages[p], page);
 		WRITE_ONCE(m->nr_pages, m->nr_pages + 1);	/* status reads it */
 	}
+	return 0;
+}
+
+/**
+ * dmr_map_load_page() - the page a checkpoint's map block is loaded into
+ * @m: the map, not yet in use (no lockless reader)
+ * @p: map page
+ *
+ * Allocated if absent; one that is out is replaced (the slot's copy is
+ * the one that counts now).  The caller fills it; no reader may look at
+ * the map until the load is done.
+ *
+ * Return: the page, or NULL without memory (the map is unchanged).
+ */
+u32 *dmr_map_load_page(struct dmr_map *m, u64 p)
+{
+	u32 *page;
+
+	if (dmr_map_page_state(m, p) == DMR_PAGE_RESIDENT)
+		return m->pages[p];
+	page = m->page_alloc ? m->page_alloc(m->page_ctx, p) : NULL;
+	if (!page)
+		return NULL;
+	m->nr_out -= m->pages[p] == DMR_PAGE_OUT;
+	m->pages[p] = page;
+	m->nr_pages++;
+	return page;
+}
+
+/*
+ * Map block @p is all unmapped in the checkpoint being loaded into @m (not
+ * yet in use): its page, if it has one, is cleared; one that is out is
+ * forgotten (absent now).
+ */
+void dmr_map_load_zero(struct dmr_map *m, u64 p)
+{
+	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
+
+	switch (dmr_map_page_state(m, p)) {
+	case DMR_PAGE_RESIDENT:
+		/* (a flat array's last page is short: dmr_map_init()) */
+		memset(m->pages[p], 0, min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK,
+					     m->nr_logical - first) * sizeof(u32));
+		break;
+	case DMR_PAGE_EVICTED:
+		m->pages[p] = NULL;
+		m->nr_out--;
+		break;
+	default:
+		break;
+	}
+}
+
+/**
+ * dmr_map_evict() - take a map page out of memory
+ * @m: the map
+ * @p: map page
+ * @absent: set if the page held no mapped entry
+ *
+ * A page leaves memory only once both checkpoint slots hold its current
+ * copy (its dirty bits are clear): a crash while the next checkpoint is
+ * written falls back to the other slot, which must hold it too; the
+ * cache's victim rule (dmr_page_clock_victim()) is checked here again.
+ * A page with every entry unmapped becomes absent (a slot holds it as a
+ * zero block, which the load does not even read); any other is out, and
+ * dmr_map_get() reports DMR_MAP_MISS for its blocks until
+ * dmr_map_page_in().  The valid counts stay: they are the segments'.
+ *
+ * Return: the page, which the caller frees once no lockless reader can
+ * still hold it; NULL, and nothing changed, if @p was not resident or is
+ * dirty for a slot.
+ */
+u32 *dmr_map_evict(struct dmr_map *m, u64 p, bool *absent)
+{
+	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
+	u32 *page = m->pages[p];
+
+	if (dmr_map_page_state(m, p) != DMR_PAGE_RESIDENT || m->dirty[p])
+		return NULL;
+	/* (a flat array's last page is short: dmr_map_init()) */
+	*absent = !memchr_inv(page, 0, min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK,
+					     m->nr_logical - first) * sizeof(u32));
+	WRITE_ONCE(m->pages[p], *absent ? NULL : DMR_PAGE_OUT);
+	WRITE_ONCE(m->nr_pages, m->nr_pages - 1);	/* status reads it */
+	m->nr_out += !*absent;
+	return page;
+}
+
+/**
+ * dmr_map_page_in() - put an evicted map page back
+ * @m: the map
+ * @p: an evicted page (DMR_PAGE_EVICTED)
+ * @page: its entries, read from the newest checkpoint slot and checked
+ *	against that slot's CRC table by the caller
+ *
+ * Every entry is checked against the data area, as dmr_map_recount()
+ * does at load: a block that passed its CRC but points elsewhere is not
+ * the map this device wrote.
+ *
+ * Return: 0, -EINVAL if an entry points outside the data area (the page
+ * stays out), or -ENOENT if @p was not out.
+ */
+int dmr_map_page_in(struct dmr_map *m, u64 p, u32 *page)
+{
+	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK, limit = (u64)m->nr_segs * m->seg_blocks;
+	u32 n = min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK, m->nr_logical - first), i;
+
+	if (dmr_map_page_state(m, p) != DMR_PAGE_EVICTED)
+		return -ENOENT;
+	for (i = 0; i < n; i++) {
+		if (page[i] != DMR_UNMAPPED && page[i] - 1 >= limit)
+			return -EINVAL;
+	}
+	/* the entries before the pointer: pairs with dmr_map_get() */
+	smp_store_release(&m->pages[p], page);
+	WRITE_ONCE(m->nr_pages, m->nr_pages + 1);
+	m->nr_out--;
 	return 0;
 }
 
@@ -368,17 +490,22 @@ void dmr_seg_birth_mix(struct dmr_seg *d, u64 birth)
  * without the lock, while the worker changes entries (dmr-read.c).
  *
  * Return: how many blocks from @lba are either all unmapped or mapped to
- * consecutive physical blocks, so that one I/O can serve them.
+ * consecutive physical blocks, so that one I/O can serve them; 1 with
+ * @first DMR_MAP_MISS if @lba's page is out.  A run ends before a page
+ * that is out.
  */
 u32 dmr_map_run(const struct dmr_map *m, u64 lba, u32 max, u32 *first)
 {
 	u32 e = dmr_map_get(m, lba), n;
 
 	*first = e;
+	if (e == DMR_MAP_MISS)
+		return 1;
 	for (n = 1; n < max; n++) {
 		u32 next = dmr_map_get(m, lba + n);
 
-		if (e == DMR_UNMAPPED ? next != DMR_UNMAPPED : next != e + n)
+		if (next == DMR_MAP_MISS ||
+		    (e == DMR_UNMAPPED ? next != DMR_UNMAPPED : next != e + n))
 			break;
 	}
 	return n;
@@ -391,13 +518,17 @@ u32 dmr_map_run(const struct dmr_map *m, u64 lba, u32 max, u32 *first)
  * Used after a checkpoint was loaded, with tracking off (the segment
  * lists are rebuilt by dmr_map_load_states(); with tracking on, here).
  *
- * Return: 0, or -EINVAL if an entry points outside the data area.
+ * Return: 0, or -EINVAL if an entry points outside the data area or a
+ * page is out (its entries cannot be counted here; none is while a map
+ * loads).
  */
 int dmr_map_recount(struct dmr_map *m)
 {
 	u64 lba, limit = (u64)m->nr_segs * m->seg_blocks;
 	u32 s;
 
+	if (m->nr_out)
+		return -EINVAL;
 	for (s = 0; s < m->nr_segs; s++)
 		m->segs[s].valid = 0;
 	m->mapped = 0;
@@ -561,13 +692,21 @@ bool dmr_map_lists_consistent(const struct dmr_map *m)
  * @m: the map
  *
  * Return: true if the valid counts match the map entry by entry, and the
- * free and prefree counts match the segment states.
+ * free and prefree counts match the segment states; false while a page
+ * is out (read every page in first: its entries are not known here).
  */
 bool dmr_map_consistent(const struct dmr_map *m)
 {
-	u64 lba, sum = 0, nonzero = 0, prefree = 0;
+	u64 lba, sum = 0, nonzero = 0, prefree = 0, resident = 0, p;
 	u32 s;
 
+	for (p = 0; p < m->nr_map_blocks; p++) {
+		if (dmr_map_page_state(m, p) == DMR_PAGE_EVICTED)
+			return false;
+		resident += !!m->pages[p];
+	}
+	if (m->nr_out || resident != m->nr_pages)
+		return false;
 	for (s = 0; s < m->nr_segs; s++) {
 		const struct dmr_seg *g = &m->segs[s];
 

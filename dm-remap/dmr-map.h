@@ -20,6 +20,29 @@
 #define DMR_UNMAPPED	0U
 
 /*
+ * What dmr_map_get() returns for a block whose map page is out of memory
+ * (dmr_map_evict()): read it in (dmr_map_page_in()) and look again.  Never
+ * a map entry: the geometry keeps pba + 1 below 0xffffffff
+ * (dmr_geometry_init()).
+ */
+#define DMR_MAP_MISS	0xffffffffU
+
+/*
+ * A map page's pointer while the page is out of memory: both checkpoint
+ * slots hold its current copy (dmr_map_evict()).  NULL is a page with no
+ * mapped entry (absent: a slot holds it as a zero block), anything else
+ * the page itself (resident).  One pointer says which, so a lockless
+ * reader never sees a state between two (dmr_map_get()).
+ */
+#define DMR_PAGE_OUT	((u32 *)1)
+
+enum dmr_page_state {
+	DMR_PAGE_ABSENT,	/* every entry unmapped, no memory */
+	DMR_PAGE_RESIDENT,	/* in memory */
+	DMR_PAGE_EVICTED,	/* out: both slots hold it */
+};
+
+/*
  * Segment states.  DMR_SEG_USED is the only flag on disk; the others live
  * in memory and are rebuilt at load (dmr_map_load_states()).
  *
@@ -165,13 +188,16 @@ bool dmr_age_clock_valid(const struct dmr_age_clock *c);
  *	unit a checkpoint writes), its entries, or NULL while all are
  *	unmapped: a page is only allocated when a block of it is first
  *	mapped (dmr_map_reserve()), so a device's map memory follows what
- *	was written, not its size.  Pages go from NULL to allocated, never
- *	back, while the map is in use; the read path looks entries up
- *	without the lock (dmr_map_get()).
- * @page_alloc: gives a zeroed page for dmr_map_reserve(), or NULL on
- *	failure; NULL if every page was given at dmr_map_init()
+ *	was written, not its size; DMR_PAGE_OUT while evicted
+ *	(dmr_map_evict(), dmr_map_page_in()).  The read path looks entries
+ *	up without the lock (dmr_map_get()); the caller that evicts frees
+ *	the page only when no such reader can hold it (RCU in a module).
+ * @page_alloc: gives a zeroed page for dmr_map_reserve() (the page's
+ *	number as its second argument), or NULL on failure; NULL if every
+ *	page was given at dmr_map_init()
  * @page_ctx: @page_alloc's argument
- * @nr_pages: pages allocated (or given)
+ * @nr_pages: pages resident (allocated or given, not evicted)
+ * @nr_out: pages evicted (dmr_map_evict())
  * @nr_logical: logical blocks
  * @segs: one entry per segment
  * @nr_segs: segments
@@ -222,9 +248,10 @@ bool dmr_age_clock_valid(const struct dmr_age_clock *c);
  */
 struct dmr_map {
 	u32 **pages;
-	void *(*page_alloc)(void *ctx);
+	void *(*page_alloc)(void *ctx, u64 page);
 	void *page_ctx;
 	u64 nr_pages;
+	u64 nr_out;
 	u64 nr_logical;
 	struct dmr_seg *segs;
 	u32 nr_segs;
@@ -255,17 +282,35 @@ static_assert(DMR_MAP_ENTRIES_PER_BLOCK == 1U << DMR_MAP_PAGE_SHIFT,
 	      "a map page is one checkpoint map block");
 
 /*
- * The map entry of @lba: DMR_UNMAPPED or pba + 1.  Safe without the map's
- * lock: a page is published with smp_store_release() after it was zeroed
- * (dmr_map_reserve()), and the entry is read through the pointer read
- * here (an address dependency orders the two reads).
+ * The map entry of @lba: DMR_UNMAPPED, pba + 1, or DMR_MAP_MISS if its
+ * page is out.  Safe without the map's lock: a page is published with
+ * smp_store_release() after it was zeroed or filled (dmr_map_reserve(),
+ * dmr_map_page_in()), and the entry is read through the pointer read here
+ * (an address dependency orders the two reads).
  */
 static inline u32 dmr_map_get(const struct dmr_map *m, u64 lba)
 {
 	const u32 *p = READ_ONCE(m->pages[lba >> DMR_MAP_PAGE_SHIFT]);
 
-	return p ? READ_ONCE(p[lba & (DMR_MAP_ENTRIES_PER_BLOCK - 1)]) : DMR_UNMAPPED;
+	if (!p)
+		return DMR_UNMAPPED;
+	if (p == DMR_PAGE_OUT)
+		return DMR_MAP_MISS;
+	return READ_ONCE(p[lba & (DMR_MAP_ENTRIES_PER_BLOCK - 1)]);
 }
+
+/* The state of map page @p (the map's lock, or the one thread changing it) */
+static inline enum dmr_page_state dmr_map_page_state(const struct dmr_map *m, u64 p)
+{
+	if (!m->pages[p])
+		return DMR_PAGE_ABSENT;
+	return m->pages[p] == DMR_PAGE_OUT ? DMR_PAGE_EVICTED : DMR_PAGE_RESIDENT;
+}
+
+u32 *dmr_map_load_page(struct dmr_map *m, u64 p);
+void dmr_map_load_zero(struct dmr_map *m, u64 p);
+u32 *dmr_map_evict(struct dmr_map *m, u64 p, bool *absent);
+int __must_check dmr_map_page_in(struct dmr_map *m, u64 p, u32 *page);
 
 void dmr_map_set(struct dmr_map *m, u64 lba, u32 pba);
 void dmr_map_unmap(struct dmr_map *m, u64 lba);

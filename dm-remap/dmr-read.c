@@ -198,7 +198,8 @@ int dmr_map_read(struct dmr_target *rc, struct bio *bio)
 
 	for (tries = 0; tries < DMR_READ_RETRIES; tries++) {
 		e = dmr_map_get(&rc->map, lba);
-		if (e == DMR_UNMAPPED)
+		/* (DMR_MAP_MISS: a page out of memory; the module evicts none yet) */
+		if (e == DMR_UNMAPPED || e == DMR_MAP_MISS)
 			break;
 		seg = (e - 1) / seg_blocks;
 		atomic_inc(&rc->readers[seg]);

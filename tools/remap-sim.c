@@ -123,11 +123,14 @@ static void usage(void)
 	       "                         summary word per block; not in format 3)\n"
 	       "  --birth-group G        --block-birth with one birth per G blocks of a\n"
 	       "                         GC unit, their mean (0: one per unit) [1]\n"
-	       "  --map-cache PCT        what-if: only PCT%% of the map's pages in memory\n"
-	       "                         (CLOCK, dmr_page_clock_*(); a page dirty for a\n"
+	       "  --map-cache PCT        only PCT%% of the map's pages in memory (CLOCK,\n"
+	       "                         dmr_page_clock_*(); a page dirty for a\n"
 	       "                         checkpoint slot stays until checkpoints clean\n"
-	       "                         it): map lookups, misses (a 4 KiB read each)\n"
-	       "                         and checkpoints forced, per user block\n"
+	       "                         it): pages leave (dmr_map_evict()) and are read\n"
+	       "                         back from the slots' copies, checked against\n"
+	       "                         the simulator's; map lookups, misses (a 4 KiB\n"
+	       "                         read each), evictions and checkpoints forced,\n"
+	       "                         per user block\n"
 	       "  --gc-bitmap            with --map-cache: GC tells a block still valid\n"
 	       "                         by a bit per data block in memory, and looks\n"
 	       "                         the map up only for the blocks it moves\n"
@@ -346,8 +349,9 @@ struct sim_counters {
 	u64 decide_greedy_ns;	/* of which for greedy steps */
 	u64 step_ns;		/* time in them, the action included */
 	u64 map_touch;		/* --map-cache: map pages looked up */
-	u64 map_miss;		/* of which not in the cache: a 4 KiB read */
+	u64 map_miss;		/* of which out of memory: a 4 KiB read */
 	u64 map_forced;		/* checkpoints written to make room in it */
+	u64 map_evicted;	/* pages taken out of memory (dmr_map_evict()) */
 };
 
 /* Per head, for --verbose: what GC found in the segments it wrote. */
@@ -367,6 +371,8 @@ struct sim {
 	bool gc_bitmap;		/* --gc-bitmap */
 	bool pc_over;		/* the cache holds more than pc.cap: checkpoint */
 	u32 *l2p;	/* the map's pages, one array (dmr_map_init()) */
+	u32 *slot_img[2];	/* --map-cache: the map as each checkpoint slot holds it */
+	u64 map_pages_max;	/* --map-cache: most map pages in memory after a request */
 	u32 **pages;
 	u32 *rev;		/* per data-area block: lba written there */
 	u64 *blk_birth;		/* --block-birth: per data-area block, its user write */
@@ -499,6 +505,35 @@ static void flush_log(struct sim *s)
 	dmr_map_flush_done(&s->m);
 }
 
+/* Entries of map page @p (the last one is short) */
+static u32 page_entries(const struct sim *s, u64 p)
+{
+	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
+
+	return s->m.nr_logical - first < DMR_MAP_ENTRIES_PER_BLOCK ?
+	       s->m.nr_logical - first : DMR_MAP_ENTRIES_PER_BLOCK;
+}
+
+/*
+ * --map-cache: map page @p as checkpoint slot @slot now holds it.  A page
+ * dirty for a slot is in memory: dmr_map_evict() refuses dirty ones.
+ */
+static void slot_write(struct sim *s, unsigned int slot, u64 p)
+{
+	u32 *dst = s->slot_img[slot] + p * DMR_MAP_ENTRIES_PER_BLOCK;
+
+	switch (dmr_map_page_state(&s->m, p)) {
+	case DMR_PAGE_ABSENT:
+		memset(dst, 0, page_entries(s, p) * sizeof(u32));
+		break;
+	case DMR_PAGE_RESIDENT:
+		memcpy(dst, s->m.pages[p], page_entries(s, p) * sizeof(u32));
+		break;
+	default:
+		sim_fail(s, "map cache: a page dirty for a slot is out of memory");
+	}
+}
+
 /*
  * dmr_checkpoint(): seal every head (a flush), write the slot (the map
  * blocks changed since the slot was last written, as dmr_write_map(), and
@@ -514,6 +549,8 @@ static void checkpoint(struct sim *s)
 	flush_log(s);
 	for (p = 0; p < s->m.nr_map_blocks; p++) {
 		if (s->m.dirty[p] & bit) {
+			if (s->paged)
+				slot_write(s, s->ckpt_slot, p);
 			s->m.dirty[p] &= ~bit;
 			s->c.ckpt_blocks++;
 		}
@@ -528,38 +565,114 @@ static void checkpoint(struct sim *s)
 static int gc_run(struct sim *s, bool urgent);
 
 /*
- * --map-cache: a map lookup of @lba's page.  A miss reads the page in
- * (counted) after a victim left the cache (dmr_page_clock_victim()); when
- * every page in it is dirty for a checkpoint slot there is none, and the
- * page comes in over the limit until map_cache_trim() writes checkpoints.
+ * --map-cache: the cache's victim @p leaves memory for real
+ * (dmr_map_evict()).  Its entries stay in the flat array the pages live
+ * in, untouched while it is out: the simulator's own copy of the map,
+ * which page_in() compares with what the slots hold.  A page in the
+ * cache that was only looked up (absent, never allocated) just leaves.
  */
-static void map_touch(struct sim *s, u64 lba)
+static void evict(struct sim *s, u32 p)
 {
-	u32 page = lba >> DMR_MAP_PAGE_SHIFT;
+	bool absent;
+
+	if (!dmr_map_evict(&s->m, p, &absent)) {
+		if (dmr_map_page_state(&s->m, p) != DMR_PAGE_ABSENT)
+			sim_fail(s, "map cache: its victim cannot leave memory");
+		return;
+	}
+	s->c.map_evicted++;
+}
+
+/*
+ * --map-cache: read map page @p back from the newest slot, as the module
+ * would (dmr_map_page_in()).  An evicted page is current in both slots,
+ * and both must hold what it held when it left.
+ */
+static void page_in(struct sim *s, u64 p)
+{
+	u32 *mem = s->l2p + p * DMR_MAP_ENTRIES_PER_BLOCK, *slot;
+	size_t bytes = page_entries(s, p) * sizeof(u32);
+
+	if (memcmp(s->slot_img[0] + p * DMR_MAP_ENTRIES_PER_BLOCK, mem, bytes) ||
+	    memcmp(s->slot_img[1] + p * DMR_MAP_ENTRIES_PER_BLOCK, mem, bytes))
+		sim_fail(s, "map cache: a page read back from a slot is not the one evicted");
+	slot = s->slot_img[s->ckpt_slot ^ 1] + p * DMR_MAP_ENTRIES_PER_BLOCK;
+	memcpy(mem, slot, bytes);
+	if (dmr_map_page_in(&s->m, p, mem))
+		sim_fail(s, "map cache: a page read back points outside the data area");
+}
+
+/*
+ * --map-cache: a map lookup of @lba's page, which is in memory after it
+ * (or absent: nothing of it mapped).  A page not in the cache joins it
+ * after a victim left (dmr_page_clock_victim(), evict()); one that is
+ * out is read back (page_in(), counted).  When every page in the cache is
+ * dirty for a checkpoint slot there is no victim, and the page comes in
+ * over the limit until map_cache_trim() writes checkpoints.
+ */
+static void map_touch(struct sim *s, u64 lba, bool count)
+{
+	u32 page = lba >> DMR_MAP_PAGE_SHIFT, victim;
 
 	if (!s->paged)
 		return;
-	s->c.map_touch++;
+	s->c.map_touch += count;
 	if (dmr_page_clock_touch(&s->pc, page))
 		return;
-	s->c.map_miss++;
-	if (s->pc.nr >= s->pc.cap &&
-	    dmr_page_clock_victim(&s->pc, s->m.dirty) == DMR_NO_PAGE)
-		s->pc_over = true;
+	if (s->pc.nr >= s->pc.cap) {
+		victim = dmr_page_clock_victim(&s->pc, s->m.dirty);
+		if (victim == DMR_NO_PAGE)
+			s->pc_over = true;
+		else
+			evict(s, victim);
+	}
 	dmr_page_clock_insert(&s->pc, page);
+	if (dmr_map_page_state(&s->m, page) == DMR_PAGE_EVICTED) {
+		s->c.map_miss++;
+		page_in(s, page);
+	}
+}
+
+/*
+ * The entry of @lba, its page in memory first (map_touch()); not counted
+ * as a lookup if !@count (a user write's, counted with its first block).
+ */
+static u32 map_lookup(struct sim *s, u64 lba, bool count)
+{
+	u32 e;
+
+	map_touch(s, lba, count);
+	e = dmr_map_get(&s->m, lba);
+	if (e == DMR_MAP_MISS)
+		sim_fail(s, "map cache: a lookup missed after its page was read in");
+	return e;
+}
+
+/*
+ * @lba's page in memory, allocated if it was absent, before a change;
+ * counted as a lookup if @count (not if it was just looked up).
+ */
+static void map_ready(struct sim *s, u64 lba, bool count)
+{
+	map_touch(s, lba, count);
+	if (s->paged && (dmr_map_reserve(&s->m, lba, 1) ||
+			 dmr_map_page_state(&s->m, lba >> DMR_MAP_PAGE_SHIFT) !=
+			 DMR_PAGE_RESIDENT))
+		sim_fail(s, "map cache: a page to change is not in memory");
 }
 
 /* After a request: checkpoints until the cache is back within its limit. */
 static void map_cache_trim(struct sim *s)
 {
 	unsigned int tries;
+	u32 victim;
 
 	for (tries = 0; s->pc_over && tries < 3; tries++) {
 		checkpoint(s);
 		s->c.map_forced++;
 		while (s->pc.nr > s->pc.cap &&
-		       dmr_page_clock_victim(&s->pc, s->m.dirty) != DMR_NO_PAGE)
-			;
+		       (victim = dmr_page_clock_victim(&s->pc, s->m.dirty)) != DMR_NO_PAGE)
+			evict(s, victim);
 		s->pc_over = s->pc.nr > s->pc.cap;
 	}
 	if (s->pc_over)
@@ -630,6 +743,8 @@ static void gc_move(struct sim *s, unsigned int hid, u64 lba, u32 src)
 
 	head_room(s, hid, 1, s->single ? DMR_HEAD_GC : hid);
 	dst = h->seg * s->m.seg_blocks + h->wp;
+	if (dmr_map_page_state(&s->m, lba >> DMR_MAP_PAGE_SHIFT) != DMR_PAGE_RESIDENT)
+		sim_fail(s, "GC moves a block whose map page is not in memory");
 	if (!dmr_move_commit(&s->m, lba, src, dst))
 		return;
 	h->unit.lba[h->unit.nr_blocks] = lba;
@@ -691,12 +806,14 @@ static void gc_collect(struct sim *s, u32 seg)
 
 		if (lba == SIM_NO_LBA)
 			continue;
-		/* is it still there? (--gc-bitmap: a bit per block says) */
-		if (!s->gc_bitmap)
-			map_touch(s, lba);
-		if (s->l2p[lba] == base + i + 1) {
-			if (s->gc_bitmap)
-				map_touch(s, lba);	/* the move changes the map */
+		/*
+		 * Is it still there?  A map lookup; or with --gc-bitmap, a
+		 * bit per block says (the simulator's own copy of the map
+		 * stands in for it), and only a block moved is looked up.
+		 */
+		if (s->gc_bitmap ? s->l2p[lba] == base + i + 1 :
+		    map_lookup(s, lba, true) == base + i + 1) {
+			map_ready(s, lba, s->gc_bitmap);	/* the move changes the map */
 			gc_move(s, block_head(s, hid, base + i), lba, base + i);
 		}
 	}
@@ -844,7 +961,7 @@ static void user_write(struct sim *s, u64 lba, u32 nr)
 	struct sim_head *h;
 
 	hid = s->single ? DMR_HEAD_HOT :
-	      dmr_temp_classify(&s->temp, s->l2p[lba], &s->m, s->seq);
+	      dmr_temp_classify(&s->temp, map_lookup(s, lba, false), &s->m, s->seq);
 	h = &s->heads[hid];
 	s->c.hot += hid == DMR_HEAD_HOT;
 	while (nr) {
@@ -856,7 +973,7 @@ static void user_write(struct sim *s, u64 lba, u32 nr)
 				s->filled[(lba + i) >> 3] &= ~(1 << ((lba + i) & 7));
 				s->fill_left--;
 			}
-			map_touch(s, lba + i);
+			map_ready(s, lba + i, true);
 			dmr_map_set(&s->m, lba + i, pba + i);
 			h->unit.lba[h->unit.nr_blocks++] = lba + i;
 			s->rev[pba + i] = lba + i;
@@ -873,16 +990,37 @@ static void user_write(struct sim *s, u64 lba, u32 nr)
 	if (gc_run(s, false) < 0)
 		sim_fail(s, "background GC stuck");
 	map_cache_trim(s);
+	if (s->m.nr_pages > s->map_pages_max)
+		s->map_pages_max = s->m.nr_pages;
 	s->c.free_sum += s->m.nr_free;
 	s->c.prefree_sum += s->m.nr_prefree;
 }
 
-/* Every invariant: the map's own, the sim's disk content, the counters. */
+/*
+ * Every invariant: the map's own, the sim's disk content, the counters.
+ * --map-cache: every page out is read back first (each compared with
+ * what it held, page_in()), and leaves again after the check (it is still
+ * clean for both slots), the cache as it was.
+ */
 static void sim_check(struct sim *s)
 {
-	u64 lba;
+	u64 lba, p;
+	bool ok;
 
-	if (!dmr_map_consistent(&s->m))
+	for (p = 0; s->paged && p < s->m.nr_map_blocks; p++) {
+		if (dmr_map_page_state(&s->m, p) == DMR_PAGE_EVICTED)
+			page_in(s, p);
+	}
+	ok = dmr_map_consistent(&s->m);
+	for (p = 0; s->paged && p < s->m.nr_map_blocks; p++) {
+		bool absent;
+
+		if (!(s->pc.state[p] & DMR_PC_RESIDENT) &&
+		    dmr_map_page_state(&s->m, p) == DMR_PAGE_RESIDENT &&
+		    !dmr_map_evict(&s->m, p, &absent))
+			sim_fail(s, "map cache: a page read back for the check cannot leave");
+	}
+	if (!ok)
 		sim_fail(s, "map inconsistent (dmr_map_consistent)");
 	for (lba = 0; lba < s->m.nr_logical; lba++) {
 		u32 e = s->l2p[lba];
@@ -1006,6 +1144,19 @@ static double separated_bound(double r, double h, double op)
  * the run is bound by random accesses to these arrays, and huge pages
  * save most of the TLB misses.
  */
+/*
+ * --map-cache: map page @page's memory, zeroed: its place in the flat
+ * array (dmr_map_reserve()).
+ */
+static void *sim_page_alloc(void *ctx, u64 page)
+{
+	struct sim *s = ctx;
+	u32 *mem = s->l2p + page * DMR_MAP_ENTRIES_PER_BLOCK;
+
+	memset(mem, 0, page_entries(s, page) * sizeof(u32));
+	return mem;
+}
+
 static void *big_alloc(size_t bytes)
 {
 	void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
@@ -1250,6 +1401,17 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		dmr_page_clock_init(&s->pc, s->pc_ring, s->pc_state, cap ? cap : 1,
 				    s->m.nr_map_blocks);
 		s->paged = true;
+		/*
+		 * Real pages: none until a block of it is mapped (map_ready(),
+		 * sim_page_alloc()), the slots' copies as format left them.
+		 */
+		for (lba = 0; lba < s->m.nr_map_blocks; lba++)
+			s->pages[lba] = NULL;
+		s->m.nr_pages = 0;
+		s->m.page_alloc = sim_page_alloc;
+		s->m.page_ctx = s;
+		for (i = 0; i < 2; i++)
+			s->slot_img[i] = big_alloc(l2p_bytes);
 	}
 	s->gc_bitmap = cfg->gc_bitmap;
 	rng_state = cfg->seed;
@@ -1320,6 +1482,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	d.map_touch = s->c.map_touch - c0.map_touch;
 	d.map_miss = s->c.map_miss - c0.map_miss;
 	d.map_forced = s->c.map_forced - c0.map_forced;
+	d.map_evicted = s->c.map_evicted - c0.map_evicted;
 	getrusage(RUSAGE_SELF, &ru);
 	idle = d.gc_runs ? (double)d.idle_sum / d.gc_runs : 0;
 	waf = (double)(d.user + d.moved) / d.user;
@@ -1376,11 +1539,14 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		if (cfg->map_cache)
 			printf(", \"map_cache\": %u, \"map_pages\": %u, \"map_lookups_per_block\": %.3f"
 			       ", \"map_misses_per_block\": %.4f, \"map_hit\": %.4f"
-			       ", \"map_forced_ckpts\": %" PRIu64,
+			       ", \"map_forced_ckpts\": %" PRIu64
+			       ", \"map_evictions_per_block\": %.4f"
+			       ", \"map_pages_max\": %" PRIu64,
 			       cfg->map_cache, s->pc.cap, (double)d.map_touch / d.user,
 			       (double)d.map_miss / d.user,
 			       d.map_touch ? 1 - (double)d.map_miss / d.map_touch : 1,
-			       d.map_forced);
+			       d.map_forced, (double)d.map_evicted / d.user,
+			       s->map_pages_max);
 		if (cfg->timing)
 			printf(", \"gc_steps\": %" PRIu64 ", \"greedy_steps\": %" PRIu64
 			       ", \"ns_per_block\": %.1f, \"step_ns\": %.1f"
@@ -1423,11 +1589,13 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 			printf(" gc_bitmap=%s", cfg->gc_bitmap ? "yes" : "no");
 		if (cfg->map_cache)
 			printf(" map_cache=%u map_pages=%u map_lookups_per_block=%.3f"
-			       " map_misses_per_block=%.4f map_hit=%.4f map_forced_ckpts=%" PRIu64,
+			       " map_misses_per_block=%.4f map_hit=%.4f map_forced_ckpts=%" PRIu64
+			       " map_evictions_per_block=%.4f map_pages_max=%" PRIu64,
 			       cfg->map_cache, s->pc.cap, (double)d.map_touch / d.user,
 			       (double)d.map_miss / d.user,
 			       d.map_touch ? 1 - (double)d.map_miss / d.map_touch : 1,
-			       d.map_forced);
+			       d.map_forced, (double)d.map_evicted / d.user,
+			       s->map_pages_max);
 		if (cfg->timing)
 			printf(" gc_steps=%" PRIu64 " ns_per_block=%.1f step_ns=%.1f"
 			       " decide_ns=%.1f scan_ns=%" PRIu64 " elapsed_s=%.1f rss_mib=%ld",
@@ -1462,6 +1630,8 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	if (s->paged) {
 		big_free(s->pc_ring, s->m.nr_map_blocks * sizeof(u32));
 		big_free(s->pc_state, s->m.nr_map_blocks);
+		big_free(s->slot_img[0], l2p_bytes);
+		big_free(s->slot_img[1], l2p_bytes);
 	}
 	big_free(dirty, dirty_bytes);
 	free(lists);

@@ -474,12 +474,21 @@ def test_map_cache_what_if():
     """--map-cache: a cache of every page changes nothing and misses never;
     a quarter of them misses, and checkpoints are forced to clean pages
     (a page dirty for a slot cannot leave), which write more.  Every user
-    block and every block GC looks at is a lookup."""
+    block and every block GC looks at is a lookup.  The pages leave memory
+    for real (dmr_map_evict()): after every request no more are in memory
+    than the cache holds, and each one read back is compared with both
+    slots' copies; --check reads every page back and checks the map."""
     args = [*SMALL, "--workload", "hot80", "--warmup", "1", "--overwrites", "1"]
     (base,) = runs(*args)
     (full,) = runs(*args, "--map-cache", "100")
-    (quarter,) = runs(*args, "--map-cache", "25")
+    (quarter,) = runs(*args, "--map-cache", "25", "--check", "2000")
     assert full["map_misses_per_block"] == 0 and full["map_forced_ckpts"] == 0
+    assert full["map_evictions_per_block"] == 0
+    assert full["map_pages_max"] == full["map_pages"]
+    assert 0 < quarter["map_pages_max"] <= quarter["map_pages"]
+    # every page read back was evicted first; pages left as often as they came
+    assert quarter["map_evictions_per_block"] == \
+        pytest.approx(quarter["map_misses_per_block"], rel=0.01)
     assert full["map_hit"] == 1 and full["map_pages"] * 1024 >= full["logical_blocks"]
     assert (full["waf"], full["waf_all"], full["checkpoints"]) == \
         (base["waf"], base["waf_all"], base["checkpoints"])
