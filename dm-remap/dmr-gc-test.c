@@ -2162,9 +2162,9 @@ static void dmr_gct_page_clock(struct kunit *test)
 {
 	struct dmr_page_clock c;
 	u32 ring[3];
-	u8 state[10], dirty[10] = {};
+	u8 state[10], ref[10], dirty[10] = {};
 
-	dmr_page_clock_init(&c, ring, state, 3, 10);
+	dmr_page_clock_init(&c, ring, state, ref, 3, 10);
 	KUNIT_EXPECT_FALSE(test, dmr_page_clock_touch(&c, 1));
 	dmr_page_clock_insert(&c, 1);
 	dmr_page_clock_insert(&c, 2);
@@ -2177,6 +2177,7 @@ static void dmr_gct_page_clock(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c.nr, 2U);
 	KUNIT_EXPECT_EQ(test, state[2], 0);
 	KUNIT_EXPECT_EQ(test, state[1], (u8)DMR_PC_RESIDENT);
+	KUNIT_EXPECT_EQ(test, ref[1], 0);
 	KUNIT_EXPECT_FALSE(test, dmr_page_clock_touch(&c, 2));
 	dmr_page_clock_insert(&c, 4);
 	/* 3 is dirty for a slot: passed over; 4 goes */
@@ -2192,12 +2193,31 @@ static void dmr_gct_page_clock(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, c.nr, 3U);
 	KUNIT_EXPECT_EQ(test, state[1], (u8)DMR_PC_RESIDENT);
 	KUNIT_EXPECT_EQ(test, state[5], (u8)DMR_PC_RESIDENT);
+	KUNIT_EXPECT_EQ(test, ref[1] | ref[3] | ref[5], 0);
 	/* a checkpoint of both slots cleans 5: it goes, 1 and 3 stay */
 	dirty[5] = 0;
 	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty), 5U);
 	KUNIT_EXPECT_EQ(test, c.nr, 2U);
 	KUNIT_EXPECT_TRUE(test, dmr_page_clock_touch(&c, 1));
 	KUNIT_EXPECT_TRUE(test, dmr_page_clock_touch(&c, 3));
+
+	/*
+	 * A use from another thread (dmr_page_clock_ref(), the read path's)
+	 * gives the same second chance; a page that comes in starts unused,
+	 * whatever its byte held.
+	 */
+	dirty[1] = 0;
+	dirty[3] = 0;
+	WRITE_ONCE(ref[1], 0);
+	WRITE_ONCE(ref[3], 0);
+	dmr_page_clock_ref(&c, 1);
+	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty), 3U);
+	ref[6] = 1;
+	dmr_page_clock_insert(&c, 6);
+	KUNIT_EXPECT_EQ(test, ref[6], 0);
+	dmr_page_clock_ref(&c, 1);
+	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty), 6U);
+	KUNIT_EXPECT_EQ(test, state[1], (u8)DMR_PC_RESIDENT);
 }
 
 static void dmr_gct_gc_decide(struct kunit *test)

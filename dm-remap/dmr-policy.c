@@ -494,18 +494,21 @@ unsigned int dmr_temp_classify(struct dmr_temp *t, u32 old_entry,
  * @c: the cache
  * @ring: @cap entries
  * @state: @nr_pages entries, cleared here
+ * @ref: @nr_pages entries, cleared here
  * @cap: pages it may hold (> 0)
  * @nr_pages: map pages
  */
-void dmr_page_clock_init(struct dmr_page_clock *c, u32 *ring, u8 *state,
+void dmr_page_clock_init(struct dmr_page_clock *c, u32 *ring, u8 *state, u8 *ref,
 			 u32 cap, u64 nr_pages)
 {
 	c->ring = ring;
 	c->state = state;
+	c->ref = ref;
 	c->cap = cap;
 	c->nr = 0;
 	c->hand = 0;
 	memset(state, 0, nr_pages);
+	memset(ref, 0, nr_pages);
 }
 
 /*
@@ -517,7 +520,7 @@ bool dmr_page_clock_touch(struct dmr_page_clock *c, u32 page)
 {
 	if (!(c->state[page] & DMR_PC_RESIDENT))
 		return false;
-	c->state[page] |= DMR_PC_REF;
+	dmr_page_clock_ref(c, page);
 	return true;
 }
 
@@ -542,12 +545,11 @@ u32 dmr_page_clock_victim(struct dmr_page_clock *c, const u8 *dirty)
 
 	for (i = 0; i < 2 * c->nr; i++) {
 		u32 page = c->ring[c->hand];
-		u8 *st = &c->state[page];
 
-		if (*st & DMR_PC_REF) {
-			*st &= ~DMR_PC_REF;
+		if (READ_ONCE(c->ref[page])) {
+			WRITE_ONCE(c->ref[page], 0);
 		} else if (!dirty[page]) {
-			*st = 0;
+			c->state[page] = 0;
 			c->nr--;
 			c->ring[c->hand] = c->ring[c->nr];	/* keep the ring dense */
 			c->ring[c->nr] = page;
@@ -566,4 +568,5 @@ void dmr_page_clock_insert(struct dmr_page_clock *c, u32 page)
 {
 	c->ring[c->nr++] = page;
 	c->state[page] = DMR_PC_RESIDENT;
+	WRITE_ONCE(c->ref[page], 0);
 }

@@ -127,27 +127,42 @@ unsigned int dmr_gc_head(const struct dmr_map *m, const struct dmr_seg *victim,
  * (remap-sim --map-cache); the module does not page yet.
  */
 #define DMR_PC_RESIDENT	0x1U	/* in the cache */
-#define DMR_PC_REF	0x2U	/* used since the hand last passed it */
 #define DMR_NO_PAGE	0xffffffffU
 
 /**
  * struct dmr_page_clock - CLOCK (second chance) over map pages
  * @ring: the resident pages, @nr of them (at most @cap)
- * @state: per map page, DMR_PC_* bits
+ * @state: per map page, DMR_PC_RESIDENT or 0
+ * @ref: per map page, 1 if used since the hand last passed it.  Apart
+ *	from @state, so that a lookup without the cache's owner (a module's
+ *	read path, without a lock) can set it: one byte store
+ *	(dmr_page_clock_ref()), which the hand may miss at worst (the page
+ *	then loses its second chance), never a change of @state
  * @cap: pages the cache may hold
  * @nr: pages it holds
  * @hand: the next @ring slot the hand looks at
+ *
+ * Everything but @ref belongs to one thread (the module's worker).
  */
 struct dmr_page_clock {
 	u32 *ring;
 	u8 *state;
+	u8 *ref;
 	u32 cap;
 	u32 nr;
 	u32 hand;
 };
 
-void dmr_page_clock_init(struct dmr_page_clock *c, u32 *ring, u8 *state,
+void dmr_page_clock_init(struct dmr_page_clock *c, u32 *ring, u8 *state, u8 *ref,
 			 u32 cap, u64 nr_pages);
+
+/* A use of resident @page by any thread (the read path's hits). */
+static inline void dmr_page_clock_ref(struct dmr_page_clock *c, u32 page)
+{
+	if (!READ_ONCE(c->ref[page]))	/* (no store, no line bounce, if set) */
+		WRITE_ONCE(c->ref[page], 1);
+}
+
 bool dmr_page_clock_touch(struct dmr_page_clock *c, u32 page);
 u32 dmr_page_clock_victim(struct dmr_page_clock *c, const u8 *dirty);
 void dmr_page_clock_insert(struct dmr_page_clock *c, u32 page);

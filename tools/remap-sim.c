@@ -367,6 +367,7 @@ struct sim {
 	struct dmr_page_clock pc;	/* --map-cache: the pages in memory */
 	u32 *pc_ring;
 	u8 *pc_state;
+	u8 *pc_ref;
 	bool paged;
 	bool gc_bitmap;		/* --gc-bitmap */
 	bool pc_over;		/* the cache holds more than pc.cap: checkpoint */
@@ -1398,8 +1399,9 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		/* the ring may hold every page: the cache goes over until a checkpoint */
 		s->pc_ring = big_alloc(s->m.nr_map_blocks * sizeof(u32));
 		s->pc_state = big_alloc(s->m.nr_map_blocks);
-		dmr_page_clock_init(&s->pc, s->pc_ring, s->pc_state, cap ? cap : 1,
-				    s->m.nr_map_blocks);
+		s->pc_ref = big_alloc(s->m.nr_map_blocks);
+		dmr_page_clock_init(&s->pc, s->pc_ring, s->pc_state, s->pc_ref,
+				    cap ? cap : 1, s->m.nr_map_blocks);
 		s->paged = true;
 		/*
 		 * Real pages: none until a block of it is mapped (map_ready(),
@@ -1630,6 +1632,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	if (s->paged) {
 		big_free(s->pc_ring, s->m.nr_map_blocks * sizeof(u32));
 		big_free(s->pc_state, s->m.nr_map_blocks);
+		big_free(s->pc_ref, s->m.nr_map_blocks);
 		big_free(s->slot_img[0], l2p_bytes);
 		big_free(s->slot_img[1], l2p_bytes);
 	}
