@@ -501,6 +501,7 @@ int dmr_load(struct dmr_target *rc, const char **error)
 		       dmr_log_strerror(rp.head_stop[DMR_HEAD_GC_HOT]));
 
 	dmr_heads_restore(rc, pos);
+	dmr_map_cache_start(rc);
 	if (rc->read_only) {
 		rc->loaded = true;	/* rule 8: nothing is written */
 		return 0;

@@ -1833,6 +1833,21 @@ static void dmr_gct_seg_verify(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ok[fc - 1 - GCT_SEG_BLOCKS], 1);
 	KUNIT_EXPECT_EQ(test, ok[fb - 1 - GCT_SEG_BLOCKS], 0);
 
+	/*
+	 * The map's page out of memory (map_cache): any unit may be live,
+	 * so every one is checked (unchecked, a live one would count as
+	 * failing its checksum when GC reads the page back): b's damage is
+	 * found, a and c are movable.
+	 */
+	f->map.pages[0] = DMR_PAGE_OUT;
+	KUNIT_EXPECT_EQ(test, dmr_seg_verify(buf, block0, GCT_SEG_BLOCKS,
+					     GCT_SEG_BLOCKS, 5, f->uuid, &f->map,
+					     f->unit, ok), 3U);
+	KUNIT_EXPECT_EQ(test, ok[fa - 1 - GCT_SEG_BLOCKS], 1);
+	KUNIT_EXPECT_EQ(test, ok[fb - 1 - GCT_SEG_BLOCKS], 0);
+	KUNIT_EXPECT_EQ(test, ok[fc - 1 - GCT_SEG_BLOCKS], 1);
+	f->map.pages[0] = l2p;
+
 	/* the segment's use began at seq 6: a is stale and ends the walk */
 	KUNIT_EXPECT_EQ(test, dmr_seg_verify(buf, block0, GCT_SEG_BLOCKS,
 					     GCT_SEG_BLOCKS, 6, f->uuid, &f->map,

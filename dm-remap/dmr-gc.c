@@ -278,9 +278,13 @@ static int dmr_gc_collect(struct dmr_target *rc)
 		    DMR_LOG_OK || u->seq < first_seq ||
 		    off + 1 + u->nr_blocks > seg_blocks)
 			break;
-		for (i = 0, live = 0; i < u->nr_blocks; i++)
+		for (i = 0, live = 0; i < u->nr_blocks; i++) {
+			r = dmr_map_need(rc, u->lba[i], 1);	/* map_cache */
+			if (r)
+				goto out;
 			live += dmr_map_get(&rc->map, u->lba[i]) ==
 				seg * seg_blocks + off + 1 + i + 1;
+		}
 		if (live && !rc->gc_ok[off]) {	/* dmr_gc_verify_fn() */
 			atomic64_inc(&rc->stats.gc_unverified);
 			DMERR_LIMIT("%s: GC: unit at %llu (segment %u) fails its data checksum",

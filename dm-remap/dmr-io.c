@@ -190,6 +190,10 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 		     geo->nr_segments, geo->segment_blocks, dirty, lists);
 	rc->map.page_alloc = dmr_map_page_alloc;
 	rc->map.page_ctx = rc;
+	if (dmr_map_cache_init(rc)) {
+		*error = "Cannot allocate the map cache";
+		return -ENOMEM;
+	}
 
 	rc->io_client = dm_io_client_create();
 	if (IS_ERR(rc->io_client)) {
@@ -243,6 +247,7 @@ void dmr_io_exit(struct dmr_target *rc)
 	vfree(rc->gc_buf);
 	for (i = 0; i < DMR_FLIGHT_SLOTS; i++)
 		vfree(rc->flight[i].buf);
+	dmr_map_cache_exit(rc);
 	kvfree(rc->map_crc);
 	kvfree(rc->readers);
 	kvfree(rc->map.lists);

@@ -1015,8 +1015,9 @@ bool dmr_unit_data_ok(const struct dmr_unit *u, const void *data)
  * @m: the map, read without its lock: a hint only (see below)
  * @u: scratch for the decoded summaries
  * @ok: @seg_blocks flags, set here: @ok[o] is 1 iff a unit's summary is
- *	at offset o, some block of it was live when looked at, and its data
- *	match their checksum; 0 everywhere else
+ *	at offset o, some block of it was live when looked at (or its map
+ *	page was out of memory: it may be), and its data match their
+ *	checksum; 0 everywhere else
  *
  * The walk is dmr_gc_collect()'s, which then moves a unit's blocks only
  * where @ok says so: it runs on an unbound workqueue when the victim's
@@ -1045,8 +1046,18 @@ u32 dmr_seg_verify(const u8 *buf, u64 block0, u32 data0, u32 seg_blocks,
 				    uuid, m->nr_logical, u) != DMR_LOG_OK ||
 		    u->seq < first_seq || off + 1 + u->nr_blocks > seg_blocks)
 			break;
-		for (i = 0, live = 0; i < u->nr_blocks && !live; i++)
-			live = dmr_map_get(m, u->lba[i]) == data0 + off + 1 + i + 1;
+		/*
+		 * A page out of memory (map_cache) may hold a live entry: its
+		 * unit is checked.  And a page that leaves meanwhile is freed
+		 * after a grace period (dmr-page.c): looked at inside one.
+		 */
+		rcu_read_lock();
+		for (i = 0, live = 0; i < u->nr_blocks && !live; i++) {
+			u32 e = dmr_map_get(m, u->lba[i]);
+
+			live = e == DMR_MAP_MISS || e == data0 + off + 1 + i + 1;
+		}
+		rcu_read_unlock();
 		if (live) {
 			ok[off] = dmr_unit_data_ok(u, data);
 			n++;

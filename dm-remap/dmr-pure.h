@@ -16,6 +16,7 @@
 #include <linux/errno.h>
 #include <linux/string.h>
 #include <linux/types.h>
+#include <linux/rcupdate.h>
 #include <asm/barrier.h>
 #include <asm/byteorder.h>
 #include "dmr-compat.h"

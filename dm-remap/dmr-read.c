@@ -117,7 +117,14 @@ void dmr_do_read(struct dmr_target *rc, struct bio *bio)
 {
 	u32 seg_blocks = dmr_seg_blocks(rc);
 	u64 lba = dmr_read_lba(rc, bio);
+	int r;
 
+	r = dmr_map_need(rc, lba, bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT);
+	if (r) {
+		bio->bi_status = errno_to_blk_status(r);
+		bio_endio(bio);
+		return;
+	}
 	while (bio->bi_iter.bi_size) {
 		u32 n = bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT, e, run, pba, seg;
 		u32 on_disk = 0;
@@ -196,9 +203,11 @@ int dmr_map_read(struct dmr_target *rc, struct bio *bio)
 	u64 lba = dmr_read_lba(rc, bio);
 	unsigned int tries;
 
+	/* a map page that leaves is freed after a grace period (dmr-page.c) */
+	rcu_read_lock();
 	for (tries = 0; tries < DMR_READ_RETRIES; tries++) {
 		e = dmr_map_get(&rc->map, lba);
-		/* (DMR_MAP_MISS: a page out of memory; the module evicts none yet) */
+		/* a page out of memory (DMR_MAP_MISS): the worker reads it in */
 		if (e == DMR_UNMAPPED || e == DMR_MAP_MISS)
 			break;
 		seg = (e - 1) / seg_blocks;
@@ -212,10 +221,14 @@ int dmr_map_read(struct dmr_target *rc, struct bio *bio)
 		}
 		dmr_reader_put(rc, seg);
 	}
+	rcu_read_unlock();
 	dmr_queue_bio(rc, bio);
 	return DM_MAPIO_SUBMITTED;
 
 remap:
+	rcu_read_unlock();
+	if (rc->pc.cap)		/* a hit: the page's second chance */
+		dmr_page_clock_ref(&rc->pc, lba >> DMR_MAP_PAGE_SHIFT);
 	pb->seg = seg;
 	if (run < n)
 		dm_accept_partial_bio(bio, run * DMR_SECTORS_PER_BLOCK);

@@ -81,6 +81,16 @@ static const struct dmr_opt_desc dmr_opts[DMR_OPT_NR] = {
 		.name = "zero_copy",
 		.err_dup = "Duplicate optional argument zero_copy",
 	},
+	[DMR_OPT_MAP_CACHE] = {
+		.name = "map_cache",
+		.nr_values = 1,
+		.min = 1,
+		.max = DMR_MAX_MAP_CACHE,
+		.err_missing = "Missing value for map_cache",
+		.err_invalid = "Invalid map_cache (not a number)",
+		.err_range = "map_cache out of range (1 to 1048576 MiB)",
+		.err_dup = "Duplicate optional argument map_cache",
+	},
 };
 
 static_assert(DMR_OPT_NR <= 32, "dmr_options_parse() keeps a 32-bit seen mask");
@@ -153,6 +163,9 @@ static void dmr_opt_set(struct dmr_options *o, int id, u64 value)
 	case DMR_OPT_ZERO_COPY:
 		o->zero_copy = true;
 		break;
+	case DMR_OPT_MAP_CACHE:
+		o->map_cache = value;
+		break;
 	}
 }
 
@@ -166,6 +179,8 @@ static u32 dmr_opt_value(const struct dmr_options *o, int id)
 		return o->gc_low;
 	case DMR_OPT_GC_HIGH:
 		return o->gc_high;
+	case DMR_OPT_MAP_CACHE:
+		return o->map_cache;
 	default:
 		return 0;
 	}

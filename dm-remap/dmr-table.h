@@ -17,6 +17,7 @@ enum dmr_opt_id {
 	DMR_OPT_GC_LOW,
 	DMR_OPT_GC_HIGH,
 	DMR_OPT_ZERO_COPY,
+	DMR_OPT_MAP_CACHE,
 	DMR_OPT_NR,
 };
 
@@ -28,6 +29,8 @@ enum dmr_opt_id {
  * checks the watermarks against the device (dmr_gc_params_check()).
  */
 #define DMR_MAX_GC_WATERMARK		0x7fffffffU
+/* Largest map cache the parser takes, in MiB (the map of 256 TiB). */
+#define DMR_MAX_MAP_CACHE		1048576U
 
 /**
  * struct dmr_options - parsed optional arguments of a table line
@@ -42,6 +45,8 @@ enum dmr_opt_id {
  *	(0: not given, the device's default applies)
  * @zero_copy: given (retired: accepted, re-emitted and ignored, with a
  *	warning; every write is copied into the segment buffer)
+ * @map_cache: MiB of map pages kept in memory (0: not given, the whole
+ *	map); the others are read back from the checkpoint when needed
  * @order: option ids in the order the table gave them, for re-emission
  * @nr_given: number of entries in @order
  */
@@ -53,6 +58,7 @@ struct dmr_options {
 	u32 gc_low;
 	u32 gc_high;
 	bool zero_copy;
+	u32 map_cache;
 	u8 order[DMR_OPT_NR];
 	u8 nr_given;
 };

@@ -88,6 +88,9 @@ static void dmr_clear_stats(struct dmr_stats *s)
 	atomic64_set(&s->zero_copy_recopied, 0);
 	atomic64_set(&s->gc_read_errors, 0);
 	atomic64_set(&s->gc_unverified, 0);
+	atomic64_set(&s->map_misses, 0);
+	atomic64_set(&s->map_evictions, 0);
+	atomic64_set(&s->map_forced, 0);
 }
 
 /* GC watermarks: the defaults for the device, or the table's. */
@@ -509,9 +512,12 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 		       (long long)atomic64_read(&rc->stats.device_flushes),
 		       (long long)atomic64_read(&rc->stats.zero_copy_blocks),
 		       (long long)atomic64_read(&rc->stats.zero_copy_recopied));
-		DMEMIT(" %lld %lld",
+		DMEMIT(" %lld %lld %lld %lld %lld",
 		       (long long)atomic64_read(&rc->stats.gc_read_errors),
-		       (long long)atomic64_read(&rc->stats.gc_unverified));
+		       (long long)atomic64_read(&rc->stats.gc_unverified),
+		       (long long)atomic64_read(&rc->stats.map_misses),
+		       (long long)atomic64_read(&rc->stats.map_evictions),
+		       (long long)atomic64_read(&rc->stats.map_forced));
 		break;
 	case STATUSTYPE_TABLE:
 		DMEMIT("%s", rc->dev->name);

@@ -59,7 +59,7 @@ static void dmr_test_parse_u64(struct kunit *test)
 /* ------------------------------------------------------------------ */
 /* table-line options */
 
-#define DMR_MAX_WORDS 12
+#define DMR_MAX_WORDS 14
 
 /**
  * struct dmr_opt_case - one optional-argument list
@@ -72,6 +72,7 @@ static void dmr_test_parse_u64(struct kunit *test)
  * @gc_low: expected gc_low (0: not given)
  * @gc_high: expected gc_high (0: not given)
  * @zero_copy: expected zero_copy flag
+ * @map_cache: expected map_cache (0: not given)
  */
 struct dmr_opt_case {
 	const char *words[DMR_MAX_WORDS];
@@ -81,6 +82,7 @@ struct dmr_opt_case {
 	bool no_passdown;
 	u32 gc_low, gc_high;
 	bool zero_copy;
+	u32 map_cache;
 };
 
 static const struct dmr_opt_case dmr_opt_cases[] = {
@@ -164,6 +166,19 @@ static const struct dmr_opt_case dmr_opt_cases[] = {
 	{ { "2", "zero_copy", "zero_copy", NULL },
 	  "Duplicate optional argument zero_copy" },
 	{ { "2", "zero_copy", "0", NULL }, "Unrecognised optional argument" },
+	/* map_cache, in MiB */
+	{ { "2", "map_cache", "1", NULL }, NULL, false, false, 30, false, 0, 0, false, 1 },
+	{ { "2", "map_cache", "1048576", NULL },
+	  NULL, false, false, 30, false, 0, 0, false, 1048576 },
+	{ { "3", "read_only", "map_cache", "64", NULL },
+	  NULL, true, false, 30, false, 0, 0, false, 64 },
+	{ { "1", "map_cache", NULL }, "Missing value for map_cache" },
+	{ { "2", "map_cache", "64M", NULL }, "Invalid map_cache (not a number)" },
+	{ { "2", "map_cache", "0", NULL }, "map_cache out of range (1 to 1048576 MiB)" },
+	{ { "2", "map_cache", "1048577", NULL },
+	  "map_cache out of range (1 to 1048576 MiB)" },
+	{ { "4", "map_cache", "8", "map_cache", "8", NULL },
+	  "Duplicate optional argument map_cache" },
 };
 
 static void dmr_opt_desc(const struct dmr_opt_case *c, char *desc)
@@ -212,6 +227,7 @@ static void dmr_test_options(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, o.gc_low, c->gc_low);
 	KUNIT_EXPECT_EQ(test, o.gc_high, c->gc_high);
 	KUNIT_EXPECT_EQ(test, o.zero_copy, c->zero_copy);
+	KUNIT_EXPECT_EQ(test, o.map_cache, c->map_cache);
 }
 
 /* Parsing then emitting gives back the words the table gave, in order. */
@@ -229,9 +245,11 @@ static void dmr_test_options_emit(struct kunit *test)
 		"5 gc_low 4 no_discard_passdown gc_high 8",
 		"8 gc_high 8 checkpoint_interval 60 gc_low 7 no_discard_passdown read_only",
 		/* the longest line there is */
-		"10 read_only ignore_discard checkpoint_interval 86400 no_discard_passdown gc_low 2147483647 gc_high 2147483647 zero_copy",
+		"3 map_cache 64 read_only",
+		/* the longest line there is (dmr_status() has 160 bytes) */
+		"12 read_only ignore_discard checkpoint_interval 86400 no_discard_passdown gc_low 2147483647 gc_high 2147483647 zero_copy map_cache 1048576",
 	};
-	char buf[128], copy[128], small[8];
+	char buf[160], copy[160], small[8];
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(lines); i++) {

@@ -128,6 +128,7 @@ void dmr_worker(struct work_struct *work)
 		case DMR_WORKER_GC_COLLECT:
 			rc->gc_collect_result = dmr_gc_collect_now(rc);
 			WRITE_ONCE(rc->gc_collect_req, false);
+			dmr_map_trim(rc);
 			break;
 		case DMR_WORKER_CHECKPOINT_WINDOW:
 			/* rule 4: no unit is numbered past the window */
@@ -141,12 +142,14 @@ void dmr_worker(struct work_struct *work)
 			break;
 		case DMR_WORKER_HANDLE_BIO:
 			dmr_handle_bio(rc, bio_list_pop(&batch));
+			dmr_map_trim(rc);	/* map_cache: back to its size */
 			break;
 		case DMR_WORKER_COMMIT:
 			dmr_group_commit(rc);
 			break;
 		case DMR_WORKER_GC_STEP:
 			s.gc_did = dmr_gc_background(rc);
+			dmr_map_trim(rc);
 			break;
 		case DMR_WORKER_IDLE:
 			return;

@@ -632,6 +632,10 @@ void dmr_do_write(struct dmr_target *rc, struct bio *bio)
 		atomic64_inc(&rc->stats.flushes);
 	if (!bio->bi_iter.bi_size)
 		goto done;
+	/* its map pages, read back if they were out (nothing leaves meanwhile) */
+	r = dmr_map_need(rc, lba, bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT);
+	if (r)
+		goto out;
 	/* the whole request goes to one head, chosen by its first block */
 	hid = dmr_temp_classify(&rc->temp, dmr_map_get(&rc->map, lba), &rc->map, rc->seq);
 	h = &rc->heads[hid];
@@ -677,6 +681,18 @@ out:
 	bio_endio(bio);
 }
 
+/*
+ * Blocks of a discard taken in one part: all of it (up to 2^30) with the
+ * whole map in memory; with map_cache, half the cache's pages' worth,
+ * since every page of a part is read back and changed before any leaves.
+ */
+static u32 dmr_discard_chunk(const struct dmr_target *rc)
+{
+	if (!rc->pc.cap)
+		return 1U << 30;
+	return min_t(u64, (u64)max(rc->pc.cap / 2, 1U) * DMR_MAP_ENTRIES_PER_BLOCK, 1U << 30);
+}
+
 void dmr_do_discard(struct dmr_target *rc, struct bio *bio)
 {
 	struct dmr_head *h = &rc->heads[DMR_HEAD_COLD];
@@ -689,9 +705,13 @@ void dmr_do_discard(struct dmr_target *rc, struct bio *bio)
 	if (r)
 		goto out;
 	while (nr) {
-		u32 count = min_t(u64, nr, 1U << 30), n;
+		u32 count = min_t(u64, nr, dmr_discard_chunk(rc)), n;
 		struct dmr_unit *u;
 
+		/* its map pages, read back if they were out */
+		r = dmr_map_need(rc, lba, count);
+		if (r)
+			goto out;
 		/* rule 10: a copy in the hot head's open unit is numbered first */
 		r = dmr_order_before(rc, DMR_HEAD_COLD, lba, count);
 		if (r)
@@ -731,6 +751,12 @@ void dmr_do_discard(struct dmr_target *rc, struct bio *bio)
 		}
 		lba += count;
 		nr -= count;
+		/*
+		 * map_cache: the pages this part unmapped, back to the cache's
+		 * size.  Only here, where the part is in the map and in its
+		 * unit: a checkpoint it forces covers both or neither.
+		 */
+		dmr_map_trim(rc);
 	}
 	/*
 	 * Rule 10 for discards: the unit is closed now, so a later write of

@@ -87,6 +87,9 @@ struct dmr_stats {
 	atomic64_t zero_copy_recopied;
 	atomic64_t gc_read_errors;	/* victim reads that failed (tried again later) */
 	atomic64_t gc_unverified;	/* victim units failing their data checksum */
+	atomic64_t map_misses;		/* map pages read back (map_cache) */
+	atomic64_t map_evictions;	/* map pages that left memory */
+	atomic64_t map_forced;		/* checkpoints written to clean pages */
 };
 
 /**
@@ -173,6 +176,9 @@ enum dmr_gc_mode {
  *	bits, counters), the @flight segments and @gc; taken by status and
  *	messages too, never held across I/O
  * @map: the map and segment table
+ * @pc: the map cache (dmr-page.c): which pages stay in memory with the
+ *	map_cache option (@pc.cap 0: all of them); the worker's, but for
+ *	its used bytes, which the read path sets (dmr_page_clock_ref())
  * @readers: per segment, reads sent down and not completed (atomics)
  * @readers_wq: GC waits here for @readers of emptied segments to drain
  * @bio_lock: protects @bios
@@ -259,6 +265,7 @@ struct dmr_target {
 
 	spinlock_t map_lock;	/* map, segment states, flight_segment, gc */
 	struct dmr_map map;
+	struct dmr_page_clock pc;
 	atomic_t *readers;
 	wait_queue_head_t readers_wq;
 
@@ -380,6 +387,13 @@ int dmr_checkpoint_now(struct dmr_target *rc, bool clean);
 int dmr_mark_dirty(struct dmr_target *rc);
 void dmr_worker_stop(struct dmr_target *rc);
 void dmr_worker_start(struct dmr_target *rc);
+
+/* Functions defined in dmr-page.c */
+int __must_check dmr_map_cache_init(struct dmr_target *rc);
+void dmr_map_cache_exit(struct dmr_target *rc);
+void dmr_map_cache_start(struct dmr_target *rc);
+int __must_check dmr_map_need(struct dmr_target *rc, u64 lba, u64 n);
+void dmr_map_trim(struct dmr_target *rc);
 
 /* Functions defined in dmr-gc.c */
 int dmr_gc_run(struct dmr_target *rc, bool urgent);

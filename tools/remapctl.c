@@ -12,7 +12,7 @@
  *   remapctl probe DEV
  *   remapctl create NAME DEV [--read-only] [--ignore-discard]
  *                            [--checkpoint-interval SECS]
- *                            [--no-discard-passdown] [--gc-low N]
+ *                            [--no-discard-passdown] [--gc-low N] [--map-cache MIB]
  *                            [--gc-high N] [--zero-copy]
  *   remapctl remove NAME
  *   remapctl --help | help [COMMAND]
@@ -938,7 +938,8 @@ static const char *const status_names[] = {
 	"first_error", "gc_state", "gc_low", "gc_high", "gc_reserve",
 	"prefree_segments", "gc_runs", "gc_moved", "segments_freed", "throttled",
 	"waf_load", "waf_format", "device_flushes", "zero_copy_blocks",
-	"zero_copy_recopied", "gc_read_errors", "gc_unverified",
+	"zero_copy_recopied", "gc_read_errors", "gc_unverified", "map_misses",
+	"map_evictions", "map_forced",
 };
 #define NR_STATUS	ARRAY_SIZE(status_names)
 
@@ -948,7 +949,8 @@ enum {
 	ST_MAP_MEMORY, ST_SB_OK, ST_DISCARDS, ST_FIRST_ERROR, ST_GC_STATE,
 	ST_GC_LOW, ST_GC_HIGH, ST_GC_RESERVE, ST_PREFREE, ST_GC_RUNS, ST_GC_MOVED,
 	ST_FREED, ST_THROTTLED, ST_WAF_LOAD, ST_WAF_FORMAT, ST_DEV_FLUSHES,
-	ST_ZC_BLOCKS, ST_ZC_RECOPIED, ST_GC_READ_ERRORS, ST_GC_UNVERIFIED,
+	ST_ZC_BLOCKS, ST_ZC_RECOPIED, ST_GC_READ_ERRORS, ST_GC_UNVERIFIED, ST_MAP_MISSES,
+	ST_MAP_EVICTIONS, ST_MAP_FORCED,
 };
 
 static bool status_is_word(unsigned int i)
@@ -1036,6 +1038,8 @@ static void print_status_human(const char *name, char *const f[NR_STATUS],
 	       "checkpoint), %llu units left unmoved: data fails its checksum%s\n",
 	       v[ST_GC_READ_ERRORS], v[ST_GC_UNVERIFIED],
 	       v[ST_GC_UNVERIFIED] ? " (run remapctl check after removing the target)" : "");
+	printf("map cache:        %llu pages read back, %llu evicted, %llu checkpoints "
+	       "forced\n", v[ST_MAP_MISSES], v[ST_MAP_EVICTIONS], v[ST_MAP_FORCED]);
 }
 
 static void print_status_json(const char *name, char *const f[NR_STATUS],
@@ -1192,6 +1196,7 @@ static int cmd_create(int argc, char **argv)
 		{ "gc-low", required_argument, NULL, 'l' },
 		{ "gc-high", required_argument, NULL, 'H' },	/* no short option */
 		{ "zero-copy", no_argument, NULL, 'z' },
+		{ "map-cache", required_argument, NULL, 'M' },	/* no short option */
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1242,6 +1247,15 @@ static int cmd_create(int argc, char **argv)
 		case 'z':
 			snprintf(opts + n, sizeof(opts) - n, " zero_copy");
 			nopt++;
+			break;
+		case 'M':
+			/* the target's range (dmr-table.c) */
+			if (dmr_parse_u64(optarg, &v) || !v || v > DMR_MAX_MAP_CACHE)
+				usage_error("invalid --map-cache '%s' (1 to %u MiB)", optarg,
+					    DMR_MAX_MAP_CACHE);
+			snprintf(opts + n, sizeof(opts) - n, " map_cache %llu",
+				 (unsigned long long)v);
+			nopt += 2;
 			break;
 		case 'h':
 			command_help("create");
@@ -1859,7 +1873,8 @@ static const struct command commands[] = {
 	  "partition that appears.\n",
 	  cmd_probe },
 	{ "create", "NAME DEV [--read-only] [--ignore-discard] [--checkpoint-interval SECS]\n"
-	  "[--no-discard-passdown] [--gc-low N] [--gc-high N] [--zero-copy]",
+	  "[--no-discard-passdown] [--gc-low N] [--gc-high N] [--zero-copy]\n"
+	  "[--map-cache MIB]",
 	  "create one target over a formatted device",
 	  "Create the dm-remap target NAME over the formatted DEV (dmsetup create),\n"
 	  "the options in its table line in the order given.  --zero-copy is\n"

@@ -345,7 +345,7 @@ def test_extraction_finds_what_it_should(built, helps):
     assert len(remapctl_commands(helps["remapctl"][""])) >= 9
     assert "--gc-high" in helps["remapctl"]["create"]
     src = roff_sections(built["remapctl"].read_text())
-    assert len(tags(src["COMMANDS"]["create"])) == 7, tags(src["COMMANDS"]["create"])
+    assert len(tags(src["COMMANDS"]["create"])) == 8, tags(src["COMMANDS"]["create"])
     assert tags(src["COMMANDS"]["format"])[0][0] == "-s SIZE, --segment-size SIZE"
     assert tags(src["COMMANDS"]["dump"]) == [
         ("--json", "Print the same keys as one JSON object, numbers as numbers.")]
@@ -465,7 +465,7 @@ MUTATIONS = {
     "dm-remap: a status field renamed": ("content", "dm-remap", _sub(
         "dm-remap", "31. **gc_read_errors**", "31. **gc_read_error**")),
     "dm-remap: the last status field dropped": ("content", "dm-remap", _drop_item(
-        "dm-remap", "32. **gc_unverified**", "\nMESSAGES\n")),
+        "dm-remap", "35. **map_forced**", "\nMESSAGES\n")),
     "dm-remap: a table argument dropped": ("content", "dm-remap", _sub(
         "dm-remap", "**no_discard_passdown**\n    Do not", "**no_discard**\n    Do not")),
     "dm-remap: a range changed": ("content", "dm-remap", _sub(

@@ -50,6 +50,9 @@ def kv(out):
     ["create", "n", "d", "--gc-low", "0"],
     ["create", "n", "d", "--gc-high", "2147483648"],
     ["create", "n", "d", "--gc-high"],
+    ["create", "n", "d", "--map-cache", "0"],
+    ["create", "n", "d", "--map-cache", "1048577"],
+    ["create", "n", "d", "--map-cache", "1G"],
     ["remove"],
     ["grow"],
     ["grow", "a", "b"],
@@ -148,6 +151,8 @@ def test_create_table_options(img, tmp_path):
     assert args[3] == (f"0 {sectors} remap {img} 10 zero_copy gc_low 6 "
                        "no_discard_passdown gc_high 12 checkpoint_interval 9 read_only "
                        "ignore_discard")
+    args = create("--map-cache", "64", "--read-only")
+    assert args[3] == f"0 {sectors} remap {img} 3 map_cache 64 read_only"
 
 
 # ---------------------------------------------------------------------------

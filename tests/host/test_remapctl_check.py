@@ -196,7 +196,8 @@ def test_lost_slot_header(fmt):
 # device-mapper; tests/integration/test_check.py reads a live target)
 
 STATUS = ("0 1863472 remap write 3 232934 2304 1010 900 123456 456789 77 12 9 0 "
-          "1140850688 2 5 -5 background 10 20 6 3 40 9000 38 11 3.700 2.950 60 0 0 2 1")
+          "1140850688 2 5 -5 background 10 20 6 3 40 9000 38 11 3.700 2.950 60 0 0 2 1 "
+          "31 29 4")
 
 
 def fake_status(tmp_path, line, rc_=0):
@@ -249,13 +250,14 @@ def test_status_human(tmp_path):
     assert "first error:      -5 (Input/output error)" in out
     assert "gc problems:      2 victim reads failed (tried again after a checkpoint), " \
            "1 units left unmoved: data fails its checksum (run remapctl check" in out
+    assert "map cache:        31 pages read back, 29 evicted, 4 checkpoints forced" in out
 
 
 def test_status_refusals(tmp_path):
     p = status(fake_status(tmp_path, "0 100 linear 8:0 0"), "lin")
     assert p.returncode == 1 and "not a dm-remap device" in p.stderr
     p = status(fake_status(tmp_path, STATUS + " 7"), "fast")
-    assert p.returncode == 1 and "33 status fields, this remapctl knows 32" in p.stderr
+    assert p.returncode == 1 and "36 status fields, this remapctl knows 35" in p.stderr
     p = status(fake_status(tmp_path, STATUS.replace(" 77 ", " 7x ")), "fast")
     assert p.returncode == 1 and "field 9 (flushes) is not a number" in p.stderr
     p = status(fake_status(tmp_path, "", rc_=1), "gone")
