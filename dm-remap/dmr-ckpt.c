@@ -69,11 +69,44 @@ static void dmr_map_block_clean(struct dmr_target *rc, u64 p, u64 n,
 }
 
 /*
+ * Copy map blocks [@p, @p + @n), whose pages are out of memory, from the
+ * newest slot into slot @slot (at @start): a page leaves memory once the
+ * newest slot holds it, dirty for the other one (dmr_map_evict()).  Each
+ * is checked against @map_crc first, so a damaged copy is not spread to
+ * the second slot: the checkpoint fails instead (the target goes to
+ * failed mode, and the newest slot stays the one a load picks).
+ */
+static int dmr_copy_map(struct dmr_target *rc, u64 start, u64 p, u32 n, unsigned int slot)
+{
+	const struct dmr_geometry *geo = &rc->sb.geo;
+	struct dmr_ckpt_layout l;
+	u32 i;
+	int r;
+
+	dmr_ckpt_layout(geo, &l);
+	r = dmr_rw(rc, REQ_OP_READ, geo->ckpt_offset + (u64)(slot ^ 1) * geo->ckpt_slot_blocks +
+		   l.map_offset + p, n, rc->bounce);
+	if (r)
+		return r;
+	for (i = 0; i < n; i++) {
+		if (crc32c(~0U, (u8 *)rc->bounce + (size_t)i * DMR_BLOCK_SIZE,
+			   DMR_BLOCK_SIZE) != rc->map_crc[p + i]) {
+			DMERR_LIMIT("%s: map page %llu fails its checksum in checkpoint slot %u",
+				    rc->dev->name, (unsigned long long)(p + i), slot ^ 1);
+			return -EILSEQ;
+		}
+	}
+	return dmr_rw(rc, REQ_OP_WRITE, start + p, n, rc->bounce);
+}
+
+/*
  * Write the map blocks of slot @slot (at @start) that changed since it was
  * last written.  Runs of unmapped (all-zero) blocks go down as
  * write-zeroes, which costs a thin or flash device nothing and falls back
  * to writing zeroes elsewhere, so a large, mostly empty map is cheap to
- * checkpoint.  Only the worker changes the map, so it is stable here.
+ * checkpoint; those of pages out of memory are copied from the newest
+ * slot (dmr_copy_map()).  Only the worker changes the map, so it is
+ * stable here.
  */
 static int dmr_write_map(struct dmr_target *rc, u64 start, unsigned int slot)
 {
@@ -94,9 +127,16 @@ static int dmr_write_map(struct dmr_target *rc, u64 start, unsigned int slot)
 			r = blkdev_issue_zeroout(rc->dev->bdev,
 						 (start + p) * DMR_SECTORS_PER_BLOCK,
 						 i * DMR_SECTORS_PER_BLOCK, GFP_NOIO, 0);
+		} else if (dmr_map_page_state(&rc->map, p) == DMR_PAGE_EVICTED) {
+			while (p + i < nr && i < DMR_BOUNCE_BLOCKS &&
+			       dmr_map_block_dirty(rc, p + i, slot) &&
+			       dmr_map_page_state(&rc->map, p + i) == DMR_PAGE_EVICTED)
+				i++;
+			r = dmr_copy_map(rc, start, p, i, slot);
 		} else {
 			while (p + i < nr && i < DMR_BOUNCE_BLOCKS &&
 			       dmr_map_block_dirty(rc, p + i, slot) &&
+			       dmr_map_page_state(&rc->map, p + i) == DMR_PAGE_RESIDENT &&
 			       !dmr_slot_map_zero(&rc->map, p + i)) {
 				rc->map_crc[p + i] =
 					dmr_slot_map_encode(&rc->map, p + i, (u8 *)rc->bounce +
@@ -296,7 +336,10 @@ static int dmr_replay_read(void *ctx, u64 blocknr, u32 nr, void *buf)
 
 /*
  * Load the map and segment table of one slot whose header validated
- * (dmr_slot_load(), shared with remapctl check), then recount.
+ * (dmr_slot_load(), shared with remapctl check), counting each map page
+ * as it comes in (dmr_map_cache_loaded(): with map_cache, pages leave as
+ * the load goes, so the whole map is never in memory at once), then
+ * check the counts.
  * Return: 0, -EILSEQ if a checksum or count does not match, or the map
  * uses a segment the slot records as free (a torn or damaged slot: the
  * other one may be used), or the read error.
@@ -307,6 +350,7 @@ static int dmr_load_slot(struct dmr_target *rc, unsigned int slot,
 	const struct dmr_slot_io io = {
 		.read = dmr_replay_read, .ctx = rc,
 		.bounce = rc->bounce, .bounce_blocks = DMR_BOUNCE_BLOCKS,
+		.loaded = dmr_map_cache_loaded,
 	};
 	struct dmr_slot_err err;
 	struct dmr_geometry cg;
@@ -314,14 +358,23 @@ static int dmr_load_slot(struct dmr_target *rc, unsigned int slot,
 	u32 seg;
 	int r;
 
+	/*
+	 * This slot matches memory as its pages come in, the other one is
+	 * out of date: pages may leave as soon as they are counted, read
+	 * back from this slot if needed (dmr_map_evict()).
+	 */
+	memset(rc->map.dirty, DMR_DIRTY_SLOT(slot ^ 1), rc->map.nr_map_blocks);
+	rc->ckpt_slot = slot ^ 1;
+	memset(rc->load_valid, 0, (size_t)rc->map.nr_segs * sizeof(u32));
+	rc->load_mapped = 0;
 	r = dmr_slot_load(&io, &rc->sb.geo, slot, c, &rc->map, rc->map_crc, &err);
 	if (r)
 		return r;
-	r = dmr_map_recount(&rc->map);
-	if (r || rc->map.mapped != c->mapped_blocks || dmr_map_free_mapped(&rc->map, &seg))
+	for (seg = 0; seg < rc->map.nr_segs; seg++)
+		rc->map.segs[seg].valid = rc->load_valid[seg];
+	rc->map.mapped = rc->load_mapped;
+	if (rc->map.mapped != c->mapped_blocks || dmr_map_free_mapped(&rc->map, &seg))
 		return -EILSEQ;
-	/* this slot now matches memory; the other one is out of date */
-	memset(rc->map.dirty, DMR_DIRTY_SLOT(slot ^ 1), rc->map.nr_map_blocks);
 	/*
 	 * Map blocks past what the slot covers (it was written before the
 	 * device grew) are in neither slot yet: both checkpoints write them.
@@ -332,6 +385,13 @@ static int dmr_load_slot(struct dmr_target *rc, unsigned int slot,
 		       rc->map.nr_map_blocks - covered);
 	}
 	return 0;
+}
+
+/* The counts dmr_load_slot() kept, no longer needed. */
+static void dmr_load_counts_free(struct dmr_target *rc)
+{
+	kvfree(rc->load_valid);
+	rc->load_valid = NULL;
 }
 
 /*
@@ -406,6 +466,11 @@ int dmr_load(struct dmr_target *rc, const char **error)
 		return n;
 	}
 	rc->map.track = false;	/* segment states are rebuilt after replay */
+	rc->load_valid = kvcalloc(rc->map.nr_segs, sizeof(u32), GFP_KERNEL);
+	if (!rc->load_valid) {
+		*error = "Cannot allocate the map's pages";
+		return -ENOMEM;
+	}
 	for (i = 0; i < n; i++) {
 		int s = order[i];
 
@@ -415,16 +480,19 @@ int dmr_load(struct dmr_target *rc, const char **error)
 			break;
 		}
 		if (r == -ENOMEM) {	/* a page of the map */
+			dmr_load_counts_free(rc);
 			*error = "Cannot allocate the map's pages";
 			return -ENOMEM;
 		}
 		if (r != -EILSEQ && r != -ENOMEM) {	/* (-ENOMEM: above) */
+			dmr_load_counts_free(rc);
 			*error = read_error[s];
 			return r;
 		}
 		DMWARN("%s: checkpoint slot %d (seq %llu) is damaged, trying the other",
 		       rc->dev->name, s, (unsigned long long)c[s].seq);
 	}
+	dmr_load_counts_free(rc);
 	if (slot < 0) {
 		*error = st[0] == DMR_LOG_BAD_MAGIC && st[1] == DMR_LOG_BAD_MAGIC ?
 			 "No checkpoint on the device (format it with remapctl)" :
@@ -453,13 +521,19 @@ int dmr_load(struct dmr_target *rc, const char **error)
 		return -ENOMEM;
 	}
 	seq = c[slot].log_seq;
+	if (rc->pc.cap)		/* pages out are read back as units need them */
+		rp.need = dmr_map_cache_replay;
 	r = dmr_replay_heads(&rp, &rc->map, pos, DMR_NR_HEADS, &seq);
 	kfree(rp.unit);
 	if (r == -ENOMEM) {
 		*error = "Cannot allocate the map's pages";
 		return -ENOMEM;
 	}
-	if (r && r != -ENOMEM) {	/* (-ENOMEM: above) */
+	if (r == -EIO) {	/* dmr_map_need() */
+		*error = "Cannot read a map page back from the checkpoint";
+		return -EIO;
+	}
+	if (r && r != -ENOMEM && r != -EIO) {	/* (above) */
 		*error = "Log corrupted (unit does not fit its segment)";
 		return r;
 	}
@@ -504,6 +578,7 @@ int dmr_load(struct dmr_target *rc, const char **error)
 	dmr_map_cache_start(rc);
 	if (rc->read_only) {
 		rc->loaded = true;	/* rule 8: nothing is written */
+		dmr_map_trim(rc);	/* (forces no checkpoint: read only) */
 		return 0;
 	}
 	/*
@@ -540,5 +615,10 @@ int dmr_load(struct dmr_target *rc, const char **error)
 		rc->ckpt_clean_on_disk = true;
 	}
 	rc->loaded = true;
+	/*
+	 * The pages replay read back leave now: the recovery checkpoint made
+	 * them clean for the newest slot (without one, no unit was replayed).
+	 */
+	dmr_map_trim(rc);
 	return 0;
 }

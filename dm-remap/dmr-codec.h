@@ -130,7 +130,7 @@ dmr_geometry_for_length(const struct dmr_geometry *geo, u64 dev_blocks,
 
 u32 dmr_default_segment_blocks(u32 io_opt_bytes, u32 io_min_bytes);
 
-u64 dmr_map_memory_bytes(const struct dmr_geometry *geo);
+u64 dmr_map_memory_bytes(const struct dmr_geometry *geo, u32 cache_mib);
 u32 dmr_birth_encode(u64 delta);
 u64 dmr_birth_decode(u32 code);
 enum dmr_fit dmr_map_fits(u64 map_bytes, u64 mem_total_bytes,

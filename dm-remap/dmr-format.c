@@ -261,6 +261,7 @@ u32 dmr_default_segment_blocks(u32 io_opt_bytes, u32 io_min_bytes)
 /**
  * dmr_map_memory_bytes() - kernel memory the target needs for a device
  * @geo: device geometry
+ * @cache_mib: the table option map_cache (MiB of map pages), 0 for none
  *
  * What the target allocates when it loads the device: the map (a u32 per
  * logical block, in pages of a map block each, and a pointer per page:
@@ -275,17 +276,29 @@ u32 dmr_default_segment_blocks(u32 io_opt_bytes, u32 io_min_bytes)
  * checkpoint bounce buffer.  Small fixed allocations (the
  * target itself, log unit scratch) are left out.
  *
+ * With a map cache smaller than the map (dmr_map_cache_init()), only that
+ * many pages are counted, and the cache's bookkeeping (a ring entry, a
+ * state and a used byte per map block) is added.  The pages a replay
+ * reads back may hold the cache over its size until the recovery
+ * checkpoint, and the load counts valid blocks in a u32 per segment: both
+ * are left out too (dmr_load()).
+ *
  * All in 64 bits: above 2^29 logical blocks (about 2 TiB) the map alone is
  * more than INT_MAX bytes.
  *
  * Return: bytes.
  */
-u64 dmr_map_memory_bytes(const struct dmr_geometry *geo)
+u64 dmr_map_memory_bytes(const struct dmr_geometry *geo, u32 cache_mib)
 {
 	u64 map_blocks = dmr_div_round_up(geo->logical_blocks,
 					  DMR_MAP_ENTRIES_PER_BLOCK);
+	u64 cache = (u64)cache_mib * DMR_MAP_PAGES_PER_MIB, pages = map_blocks, clock = 0;
 
-	return map_blocks * (DMR_BLOCK_SIZE + sizeof(u32 *)) +
+	if (cache && cache < map_blocks) {	/* ring, state, used */
+		pages = cache;
+		clock = map_blocks * (sizeof(u32) + 2);
+	}
+	return pages * DMR_BLOCK_SIZE + map_blocks * sizeof(u32 *) + clock +
 	       geo->nr_segments * (sizeof(struct dmr_seg) + sizeof(u32)) +
 	       (u64)DMR_MAP_LISTS(geo->segment_blocks) * sizeof(u32) +
 	       map_blocks * (1 + sizeof(u32)) +

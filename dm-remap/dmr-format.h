@@ -254,6 +254,8 @@ static_assert(sizeof(struct dmr_disk_summary) == DMR_BLOCK_SIZE,
  */
 #define DMR_CKPT_MAGIC		"DMR-CKPT"
 #define DMR_MAP_ENTRIES_PER_BLOCK	(DMR_BLOCK_SIZE / DMR_MAP_ENTRY_SIZE)
+/* Map pages (map blocks) per MiB of the table option map_cache. */
+#define DMR_MAP_PAGES_PER_MIB		((1U << 20) / DMR_BLOCK_SIZE)
 #define DMR_CKPT_CLEAN		0x1U	/* written at shutdown, nothing follows */
 
 /**

@@ -2170,8 +2170,9 @@ static void dmr_gct_batch_boundaries(struct kunit *test)
 
 /*
  * The map page cache's CLOCK: a used page gets a second chance, a page
- * dirty for a checkpoint slot never leaves, a cache of dirty pages has no
- * victim until a checkpoint cleans one.
+ * dirty for the newest checkpoint slot never leaves (one dirty only for
+ * the other may), a cache of dirty pages has no victim until a
+ * checkpoint cleans one.
  */
 static void dmr_gct_page_clock(struct kunit *test)
 {
@@ -2188,30 +2189,30 @@ static void dmr_gct_page_clock(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, dmr_page_clock_touch(&c, 1));
 	KUNIT_EXPECT_FALSE(test, dmr_page_clock_touch(&c, 4));
 	/* 1 was used: it stays, its bit cleared; 2 goes */
-	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty), 2U);
+	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty, 0), 2U);
 	KUNIT_EXPECT_EQ(test, c.nr, 2U);
 	KUNIT_EXPECT_EQ(test, state[2], 0);
 	KUNIT_EXPECT_EQ(test, state[1], (u8)DMR_PC_RESIDENT);
 	KUNIT_EXPECT_EQ(test, ref[1], 0);
 	KUNIT_EXPECT_FALSE(test, dmr_page_clock_touch(&c, 2));
 	dmr_page_clock_insert(&c, 4);
-	/* 3 is dirty for a slot: passed over; 4 goes */
+	/* 3 is dirty for both slots: passed over; 4 goes */
 	dirty[3] = DMR_DIRTY_ALL;
-	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty), 4U);
+	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty, 0), 4U);
 	dmr_page_clock_insert(&c, 5);
-	/* all dirty, all used: no victim, and the used bits are cleared */
+	/* all dirty for slot 0, all used: no victim, the used bits cleared */
 	dirty[1] = DMR_DIRTY_SLOT(0);
-	dirty[5] = DMR_DIRTY_SLOT(1);
+	dirty[5] = DMR_DIRTY_ALL;
 	KUNIT_EXPECT_TRUE(test, dmr_page_clock_touch(&c, 1));
 	KUNIT_EXPECT_TRUE(test, dmr_page_clock_touch(&c, 5));
-	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty), DMR_NO_PAGE);
+	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty, 0), DMR_NO_PAGE);
 	KUNIT_EXPECT_EQ(test, c.nr, 3U);
 	KUNIT_EXPECT_EQ(test, state[1], (u8)DMR_PC_RESIDENT);
 	KUNIT_EXPECT_EQ(test, state[5], (u8)DMR_PC_RESIDENT);
 	KUNIT_EXPECT_EQ(test, ref[1] | ref[3] | ref[5], 0);
-	/* a checkpoint of both slots cleans 5: it goes, 1 and 3 stay */
-	dirty[5] = 0;
-	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty), 5U);
+	/* a checkpoint into slot 0 leaves 5 dirty for 1 only: it goes, 1 and 3 stay */
+	dirty[5] = DMR_DIRTY_SLOT(1);
+	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty, 0), 5U);
 	KUNIT_EXPECT_EQ(test, c.nr, 2U);
 	KUNIT_EXPECT_TRUE(test, dmr_page_clock_touch(&c, 1));
 	KUNIT_EXPECT_TRUE(test, dmr_page_clock_touch(&c, 3));
@@ -2226,12 +2227,12 @@ static void dmr_gct_page_clock(struct kunit *test)
 	WRITE_ONCE(ref[1], 0);
 	WRITE_ONCE(ref[3], 0);
 	dmr_page_clock_ref(&c, 1);
-	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty), 3U);
+	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty, 1), 3U);
 	ref[6] = 1;
 	dmr_page_clock_insert(&c, 6);
 	KUNIT_EXPECT_EQ(test, ref[6], 0);
 	dmr_page_clock_ref(&c, 1);
-	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty), 6U);
+	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty, 1), 6U);
 	KUNIT_EXPECT_EQ(test, state[1], (u8)DMR_PC_RESIDENT);
 }
 

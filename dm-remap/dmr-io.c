@@ -56,14 +56,16 @@ void dmr_fail(struct dmr_target *rc, int err, const char *what)
 
 /*
  * Return: bytes of memory the map, segment table and buffers use now:
- * dmr_map_memory_bytes() but for the map's pages not allocated (read
- * without the lock: the worker may be adding one).
+ * dmr_map_memory_bytes() at the map cache's size, with the map's pages in
+ * memory counted instead of those it allows (read without the lock: the
+ * worker may be adding one).
  */
 u64 dmr_map_memory(const struct dmr_target *rc)
 {
-	u64 absent = rc->map.nr_map_blocks - READ_ONCE(rc->map.nr_pages);
+	u64 most = rc->pc.cap ? rc->pc.cap : rc->map.nr_map_blocks;
 
-	return dmr_map_memory_bytes(&rc->sb.geo) - absent * DMR_BLOCK_SIZE;
+	return dmr_map_memory_bytes(&rc->sb.geo, rc->pc.cap ? rc->opts.map_cache : 0) -
+	       most * DMR_BLOCK_SIZE + READ_ONCE(rc->map.nr_pages) * DMR_BLOCK_SIZE;
 }
 
 /*
@@ -137,8 +139,11 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	init_completion(&rc->gc_rd_done);
 	complete_all(&rc->gc_rd_done);	/* no read's end is running */
 	rc->mode = DMR_MODE_READ_ONLY;	/* until dmr_load() */
-	/* a device this machine can never hold is refused before allocating */
-	switch (dmr_map_fits(dmr_map_memory_bytes(geo),
+	/*
+	 * A device this machine can never hold is refused before allocating:
+	 * its whole map, or the map cache the table gives it.
+	 */
+	switch (dmr_map_fits(dmr_map_memory_bytes(geo, rc->opts.map_cache),
 			     (u64)totalram_pages() << PAGE_SHIFT, dmr_vmalloc_total())) {
 	case DMR_FIT_OK:
 		break;

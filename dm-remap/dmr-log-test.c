@@ -51,7 +51,52 @@ struct dmr_fake {
 	u64 fail_reads_from;
 	u64 fail_writes_from;
 	struct dmr_fake_pages pages;
+	struct dmr_fake_hooks *hooks;
 };
+
+/*
+ * The load's and replay's calls out (dmr_slot_io's @loaded, dmr_replay's
+ * @need), as the module's map cache uses them: what they were called
+ * with, counts kept a page at a time, pages let go as they are counted.
+ */
+struct dmr_fake_hooks {
+	struct dmr_map *m;
+	u64 seen[8];
+	unsigned int nr_seen;
+	u32 *valid;		/* per segment */
+	u64 mapped;
+	bool evict;		/* take each page out once counted */
+	u64 fail_page;		/* @loaded fails on this page (-EILSEQ) */
+	u32 fail_lba;		/* @need fails on a unit writing it (-EIO) */
+	unsigned int units;	/* @need calls */
+};
+
+static int dmr_fake_loaded(void *ctx, u64 p)
+{
+	struct dmr_fake_hooks *h = ((struct dmr_fake *)ctx)->hooks;
+	bool absent;
+
+	if (h->nr_seen < ARRAY_SIZE(h->seen))
+		h->seen[h->nr_seen++] = p;
+	if (p == h->fail_page || dmr_map_count_page(h->m, p, h->valid, &h->mapped))
+		return -EILSEQ;
+	/* (the slot loaded, 1, is the newest; the page is kunit's to free) */
+	if (h->evict && !dmr_map_evict(h->m, p, 1, &absent))
+		return -EINVAL;
+	return 0;
+}
+
+static int dmr_fake_need(void *ctx, const struct dmr_unit *u)
+{
+	struct dmr_fake_hooks *h = ((struct dmr_fake *)ctx)->hooks;
+	u32 i;
+
+	h->units++;
+	for (i = 0; i < u->nr_blocks; i++)
+		if (u->lba[i] == h->fail_lba)
+			return -EIO;
+	return 0;
+}
 
 static int dmr_fake_read(void *ctx, u64 blocknr, u32 nr, void *buf)
 {
@@ -401,7 +446,7 @@ static void dmr_test_map_pages(struct kunit *test)
 }
 
 /*
- * A page leaves memory only when both slots hold it; then every lookup in
+ * A page leaves memory only when the newest slot holds it; then every lookup in
  * it is a miss, nothing maps over it with a zeroed page, and it comes
  * back as it left (dmr_map_evict(), dmr_map_page_in()).
  */
@@ -420,25 +465,35 @@ static void dmr_test_map_evict(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 1020, 10, &first), 5U);
 	KUNIT_ASSERT_EQ(test, m->nr_pages, 3ULL);
 
-	/* dirty for either slot: it stays */
+	/* dirty for the newest slot: it stays, whatever the other holds */
 	m->dirty[1] = DMR_DIRTY_SLOT(1);
-	KUNIT_EXPECT_NULL(test, dmr_map_evict(m, 1, &absent));
+	KUNIT_EXPECT_NULL(test, dmr_map_evict(m, 1, 1, &absent));
 	m->dirty[1] = DMR_DIRTY_SLOT(0);
-	KUNIT_EXPECT_NULL(test, dmr_map_evict(m, 1, &absent));
+	KUNIT_EXPECT_NULL(test, dmr_map_evict(m, 1, 0, &absent));
+	m->dirty[1] = DMR_DIRTY_ALL;
+	KUNIT_EXPECT_NULL(test, dmr_map_evict(m, 1, 0, &absent));
+	KUNIT_EXPECT_NULL(test, dmr_map_evict(m, 1, 1, &absent));
 	KUNIT_EXPECT_EQ(test, dmr_map_page_state(m, 1), DMR_PAGE_RESIDENT);
-	KUNIT_EXPECT_NULL(test, dmr_map_evict(m, 2, &absent));	/* absent */
+	KUNIT_EXPECT_NULL(test, dmr_map_evict(m, 2, 0, &absent));	/* absent */
 
-	m->dirty[1] = 0;
+	/*
+	 * Dirty only for the slot the next checkpoint writes: it may leave
+	 * (that checkpoint copies it from the newest, dmr_write_map()); its
+	 * dirty bit stays for that copy.
+	 */
+	m->dirty[1] = DMR_DIRTY_SLOT(1);
 	copy = kunit_kzalloc(test, DMR_BLOCK_SIZE, GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, copy);
 	memcpy(copy, m->pages[1], DMR_BLOCK_SIZE);
-	page = dmr_map_evict(m, 1, &absent);
+	page = dmr_map_evict(m, 1, 0, &absent);
 	KUNIT_ASSERT_NOT_NULL(test, page);
 	KUNIT_EXPECT_FALSE(test, absent);
+	KUNIT_EXPECT_EQ(test, m->dirty[1], (u8)DMR_DIRTY_SLOT(1));
+	m->dirty[1] = 0;
 	KUNIT_EXPECT_EQ(test, dmr_map_page_state(m, 1), DMR_PAGE_EVICTED);
 	KUNIT_EXPECT_EQ(test, m->nr_pages, 2ULL);
 	KUNIT_EXPECT_EQ(test, m->nr_out, 1ULL);
-	KUNIT_EXPECT_NULL(test, dmr_map_evict(m, 1, &absent));	/* out already */
+	KUNIT_EXPECT_NULL(test, dmr_map_evict(m, 1, 0, &absent));	/* out already */
 
 	/* every block of it is a miss, mapped or not; a run stops before it */
 	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 1024), DMR_MAP_MISS);
@@ -481,9 +536,9 @@ static void dmr_test_map_evict(struct kunit *test)
 
 	/* a page with nothing mapped left leaves as absent */
 	dmr_map_unmap(m, 5000);
-	KUNIT_EXPECT_NULL(test, dmr_map_evict(m, 4, &absent));	/* dirty */
+	KUNIT_EXPECT_NULL(test, dmr_map_evict(m, 4, 1, &absent));	/* dirty */
 	m->dirty[4] = 0;
-	KUNIT_EXPECT_NOT_NULL(test, dmr_map_evict(m, 4, &absent));
+	KUNIT_EXPECT_NOT_NULL(test, dmr_map_evict(m, 4, 1, &absent));
 	KUNIT_EXPECT_TRUE(test, absent);
 	KUNIT_EXPECT_EQ(test, dmr_map_page_state(m, 4), DMR_PAGE_ABSENT);
 	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 5000), DMR_UNMAPPED);
@@ -495,13 +550,13 @@ static void dmr_test_map_evict(struct kunit *test)
 
 	/* a checkpoint loaded over an out page replaces it or clears it */
 	m->dirty[1] = 0;
-	KUNIT_ASSERT_NOT_NULL(test, dmr_map_evict(m, 1, &absent));
+	KUNIT_ASSERT_NOT_NULL(test, dmr_map_evict(m, 1, 0, &absent));
 	dmr_map_load_zero(m, 1);
 	KUNIT_EXPECT_EQ(test, dmr_map_page_state(m, 1), DMR_PAGE_ABSENT);
 	KUNIT_EXPECT_EQ(test, m->nr_out, 0ULL);
 	KUNIT_ASSERT_NOT_NULL(test, dmr_map_load_page(m, 1));
 	m->pages[1][0] = 300;
-	KUNIT_ASSERT_NOT_NULL(test, dmr_map_evict(m, 1, &absent));
+	KUNIT_ASSERT_NOT_NULL(test, dmr_map_evict(m, 1, 0, &absent));
 	page = dmr_map_load_page(m, 1);
 	KUNIT_ASSERT_NOT_NULL(test, page);
 	KUNIT_EXPECT_TRUE(test, m->pages[1] == page);
@@ -895,6 +950,29 @@ static void dmr_test_replay_no_memory(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, m.nr_pages, 0ULL);
 	KUNIT_EXPECT_EQ(test, m.nr_free, m.nr_segs);	/* the unit not applied */
 
+	/*
+	 * The call before each unit (dmr_replay's @need, the map cache's
+	 * read of pages out): its error ends the replay, the unit it was
+	 * called for not applied.
+	 */
+	{
+		struct dmr_fake_hooks h = { .fail_lba = 700, .fail_page = ~0ULL };
+
+		f->pages.fail_after = -1;
+		f->hooks = &h;
+		r = dmr_fake_replay_params(f);
+		r.need = dmr_fake_need;
+		dmr_fake_map_init(test, f, &m);
+		m.track = false;
+		ck = (struct dmr_log_pos){ .next_segment = DMR_NO_SEGMENT };
+		KUNIT_EXPECT_EQ(test, dmr_replay_log(&r, &m, &ck), -EIO);
+		KUNIT_EXPECT_EQ(test, h.units, 2U);
+		KUNIT_EXPECT_EQ(test, r.units, 1ULL);
+		KUNIT_EXPECT_NE(test, dmr_map_get(&m, 1), DMR_UNMAPPED);
+		KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 700), DMR_UNMAPPED);
+		KUNIT_EXPECT_EQ(test, m.mapped, 2ULL);
+	}
+
 	/* with memory: both units, in the one page */
 	f->pages.fail_after = -1;
 	r = dmr_fake_replay(test, f, &m, &ck);
@@ -1013,6 +1091,93 @@ static void dmr_test_slot_load_pages(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, m.segs[0].valid, 3U);
 	for (i = 0; i < ARRAY_SIZE(lbas); i++)
 		KUNIT_EXPECT_EQ(test, dmr_map_get(&m, lbas[i]), 5 + i + 1);
+}
+
+/*
+ * The load calls out after each page that holds a mapped entry, in order
+ * (dmr_slot_io's @loaded): counted a page at a time, the counts are the
+ * recount's, and pages let go as they are counted leave a map with none
+ * in memory that still reads back from the slot; the call's error ends
+ * the load at its page.
+ */
+static void dmr_test_slot_load_streams(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_geo(test, T_MAP_BLOCKS, true);
+	u32 *map_crc = kunit_kzalloc(test, f->map.nr_map_blocks * sizeof(u32), GFP_KERNEL);
+	struct dmr_fake_hooks *h = kunit_kzalloc(test, sizeof(*h), GFP_KERNEL);
+	struct dmr_slot_io io = { .read = dmr_fake_read, .ctx = f, .bounce = f->buf,
+				  .bounce_blocks = 2, .loaded = dmr_fake_loaded };
+	static const u64 lbas[] = { 3, 4, 5 * DMR_MAP_ENTRIES_PER_BLOCK + 1,
+				    9 * DMR_MAP_ENTRIES_PER_BLOCK + 17 };
+	struct dmr_ckpt c = { .seq = 5 };
+	struct dmr_slot_err err;
+	struct dmr_map m;
+	u32 i, seg0, *valid;
+
+	valid = kunit_kzalloc(test, f->map.nr_segs * sizeof(u32), GFP_KERNEL);
+	if (!map_crc || !h || !valid)
+		kunit_skip(test, "cannot allocate");
+	KUNIT_ASSERT_GE(test, f->map.nr_map_blocks, 10ULL);
+	seg0 = f->map.seg_blocks;	/* the first block of segment 1 */
+	for (i = 0; i < ARRAY_SIZE(lbas); i++)
+		dmr_t_set(test, &f->map, lbas[i], i < 2 ? 5 + i : seg0 + i);
+	f->map.segs[0].flags |= DMR_SEG_USED;
+	f->map.segs[1].flags |= DMR_SEG_USED;
+	dmr_fake_write_slot(f, 1, &f->map, &c);
+	f->hooks = h;
+
+	dmr_fake_map_init(test, f, &m);
+	m.track = false;
+	h->m = &m;
+	h->valid = valid;
+	h->fail_page = ~0ULL;
+	KUNIT_ASSERT_EQ(test, dmr_slot_load(&io, &f->geo, 1, &c, &m, map_crc, &err), 0);
+	KUNIT_ASSERT_EQ(test, h->nr_seen, 3U);
+	KUNIT_EXPECT_EQ(test, h->seen[0], 0ULL);
+	KUNIT_EXPECT_EQ(test, h->seen[1], 5ULL);
+	KUNIT_EXPECT_EQ(test, h->seen[2], 9ULL);
+	KUNIT_EXPECT_EQ(test, h->mapped, 4ULL);
+	KUNIT_EXPECT_EQ(test, h->valid[0], 2U);
+	KUNIT_EXPECT_EQ(test, h->valid[1], 2U);
+	KUNIT_EXPECT_EQ(test, dmr_map_recount(&m), 0);
+	KUNIT_EXPECT_EQ(test, m.mapped, h->mapped);
+	for (i = 0; i < m.nr_segs; i++)
+		KUNIT_EXPECT_EQ(test, m.segs[i].valid, h->valid[i]);
+
+	/*
+	 * Each page leaves as it is counted: none in memory at the end.  As
+	 * the module's load: the slot loaded holds every page, the other
+	 * one none (a fresh map is dirty for both).
+	 */
+	KUNIT_EXPECT_EQ(test, m.dirty[0], (u8)DMR_DIRTY_ALL);
+	memset(m.dirty, DMR_DIRTY_SLOT(0), m.nr_map_blocks);
+	memset(h, 0, sizeof(*h));
+	memset(valid, 0, m.nr_segs * sizeof(u32));
+	h->m = &m;
+	h->valid = valid;
+	h->evict = true;
+	h->fail_page = ~0ULL;
+	KUNIT_ASSERT_EQ(test, dmr_slot_load(&io, &f->geo, 1, &c, &m, map_crc, &err), 0);
+	KUNIT_EXPECT_EQ(test, h->mapped, 4ULL);
+	KUNIT_EXPECT_EQ(test, m.nr_pages, 0ULL);
+	KUNIT_EXPECT_EQ(test, m.nr_out, 3ULL);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 3), DMR_MAP_MISS);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 2 * DMR_MAP_ENTRIES_PER_BLOCK), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, dmr_map_count_page(&m, 5, h->valid, &h->mapped), -EINVAL);
+
+	/* a page that fails the call: the load fails there, with its error */
+	memset(h, 0, sizeof(*h));
+	h->m = &m;
+	h->valid = valid;
+	h->fail_page = 5;
+	KUNIT_EXPECT_EQ(test, dmr_slot_load(&io, &f->geo, 1, &c, &m, map_crc, &err), -EILSEQ);
+	KUNIT_EXPECT_EQ(test, err.table, DMR_SLOT_MAP);
+	KUNIT_EXPECT_EQ(test, err.block, 5ULL);
+	KUNIT_EXPECT_EQ(test, h->nr_seen, 2U);
+
+	/* an entry outside the data area is not counted */
+	m.pages[0][3] = m.nr_segs * m.seg_blocks + 1;
+	KUNIT_EXPECT_EQ(test, dmr_map_count_page(&m, 0, h->valid, &h->mapped), -EINVAL);
 }
 
 /*
@@ -1513,6 +1678,7 @@ static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_replay_read_error_and_end),
 	KUNIT_CASE(dmr_test_heads_valid),
 	KUNIT_CASE(dmr_test_slot_load_pages),
+	KUNIT_CASE(dmr_test_slot_load_streams),
 	KUNIT_CASE(dmr_test_slot_load),
 	KUNIT_CASE(dmr_test_slot_load_grown),
 	KUNIT_CASE(dmr_test_slot_load_skips_zero_blocks),

@@ -538,6 +538,11 @@ int dmr_slot_load(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
 			}
 			for (j = 0; j < cnt; j++)
 				page[j] = le32_to_cpu(src[j]);
+			r = io->loaded ? io->loaded(io->ctx, p + i) : 0;
+			if (r) {
+				err->block = p + i;
+				return r;
+			}
 		}
 		p += n;
 	}
@@ -562,7 +567,7 @@ bool dmr_slot_map_zero(const struct dmr_map *m, u64 p)
 	switch (dmr_map_page_state(m, p)) {
 	case DMR_PAGE_ABSENT:
 		return true;
-	case DMR_PAGE_EVICTED:	/* both slots hold it, not as zeroes */
+	case DMR_PAGE_EVICTED:	/* the newest slot holds it, not as zeroes */
 		return false;
 	default:
 		return !memchr_inv(m->pages[p], 0, n * sizeof(u32));
@@ -572,8 +577,8 @@ bool dmr_slot_map_zero(const struct dmr_map *m, u64 p)
 /**
  * dmr_slot_map_encode() - a map block as a slot holds it
  * @m: the map
- * @p: map block, not out (an evicted page is clean for both slots, so no
- *	checkpoint writes it: dmr_map_evict())
+ * @p: map block, not out (a checkpoint copies an evicted page's block
+ *	from the newest slot instead: dmr_write_map())
  * @block: one block, filled: little-endian entries, zero past the map's end
  *
  * Return: the block's CRC, its entry in the slot's CRC table.
@@ -900,8 +905,8 @@ static enum dmr_log_status dmr_replay_data(struct dmr_replay *r,
  * of a reused segment: its chain has ended (DMR_LOG_STALE).
  *
  * Return: 0, -EINVAL if a unit does not fit in its segment (corruption
- * that a checksum did not catch), or -ENOMEM if a page of the map could
- * not be allocated (dmr_unit_apply()).
+ * that a checksum did not catch), -ENOMEM if a page of the map could
+ * not be allocated (dmr_unit_apply()), or @r->need's error.
  */
 int dmr_replay_heads(struct dmr_replay *r, struct dmr_map *m,
 		     struct dmr_log_pos *pos, unsigned int nr, u64 *seq)
@@ -951,7 +956,9 @@ int dmr_replay_heads(struct dmr_replay *r, struct dmr_map *m,
 			done[h] = true;
 			break;
 		}
-		rc = dmr_unit_apply(m, u, pos[h].segment, pos[h].offset);
+		rc = r->need ? r->need(r->ctx, u) : 0;
+		if (!rc)
+			rc = dmr_unit_apply(m, u, pos[h].segment, pos[h].offset);
 		if (rc)
 			return rc;
 		r->units++;

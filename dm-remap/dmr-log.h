@@ -157,6 +157,10 @@ typedef int (*dmr_write_fn)(void *ctx, u64 blocknr, u32 nr, const void *buf);
  *	as all-zero too, and checks they are (remapctl check); else it
  *	takes the table's word for them and reads only the others (the
  *	module's load: a sparse device's map is mostly such blocks)
+ * @loaded: if set, called by dmr_slot_load() with @ctx after each map page
+ *	that holds a mapped entry is filled, before the next is read: the
+ *	module counts it and may let it leave memory (table option
+ *	map_cache); an error ends the load with it
  */
 struct dmr_slot_io {
 	dmr_read_fn read;
@@ -165,6 +169,7 @@ struct dmr_slot_io {
 	void *bounce;
 	u32 bounce_blocks;
 	bool read_zero;
+	int (*loaded)(void *ctx, u64 p);
 };
 
 /* The part of a checkpoint slot that failed to load. */
@@ -208,7 +213,10 @@ void dmr_heads_open(struct dmr_map *m, const struct dmr_log_pos *pos, u64 seq);
  * @geo: geometry
  * @uuid: the superblock's uuid
  * @read: block reader
- * @ctx: passed to @read
+ * @need: if set, called before each unit is applied: the module reads
+ *	back the map pages it touches that are out of memory (table option
+ *	map_cache); an error ends the replay with it
+ * @ctx: passed to @read and @need
  * @buf: scratch space of @geo->segment_blocks blocks
  * @unit: scratch units, one per head replayed
  * @units: units applied (out)
@@ -221,6 +229,7 @@ struct dmr_replay {
 	const struct dmr_geometry *geo;
 	const u8 *uuid;
 	dmr_read_fn read;
+	int (*need)(void *ctx, const struct dmr_unit *u);
 	void *ctx;
 	void *buf;
 	struct dmr_unit *unit;

@@ -279,11 +279,15 @@ void dmr_map_load_zero(struct dmr_map *m, u64 p)
  * dmr_map_evict() - take a map page out of memory
  * @m: the map
  * @p: map page
+ * @newest: the checkpoint slot written last
  * @absent: set if the page held no mapped entry
  *
- * A page leaves memory only once both checkpoint slots hold its current
- * copy (its dirty bits are clear): a crash while the next checkpoint is
- * written falls back to the other slot, which must hold it too; the
+ * A page leaves memory only once the newest checkpoint slot holds its
+ * current copy (it is not dirty for @newest): a read brings it back from
+ * there, and a crash loads that slot or (if it dies writing the next one,
+ * into the other slot) that slot still.  The other slot may lack it: the
+ * next checkpoint, which writes that slot, copies the block across from
+ * @newest (dmr_write_map()) before @newest is written again.  The
  * cache's victim rule (dmr_page_clock_victim()) is checked here again.
  * A page with every entry unmapped becomes absent (a slot holds it as a
  * zero block, which the load does not even read); any other is out, and
@@ -292,14 +296,15 @@ void dmr_map_load_zero(struct dmr_map *m, u64 p)
  *
  * Return: the page, which the caller frees once no lockless reader can
  * still hold it; NULL, and nothing changed, if @p was not resident or is
- * dirty for a slot.
+ * dirty for @newest.
  */
-u32 *dmr_map_evict(struct dmr_map *m, u64 p, bool *absent)
+u32 *dmr_map_evict(struct dmr_map *m, u64 p, unsigned int newest, bool *absent)
 {
 	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
 	u32 *page = m->pages[p];
 
-	if (dmr_map_page_state(m, p) != DMR_PAGE_RESIDENT || m->dirty[p])
+	if (dmr_map_page_state(m, p) != DMR_PAGE_RESIDENT ||
+	    (m->dirty[p] & DMR_DIRTY_SLOT(newest)))
 		return NULL;
 	/* (a flat array's last page is short: dmr_map_init()) */
 	*absent = !memchr_inv(page, 0, min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK,
@@ -549,6 +554,39 @@ int dmr_map_recount(struct dmr_map *m)
 	}
 	if (m->track)
 		dmr_map_lists_rebuild(m);
+	return 0;
+}
+
+/**
+ * dmr_map_count_page() - add one page's entries to valid counts
+ * @m: the map
+ * @p: map page, resident or absent
+ * @valid: per segment, one more for each entry there
+ * @mapped: one more for each mapped entry
+ *
+ * dmr_map_recount() a page at a time, into counts of the caller's: a load
+ * that lets pages leave memory as it goes (table option map_cache) counts
+ * each before it leaves.
+ *
+ * Return: 0, or -EINVAL if @p is out of memory or an entry points outside
+ * the data area (@valid and @mapped are then partly counted).
+ */
+int dmr_map_count_page(const struct dmr_map *m, u64 p, u32 *valid, u64 *mapped)
+{
+	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK, limit = (u64)m->nr_segs * m->seg_blocks;
+	u32 n = min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK, m->nr_logical - first), i;
+	const u32 *page = m->pages[p];
+
+	if (dmr_map_page_state(m, p) == DMR_PAGE_EVICTED)
+		return -EINVAL;
+	for (i = 0; page && i < n; i++) {
+		if (page[i] == DMR_UNMAPPED)
+			continue;
+		if (page[i] - 1 >= limit)
+			return -EINVAL;
+		valid[dmr_pba_segment(m, page[i] - 1)]++;
+		(*mapped)++;
+	}
 	return 0;
 }
 

@@ -28,8 +28,8 @@
 #define DMR_MAP_MISS	0xffffffffU
 
 /*
- * A map page's pointer while the page is out of memory: both checkpoint
- * slots hold its current copy (dmr_map_evict()).  NULL is a page with no
+ * A map page's pointer while the page is out of memory: the newest
+ * checkpoint slot holds its current copy (dmr_map_evict()).  NULL is a page with no
  * mapped entry (absent: a slot holds it as a zero block), anything else
  * the page itself (resident).  One pointer says which, so a lockless
  * reader never sees a state between two (dmr_map_get()).
@@ -309,7 +309,7 @@ static inline enum dmr_page_state dmr_map_page_state(const struct dmr_map *m, u6
 
 u32 *dmr_map_load_page(struct dmr_map *m, u64 p);
 void dmr_map_load_zero(struct dmr_map *m, u64 p);
-u32 *dmr_map_evict(struct dmr_map *m, u64 p, bool *absent);
+u32 *dmr_map_evict(struct dmr_map *m, u64 p, unsigned int newest, bool *absent);
 int __must_check dmr_map_page_in(struct dmr_map *m, u64 p, u32 *page);
 
 void dmr_map_set(struct dmr_map *m, u64 lba, u32 pba);
@@ -318,6 +318,7 @@ void dmr_seg_birth_mix(struct dmr_seg *d, u64 birth);
 bool dmr_move_commit(struct dmr_map *m, u64 lba, u32 src, u32 dst);
 u32 dmr_map_run(const struct dmr_map *m, u64 lba, u32 max, u32 *first);
 int __must_check dmr_map_recount(struct dmr_map *m);
+int dmr_map_count_page(const struct dmr_map *m, u64 p, u32 *valid, u64 *mapped);
 bool dmr_map_free_mapped(const struct dmr_map *m, u32 *seg);
 void dmr_map_load_states(struct dmr_map *m);
 void dmr_map_lists_rebuild(struct dmr_map *m);

@@ -18,18 +18,18 @@
  * (kvfree_rcu_mightsleep()).
  *
  * Crash safety: nothing here writes the device but the checkpoints the
- * cache forces (dmr_checkpoint(), rule 5).  A page leaves only when both
- * slots hold its current copy (its dirty bits are clear), so whichever
- * slot the next load picks holds it, and @map_crc holds its CRC.
+ * cache forces (dmr_checkpoint(), rule 5).  A page leaves only when the
+ * newest slot holds its current copy (dmr_map_evict()), and @map_crc its
+ * CRC; the next checkpoint, into the other slot, copies the block across
+ * before it writes its header (dmr_write_map()), so whichever slot a load
+ * picks holds it, and the newest is never written while it is the only
+ * copy.
  */
 #include <linux/bio.h>
 #include <linux/rcupdate.h>
 #include <linux/slab.h>
 
 #include "dmr.h"
-
-/* Pages per MiB of map_cache. */
-#define DMR_PAGES_PER_MIB	((1U << 20) / DMR_BLOCK_SIZE)
 
 /**
  * dmr_map_cache_init() - the cache the table asks for
@@ -42,7 +42,7 @@
  */
 int dmr_map_cache_init(struct dmr_target *rc)
 {
-	u64 nr = rc->map.nr_map_blocks, cap = (u64)rc->opts.map_cache * DMR_PAGES_PER_MIB;
+	u64 nr = rc->map.nr_map_blocks, cap = (u64)rc->opts.map_cache * DMR_MAP_PAGES_PER_MIB;
 	u32 *ring;
 	u8 *state, *ref;
 
@@ -69,10 +69,65 @@ void dmr_map_cache_exit(struct dmr_target *rc)
 	rc->pc.cap = 0;
 }
 
+/**
+ * dmr_map_cache_loaded() - a map page the load filled (dmr_slot_io's @loaded)
+ * @ctx: the target, loading slot @rc->ckpt_slot ^ 1 (dmr_load_slot())
+ * @p: the page
+ *
+ * Its entries are counted into @rc->load_valid and @rc->load_mapped (the
+ * load checks them once every page was counted); then, with a cache, it
+ * joins the cache and victims leave, so a map larger than the memory
+ * given to it loads in the cache's size.  The pages leave dirty for the
+ * other slot only, as the loaded slot holds them (dmr_map_evict()); the
+ * target is not writable yet, so no checkpoint is forced.  The loader's
+ * bounce buffer is in use: nothing here reads or writes the device.
+ *
+ * Return: 0, or -EILSEQ if an entry points outside the data area.
+ */
+int dmr_map_cache_loaded(void *ctx, u64 p)
+{
+	struct dmr_target *rc = ctx;
+
+	if (dmr_map_count_page(&rc->map, p, rc->load_valid, &rc->load_mapped))
+		return -EILSEQ;
+	if (!rc->pc.cap)
+		return 0;
+	if (!(rc->pc.state[p] & DMR_PC_RESIDENT))
+		dmr_page_clock_insert(&rc->pc, p);
+	dmr_map_trim(rc);
+	return 0;
+}
+
+/**
+ * dmr_map_cache_replay() - the map pages a unit replayed touches (dmr_replay's @need)
+ * @ctx: the target
+ * @u: the unit, about to be applied
+ *
+ * Pages out are read back (dmr_map_need()), and stay: a unit replayed
+ * makes them dirty for both slots, so the cache may be over its size
+ * until the recovery checkpoint (dmr_load()) by the pages the log since
+ * the last checkpoint touches.
+ *
+ * Return: 0, or dmr_map_need()'s error.
+ */
+int dmr_map_cache_replay(void *ctx, const struct dmr_unit *u)
+{
+	struct dmr_target *rc = ctx;
+	u32 i;
+	int r = 0;
+
+	for (i = 0; i < u->nr_blocks && !r; i++)
+		r = dmr_map_need(rc, u->lba[i], 1);
+	for (i = 0; i < u->nr_discards && !r; i++)
+		if (u->discard[i][1])
+			r = dmr_map_need(rc, u->discard[i][0], u->discard[i][1]);
+	return r;
+}
+
 /*
- * After a load: every page the checkpoint and the log gave is in the
- * cache, over its size until the first checkpoint makes them clean for
- * both slots (dmr_load_slot() leaves them dirty for the other one).
+ * After replay: the pages the log gave (dmr_map_reserve()) join the
+ * cache.  What may leave leaves at the end of dmr_load(), after the
+ * recovery checkpoint.
  */
 void dmr_map_cache_start(struct dmr_target *rc)
 {
@@ -176,15 +231,16 @@ int dmr_map_need(struct dmr_target *rc, u64 lba, u64 n)
 }
 
 /*
- * Cache victims leave until it is within its size.  Checkpoints are
- * forced (at most two: after two, every page is clean for both slots)
- * when every page in it is dirty; a target that cannot write one (read
- * only, failed, stopping) stays over its size.
+ * Cache victims leave until it is within its size.  A checkpoint is
+ * forced when every page in it changed since the last one (one is
+ * enough: after it every page is clean for the newest slot, which is all
+ * dmr_map_evict() asks); a target that cannot write one (read only,
+ * failed, stopping) stays over its size.
  */
 void dmr_map_trim(struct dmr_target *rc)
 {
 	struct dmr_page_clock *c = &rc->pc;
-	unsigned int forced;
+	unsigned int forced, newest;
 	bool absent;
 	u32 victim;
 	u32 *page;
@@ -192,10 +248,12 @@ void dmr_map_trim(struct dmr_target *rc)
 	if (!c->cap || c->nr <= c->cap)
 		return;
 	for (forced = 0; ; forced++) {
+		/* (the slot written last: the next checkpoint goes to @ckpt_slot) */
+		newest = rc->ckpt_slot ^ 1;
 		while (c->nr > c->cap &&
-		       (victim = dmr_page_clock_victim(c, rc->map.dirty)) != DMR_NO_PAGE) {
+		       (victim = dmr_page_clock_victim(c, rc->map.dirty, newest)) != DMR_NO_PAGE) {
 			spin_lock(&rc->map_lock);
-			page = dmr_map_evict(&rc->map, victim, &absent);
+			page = dmr_map_evict(&rc->map, victim, newest, &absent);
 			spin_unlock(&rc->map_lock);
 			if (!page)	/* in the cache but never allocated */
 				continue;
@@ -203,7 +261,7 @@ void dmr_map_trim(struct dmr_target *rc)
 			kvfree_rcu_mightsleep(page);
 			atomic64_inc(&rc->stats.map_evictions);
 		}
-		if (c->nr <= c->cap || forced == DMR_REUSE_CHECKPOINTS ||
+		if (c->nr <= c->cap || forced ||
 		    READ_ONCE(rc->mode) != DMR_MODE_WRITE || READ_ONCE(rc->stopping))
 			return;
 		if (dmr_checkpoint(rc, false))

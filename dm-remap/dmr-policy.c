@@ -528,18 +528,18 @@ bool dmr_page_clock_touch(struct dmr_page_clock *c, u32 page)
  * dmr_page_clock_victim() - take a page out of a full cache
  * @c: the cache (full: @c->nr == @c->cap)
  * @dirty: per map page, struct dmr_map's dirty bits
+ * @newest: the checkpoint slot written last
  *
  * The hand goes round clearing the used bits, and takes the first page
- * neither used since it last passed nor dirty for a checkpoint slot: a
- * page leaves memory only once both slots hold it (a slot written later
- * must find its copy in the other).  After two rounds every used bit is
- * clear; a cache of dirty pages only has no victim, and the caller must
- * write a checkpoint first (two, for a page changed since both).  The
+ * neither used since it last passed nor dirty for @newest: a page leaves
+ * memory only once the newest slot holds it (dmr_map_evict()).  After two
+ * rounds every used bit is clear; a cache of pages changed since the last
+ * checkpoint has no victim, and the caller must write one first.  The
  * page's ring slot is where dmr_page_clock_insert() puts the next.
  *
  * Return: the page taken out, or DMR_NO_PAGE.
  */
-u32 dmr_page_clock_victim(struct dmr_page_clock *c, const u8 *dirty)
+u32 dmr_page_clock_victim(struct dmr_page_clock *c, const u8 *dirty, unsigned int newest)
 {
 	u32 i;
 
@@ -548,7 +548,7 @@ u32 dmr_page_clock_victim(struct dmr_page_clock *c, const u8 *dirty)
 
 		if (READ_ONCE(c->ref[page])) {
 			WRITE_ONCE(c->ref[page], 0);
-		} else if (!dirty[page]) {
+		} else if (!(dirty[page] & DMR_DIRTY_SLOT(newest))) {
 			c->state[page] = 0;
 			c->nr--;
 			c->ring[c->hand] = c->ring[c->nr];	/* keep the ring dense */

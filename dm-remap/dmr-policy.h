@@ -123,8 +123,8 @@ unsigned int dmr_gc_head(const struct dmr_map *m, const struct dmr_seg *victim,
 
 /*
  * A cache of the map's pages (issue 26, "a map that pages"): which pages
- * stay in memory when only @cap of them may.  The simulator measures it
- * (remap-sim --map-cache); the module does not page yet.
+ * stay in memory when only @cap of them may (table option map_cache,
+ * dmr-page.c).  The simulator measures it (remap-sim --map-cache).
  */
 #define DMR_PC_RESIDENT	0x1U	/* in the cache */
 #define DMR_NO_PAGE	0xffffffffU
@@ -164,7 +164,7 @@ static inline void dmr_page_clock_ref(struct dmr_page_clock *c, u32 page)
 }
 
 bool dmr_page_clock_touch(struct dmr_page_clock *c, u32 page);
-u32 dmr_page_clock_victim(struct dmr_page_clock *c, const u8 *dirty);
+u32 dmr_page_clock_victim(struct dmr_page_clock *c, const u8 *dirty, unsigned int newest);
 void dmr_page_clock_insert(struct dmr_page_clock *c, u32 page);
 
 #endif /* DMR_POLICY_H */

@@ -416,6 +416,11 @@ static void dmr_test_default_segment(struct kunit *test)
  *	three in flight, GC's: 8 * 4096 * segment_blocks) + bounce buffer
  *	(64 * 4096)
  * @over_int_max: the map alone is above INT_MAX bytes
+ * @cache_mib: a map_cache to try, 0 for none
+ * @cache_bytes: dmr_map_memory_bytes() with it: 4096 per page the cache
+ *	holds (256 per MiB) instead of per map block, and 6 more per map
+ *	block (the CLOCK's ring entry, state and used byte); a cache as
+ *	large as the map is none (dmr_map_cache_init())
  */
 struct dmr_mem_case {
 	const char *name;
@@ -423,23 +428,30 @@ struct dmr_mem_case {
 	u32 segment_blocks, overprovision;
 	u64 nr_segments, logical_blocks, bytes;
 	bool over_int_max;
+	u32 cache_mib;
+	u64 cache_bytes;
 };
 
 static const struct dmr_mem_case dmr_mem_cases[] = {
 	/* 4109 * 12 + 3276 + 1044 + 8388608 + 262144 */
-	{ "64 MiB", 16384, 256, 10, 63, 12211, 8704380ULL, false },
+	/* 12 map blocks, a cache of 256 pages: none */
+	{ "64 MiB", 16384, 256, 10, 63, 12211, 8704380ULL, false, 1, 8704380ULL },
 	/* 4109 * 532925 + 114277072 + 1044 + 8388608 + 262144 */
 	{ "2.1 TiB, 3% overprovision", 563714457ULL, 256, 3,
-	  2197636, 545714488ULL, 2312717693ULL, true },
+	  2197636, 545714488ULL, 2312717693ULL, true, 0, 2312717693ULL },
 	/* 4109 * 529786 + 122439772 + 1044 + 8388608 + 262144 */
 	{ "2.25 TiB", 603979776ULL, 256, 10,
-	  2354611, 542500070ULL, 2307982242ULL, true },
+	  2354611, 542500070ULL, 2307982242ULL, true, 0, 2307982242ULL },
 	/* 4109 * 1883720 + 54419092 + 8212 + 67108864 + 262144 */
 	{ "8 TiB, 8 MiB segments", 1ULL << 31, 2048, 10,
-	  1046521, 1928929075ULL, 7862003792ULL, true },
+	  1046521, 1928929075ULL, 7862003792ULL, true,
+	  /* 4096 * 16384 + 19 * 1883720 + 54419092 + 8212 + 67108864 + 262144 */
+	  64, 224697856ULL },
 	/* 4109 * 3774872 + 872415180 + 1044 + 8388608 + 262144 */
 	{ "largest, ~16 TiB", 4303512319ULL, 256, 10,
-	  16777215, 3865468032ULL, 16392016024ULL, true },
+	  16777215, 3865468032ULL, 16392016024ULL, true,
+	  /* 4096 * 262144 + 19 * 3774872 + 872415180 + 1044 + 8388608 + 262144 */
+	  1024, 2026531368ULL },
 };
 
 static void dmr_mem_desc(const struct dmr_mem_case *c, char *desc)
@@ -460,7 +472,8 @@ static void dmr_test_map_memory(struct kunit *test)
 			DMR_GEO_OK);
 	KUNIT_EXPECT_EQ(test, g.nr_segments, c->nr_segments);
 	KUNIT_EXPECT_EQ(test, g.logical_blocks, c->logical_blocks);
-	KUNIT_EXPECT_EQ(test, dmr_map_memory_bytes(&g), c->bytes);
+	KUNIT_EXPECT_EQ(test, dmr_map_memory_bytes(&g, 0), c->bytes);
+	KUNIT_EXPECT_EQ(test, dmr_map_memory_bytes(&g, c->cache_mib), c->cache_bytes);
 	/* above 2^29 logical blocks, the map cannot come from kvmalloc() */
 	KUNIT_EXPECT_EQ(test, g.logical_blocks > (1ULL << 29), c->over_int_max);
 	KUNIT_EXPECT_EQ(test, g.logical_blocks * DMR_MAP_ENTRY_SIZE > DMR_TEST_INT_MAX,

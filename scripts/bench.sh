@@ -18,7 +18,10 @@
 # DMR_FLASH_* (tests/vm/guest-flashbench.py), in the environment or as
 # arguments, e.g.
 #   DMR_BENCH_CONFIGS=raid5-4 DMR_BENCH_CELLS='randwrite-4k-*' DMR_BENCH_FS=0 make bench
-# DMR_BENCH_PARTS [main,flash,sim] chooses the parts.
+# DMR_BENCH_PARTS [main,flash,sim,mapcache] chooses the parts; mapcache is
+# tests/vm/guest-mapcache.py (table option map_cache at 100, 25 and 5% of
+# the map against the whole map; DMR_BENCH_MAPCACHE_ROUNDS, 2), about 25
+# minutes under TCG (mapcache/mapcache.txt).
 # Under TCG the default main part takes about 1.5-2 hours (the file
 # system matrix on both configurations), the flash part about 2 hours
 # (three configurations, five block sizes, three phases, three rounds).
@@ -34,7 +37,7 @@ for a; do
 	vars+=("$a")
 	export "${a?}"
 done
-parts=${DMR_BENCH_PARTS:-main,flash,sim}
+parts=${DMR_BENCH_PARTS:-main,flash,sim,mapcache}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo" || exit 1
 cache=${DMR_CACHE:-$HOME/.cache/dm-remap}
@@ -74,6 +77,19 @@ if [[ ,$parts, == *,flash,* ]]; then
 			>>"$report"
 		rc=1
 	fi
+fi
+if [[ ,$parts, == *,mapcache,* ]]; then
+	mkdir -p "$out/mapcache" || exit 1
+	mrc=0
+	bash tests/vm/run-vm.sh --mem 12288 --timeout 5400 "$out/mapcache" -- \
+		/usr/bin/python3 tests/vm/guest-mapcache.py "${DMR_BENCH_MAPCACHE_ROUNDS:-2}" \
+		>"$out/mapcache/mapcache.txt" 2>&1 || mrc=$?
+	{
+		echo
+		sed -n '/^==== map cache/,$p' "$out/mapcache/mapcache.txt"
+		[[ $mrc == 0 ]] || echo "==== the map cache benchmark failed (run-vm exit $mrc): see $out/mapcache"
+	} >>"$report"
+	[[ $mrc == 0 ]] || rc=1
 fi
 if [[ ,$parts, == *,sim,* && -f scripts/sim-bench.sh ]]; then
 	echo "==== scripts/sim-bench.sh"

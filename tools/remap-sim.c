@@ -352,6 +352,7 @@ struct sim_counters {
 	u64 map_miss;		/* of which out of memory: a 4 KiB read */
 	u64 map_forced;		/* checkpoints written to make room in it */
 	u64 map_evicted;	/* pages taken out of memory (dmr_map_evict()) */
+	u64 map_copied;		/* blocks of pages out copied slot to slot */
 };
 
 /* Per head, for --verbose: what GC found in the segments it wrote. */
@@ -517,7 +518,8 @@ static u32 page_entries(const struct sim *s, u64 p)
 
 /*
  * --map-cache: map page @p as checkpoint slot @slot now holds it.  A page
- * dirty for a slot is in memory: dmr_map_evict() refuses dirty ones.
+ * out of memory left once the newest slot (the other one) held it
+ * (dmr_map_evict()): its block is copied across, as dmr_write_map() does.
  */
 static void slot_write(struct sim *s, unsigned int slot, u64 p)
 {
@@ -531,7 +533,11 @@ static void slot_write(struct sim *s, unsigned int slot, u64 p)
 		memcpy(dst, s->m.pages[p], page_entries(s, p) * sizeof(u32));
 		break;
 	default:
-		sim_fail(s, "map cache: a page dirty for a slot is out of memory");
+		if (s->m.dirty[p] & DMR_DIRTY_SLOT(slot ^ 1))
+			sim_fail(s, "map cache: a page out of memory is not in the newest slot");
+		memcpy(dst, s->slot_img[slot ^ 1] + p * DMR_MAP_ENTRIES_PER_BLOCK,
+		       page_entries(s, p) * sizeof(u32));
+		s->c.map_copied++;
 	}
 }
 
@@ -576,7 +582,7 @@ static void evict(struct sim *s, u32 p)
 {
 	bool absent;
 
-	if (!dmr_map_evict(&s->m, p, &absent)) {
+	if (!dmr_map_evict(&s->m, p, s->ckpt_slot ^ 1, &absent)) {
 		if (dmr_map_page_state(&s->m, p) != DMR_PAGE_ABSENT)
 			sim_fail(s, "map cache: its victim cannot leave memory");
 		return;
@@ -586,17 +592,22 @@ static void evict(struct sim *s, u32 p)
 
 /*
  * --map-cache: read map page @p back from the newest slot, as the module
- * would (dmr_map_page_in()).  An evicted page is current in both slots,
- * and both must hold what it held when it left.
+ * would (dmr_map_page_in()).  An evicted page is current in the newest
+ * slot, and in the other one too unless it is dirty for it: each must
+ * hold what it held when it left.
  */
 static void page_in(struct sim *s, u64 p)
 {
 	u32 *mem = s->l2p + p * DMR_MAP_ENTRIES_PER_BLOCK, *slot;
 	size_t bytes = page_entries(s, p) * sizeof(u32);
+	unsigned int i;
 
-	if (memcmp(s->slot_img[0] + p * DMR_MAP_ENTRIES_PER_BLOCK, mem, bytes) ||
-	    memcmp(s->slot_img[1] + p * DMR_MAP_ENTRIES_PER_BLOCK, mem, bytes))
-		sim_fail(s, "map cache: a page read back from a slot is not the one evicted");
+	for (i = 0; i < 2; i++)
+		if (!(s->m.dirty[p] & DMR_DIRTY_SLOT(i)) &&
+		    memcmp(s->slot_img[i] + p * DMR_MAP_ENTRIES_PER_BLOCK, mem, bytes))
+			sim_fail(s, "map cache: a page read back from a slot is not the one evicted");
+	if (s->m.dirty[p] & DMR_DIRTY_SLOT(s->ckpt_slot ^ 1))
+		sim_fail(s, "map cache: a page out of memory is dirty for the newest slot");
 	slot = s->slot_img[s->ckpt_slot ^ 1] + p * DMR_MAP_ENTRIES_PER_BLOCK;
 	memcpy(mem, slot, bytes);
 	if (dmr_map_page_in(&s->m, p, mem))
@@ -621,7 +632,7 @@ static void map_touch(struct sim *s, u64 lba, bool count)
 	if (dmr_page_clock_touch(&s->pc, page))
 		return;
 	if (s->pc.nr >= s->pc.cap) {
-		victim = dmr_page_clock_victim(&s->pc, s->m.dirty);
+		victim = dmr_page_clock_victim(&s->pc, s->m.dirty, s->ckpt_slot ^ 1);
 		if (victim == DMR_NO_PAGE)
 			s->pc_over = true;
 		else
@@ -672,7 +683,7 @@ static void map_cache_trim(struct sim *s)
 		checkpoint(s);
 		s->c.map_forced++;
 		while (s->pc.nr > s->pc.cap &&
-		       (victim = dmr_page_clock_victim(&s->pc, s->m.dirty)) != DMR_NO_PAGE)
+		       (victim = dmr_page_clock_victim(&s->pc, s->m.dirty, s->ckpt_slot ^ 1)) != DMR_NO_PAGE)
 			evict(s, victim);
 		s->pc_over = s->pc.nr > s->pc.cap;
 	}
@@ -1001,7 +1012,7 @@ static void user_write(struct sim *s, u64 lba, u32 nr)
  * Every invariant: the map's own, the sim's disk content, the counters.
  * --map-cache: every page out is read back first (each compared with
  * what it held, page_in()), and leaves again after the check (it is still
- * clean for both slots), the cache as it was.
+ * clean for the newest slot), the cache as it was.
  */
 static void sim_check(struct sim *s)
 {
@@ -1018,7 +1029,7 @@ static void sim_check(struct sim *s)
 
 		if (!(s->pc.state[p] & DMR_PC_RESIDENT) &&
 		    dmr_map_page_state(&s->m, p) == DMR_PAGE_RESIDENT &&
-		    !dmr_map_evict(&s->m, p, &absent))
+		    !dmr_map_evict(&s->m, p, s->ckpt_slot ^ 1, &absent))
 			sim_fail(s, "map cache: a page read back for the check cannot leave");
 	}
 	if (!ok)
@@ -1485,6 +1496,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	d.map_miss = s->c.map_miss - c0.map_miss;
 	d.map_forced = s->c.map_forced - c0.map_forced;
 	d.map_evicted = s->c.map_evicted - c0.map_evicted;
+	d.map_copied = s->c.map_copied - c0.map_copied;
 	getrusage(RUSAGE_SELF, &ru);
 	idle = d.gc_runs ? (double)d.idle_sum / d.gc_runs : 0;
 	waf = (double)(d.user + d.moved) / d.user;
@@ -1543,12 +1555,13 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 			       ", \"map_misses_per_block\": %.4f, \"map_hit\": %.4f"
 			       ", \"map_forced_ckpts\": %" PRIu64
 			       ", \"map_evictions_per_block\": %.4f"
+			       ", \"map_copied_per_block\": %.4f"
 			       ", \"map_pages_max\": %" PRIu64,
 			       cfg->map_cache, s->pc.cap, (double)d.map_touch / d.user,
 			       (double)d.map_miss / d.user,
 			       d.map_touch ? 1 - (double)d.map_miss / d.map_touch : 1,
 			       d.map_forced, (double)d.map_evicted / d.user,
-			       s->map_pages_max);
+			       (double)d.map_copied / d.user, s->map_pages_max);
 		if (cfg->timing)
 			printf(", \"gc_steps\": %" PRIu64 ", \"greedy_steps\": %" PRIu64
 			       ", \"ns_per_block\": %.1f, \"step_ns\": %.1f"
@@ -1592,12 +1605,13 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		if (cfg->map_cache)
 			printf(" map_cache=%u map_pages=%u map_lookups_per_block=%.3f"
 			       " map_misses_per_block=%.4f map_hit=%.4f map_forced_ckpts=%" PRIu64
-			       " map_evictions_per_block=%.4f map_pages_max=%" PRIu64,
+			       " map_evictions_per_block=%.4f map_copied_per_block=%.4f"
+			       " map_pages_max=%" PRIu64,
 			       cfg->map_cache, s->pc.cap, (double)d.map_touch / d.user,
 			       (double)d.map_miss / d.user,
 			       d.map_touch ? 1 - (double)d.map_miss / d.map_touch : 1,
 			       d.map_forced, (double)d.map_evicted / d.user,
-			       s->map_pages_max);
+			       (double)d.map_copied / d.user, s->map_pages_max);
 		if (cfg->timing)
 			printf(" gc_steps=%" PRIu64 " ns_per_block=%.1f step_ns=%.1f"
 			       " decide_ns=%.1f scan_ns=%" PRIu64 " elapsed_s=%.1f rss_mib=%ld",

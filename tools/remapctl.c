@@ -381,13 +381,14 @@ static int read_meminfo(const char **path, uint64_t *mem, uint64_t *vmalloc)
 
 /*
  * Refuse, unless @force, a geometry whose map the module could never load
- * on this machine (dmr_map_fits()); with @force, warn and go on (the
- * device may be meant for a bigger machine).
+ * on this machine (dmr_map_fits()) with a map cache of @cache MiB (0: the
+ * whole map); with @force, warn and go on (the device may be meant for a
+ * bigger machine).
  */
 static void check_memory(const struct device *d, const struct dmr_geometry *geo,
-			 bool force)
+			 u32 cache, bool force)
 {
-	uint64_t need = dmr_map_memory_bytes(geo), mem, vmalloc;
+	uint64_t need = dmr_map_memory_bytes(geo, cache), mem, vmalloc;
 	char hneed[32], hhave[32], msg[256];
 	const char *path;
 	enum dmr_fit fit;
@@ -409,7 +410,9 @@ static void check_memory(const struct device *d, const struct dmr_geometry *geo,
 		 fit == DMR_FIT_NO_MEMORY ? " of RAM" : " of vmalloc space");
 	if (!force)
 		die("%s: %s; the module could not load it here (%s)", d->path, msg,
-		    "use --force to format it for a bigger machine");
+		    cache ? "give it a smaller --map-cache, or use --force to format it "
+		    "for a bigger machine" : "give it a --map-cache, or use --force to "
+		    "format it for a bigger machine");
 	fprintf(stderr, "%s: warning: %s: %s; formatting anyway (--force)\n",
 		dmr_prog, d->path, msg);
 }
@@ -421,12 +424,13 @@ static int cmd_format(int argc, char **argv)
 		{ "overprovision", required_argument, NULL, 'o' },
 		{ "label", required_argument, NULL, 'l' },
 		{ "grow-limit", required_argument, NULL, 'g' },
+		{ "map-cache", required_argument, NULL, 'M' },	/* no short option */
 		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	long long seg_bytes = 0, limit_bytes = 0;
-	u64 op = DMR_DEFAULT_OVERPROVISION;
+	u64 op = DMR_DEFAULT_OVERPROVISION, cache = 0;
 	const char *label = "", *limit_arg = NULL;
 	bool force = false;
 	struct device d;
@@ -462,6 +466,12 @@ static int cmd_format(int argc, char **argv)
 			limit_bytes = parse_size(optarg);
 			if (limit_bytes <= 0)
 				usage_error("invalid --grow-limit '%s' (a size: 16T, 800G)", optarg);
+			break;
+		case 'M':
+			/* the target's range (dmr-table.c) */
+			if (dmr_parse_u64(optarg, &cache) || !cache || cache > DMR_MAX_MAP_CACHE)
+				usage_error("invalid --map-cache '%s' (1 to %u MiB)", optarg,
+					    DMR_MAX_MAP_CACHE);
 			break;
 		case 'f':
 			force = true;
@@ -520,7 +530,7 @@ static int cmd_format(int argc, char **argv)
 		die("%s: %s", d.path, dmr_geo_strerror(gst));
 	if (limit_bytes)
 		sb.feature_incompat |= DMR_FEATURE_INCOMPAT_GROW;
-	check_memory(&d, &sb.geo, force);
+	check_memory(&d, &sb.geo, cache, force);
 	sb.version = DMR_FORMAT_VERSION;
 	sb.generation = 1;
 	sb.ctime = time(NULL);
@@ -560,8 +570,12 @@ static int cmd_format(int argc, char **argv)
 	       (uint64_t)sb.geo.logical_blocks * DMR_SECTORS_PER_BLOCK, hsize);
 	printf("table: 0 %" PRIu64 " remap %s\n",
 	       (uint64_t)sb.geo.logical_blocks * DMR_SECTORS_PER_BLOCK, d.path);
-	fmt_bytes(dmr_map_memory_bytes(&sb.geo), hsize, sizeof(hsize));
-	printf("kernel memory when loaded: %s\n", hsize);
+	fmt_bytes(dmr_map_memory_bytes(&sb.geo, cache), hsize, sizeof(hsize));
+	if (cache && dmr_map_memory_bytes(&sb.geo, cache) != dmr_map_memory_bytes(&sb.geo, 0))
+		printf("kernel memory when loaded: %s with map_cache %" PRIu64
+		       " (create --map-cache %" PRIu64 ")\n", hsize, cache, cache);
+	else
+		printf("kernel memory when loaded: %s\n", hsize);
 	if (limit_bytes) {
 		struct dmr_geometry at_limit;
 
@@ -570,7 +584,7 @@ static int cmd_format(int argc, char **argv)
 			printf("grows online (remapctl grow) up to a device of %s:", hsize);
 			fmt_bytes(at_limit.logical_blocks * DMR_BLOCK_SIZE, hsize, sizeof(hsize));
 			printf(" logical size %s,", hsize);
-			fmt_bytes(dmr_map_memory_bytes(&at_limit), hsize, sizeof(hsize));
+			fmt_bytes(dmr_map_memory_bytes(&at_limit, cache), hsize, sizeof(hsize));
 			printf(" kernel memory %s\n", hsize);
 		}
 	}
@@ -1819,7 +1833,7 @@ static int cmd_deactivate(int argc, char **argv)
 
 static const struct command commands[] = {
 	{ "format", "DEV [--segment-size SIZE] [--overprovision PCT] [--label TEXT]\n"
-	  "[--grow-limit SIZE] [--force]",
+	  "[--grow-limit SIZE] [--map-cache MIB] [--force]",
 	  "write a fresh superblock and an empty checkpoint on DEV",
 	  "Write a fresh superblock and an empty checkpoint.  SIZE takes a K, M, G\n"
 	  "or T suffix (powers of 1024); the default segment size is the smallest\n"
@@ -1829,7 +1843,9 @@ static const struct command commands[] = {
 	  "are sized for it (about 0.2% of SIZE).  format refuses a device that is\n"
 	  "in use or holds a filesystem, RAID, LVM, partition table or dm-remap\n"
 	  "signature, or whose map needs more kernel memory than this machine has,\n"
-	  "unless --force is given.\n",
+	  "unless --force is given.  --map-cache: the memory is checked and printed\n"
+	  "for a table with that map_cache (create --map-cache MIB), not the whole\n"
+	  "map.\n",
 	  cmd_format },
 	{ "dump", "[--json] DEV",
 	  "print DEV's superblock copies and checkpoint headers",

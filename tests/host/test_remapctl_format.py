@@ -98,8 +98,9 @@ def layout(d):
                 segtab_blocks=segtab_blocks)
 
 
-def memory_bytes(d):
-    """dmr_map_memory_bytes(), from dump's geometry."""
+def memory_bytes(d, cache_mib=0):
+    """dmr_map_memory_bytes(), from dump's geometry, with a map_cache of
+    cache_mib MiB (0: none)."""
     logical, segs = int(d["logical_blocks"]), int(d["nr_segments"])
     # the map's pages (4 KiB per 1024 logical blocks, all of them: the
     # most the target holds) and their pointers (8), segment table
@@ -109,7 +110,12 @@ def memory_bytes(d):
     # buffers (four log heads, three in flight, GC's), the bounce buffer
     sb = int(d["segment_blocks"])
     pages = math.ceil(logical / 1024)
-    return (pages * (BLOCK + 8) + segs * (48 + 4) + (sb + 5) * 4 +
+    # with a cache smaller than the map: 256 pages per MiB, and per map
+    # block the CLOCK's ring entry (4), state and used byte
+    held, clock = pages, 0
+    if 0 < cache_mib * 256 < pages:
+        held, clock = cache_mib * 256, pages * 6
+    return (held * BLOCK + pages * 8 + clock + segs * (48 + 4) + (sb + 5) * 4 +
             pages * 5 + 8 * sb * BLOCK + 64 * BLOCK)
 
 
@@ -303,6 +309,46 @@ def test_refuses_map_larger_than_ram_unless_forced(tmp_path):
     d = dump(img)
     assert d["ckpt0"] == "ok"
     assert fmt_bytes(memory_bytes(d)) == "2.2 GiB"
+
+
+def test_map_cache_formats_what_the_whole_map_cannot(tmp_path):
+    """--map-cache MIB: the memory is checked and printed for a table with
+    that map_cache (the module's check, dmr_map_memory_bytes()), so a
+    device whose whole map is larger than the machine's memory formats;
+    a cache too large for it is refused, one as large as the map is the
+    whole map."""
+    img = sparse(tmp_path, 2400 * GiB)
+    mi = fake_meminfo(tmp_path, 1 << 20, 32 << 30)     # 1 GiB of RAM
+    p = rc("format", img, meminfo=mi)
+    assert p.returncode == 1 and "give it a --map-cache" in p.stderr, p.stderr
+    # a cache of 1 GiB cannot fit either: nothing written
+    p = rc("format", "--map-cache", "1024", img, meminfo=mi)
+    assert p.returncode == 1, p.stdout
+    assert "give it a smaller --map-cache" in p.stderr, p.stderr
+    assert os.stat(img).st_blocks == 0
+    p = rc("format", "--map-cache", "64", img, meminfo=mi)
+    assert p.returncode == 0, p.stderr
+    d = dump(img)
+    need = memory_bytes(d, 64)
+    assert need < 1 << 30 < memory_bytes(d)
+    assert (f"kernel memory when loaded: {fmt_bytes(need)} with map_cache 64 "
+            "(create --map-cache 64)\n") in p.stdout, p.stdout
+    # the exact boundary, in kB of MemTotal
+    other = sparse(tmp_path, 2400 * GiB, "other.img")
+    below, above = (need - 1) // 1024, -(-need // 1024)
+    p = rc("format", "--map-cache", "64", other, meminfo=fake_meminfo(tmp_path, below))
+    assert p.returncode == 1 and f"needs {fmt_bytes(need)}" in p.stderr, p.stderr
+    p = rc("format", "--map-cache", "64", other, meminfo=fake_meminfo(tmp_path, above))
+    assert p.returncode == 0, p.stderr
+    # a cache as large as the map is no cache
+    small = sparse(tmp_path, 64 << 20, "small.img")
+    p = rc("format", "--map-cache", "1", small)
+    assert p.returncode == 0, p.stderr
+    assert (f"kernel memory when loaded: {fmt_bytes(memory_bytes(dump(small)))}\n"
+            in p.stdout), p.stdout
+    for bad in ("0", "1048577", "x"):
+        p = rc("format", "--map-cache", bad, small)
+        assert p.returncode == 2 and "invalid --map-cache" in p.stderr, (bad, p.stderr)
 
 
 def test_refusal_boundary_is_exact(img, tmp_path):

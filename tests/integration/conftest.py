@@ -397,6 +397,30 @@ def dm_create_table(name, lines, readonly=False, check=True):
     return p
 
 
+def zero_map_table(dev, dev_blocks, geo, lay, real):
+    """Table lines over @dev (@dev_blocks blocks): dm-linear, but dm-zero
+    for each checkpoint slot's map blocks outside @real, a list of (first
+    map block, count): a multi-TiB device's slots, mostly all-zero map
+    blocks, need no guest RAM (writes dropped, reads zero, which is what
+    those blocks hold)."""
+    zero = []                 # (first block, blocks) of dm-zero stretches
+    for slot in range(2):
+        m0 = geo["ckpt_offset"] + slot * geo["ckpt_slot_blocks"] + lay["map_offset"]
+        prev = m0
+        for first, n in list(real) + [(lay["map_blocks"], 0)]:
+            if m0 + first > prev:
+                zero.append((prev, m0 + first - prev))
+            prev = m0 + first + n
+    lines, pos = [], 0
+    for first, nr in zero + [(dev_blocks, 0)]:
+        if first > pos:
+            lines.append(f"{pos * 8} {(first - pos) * 8} linear {dev} {pos * 8}")
+        if nr:
+            lines.append(f"{first * 8} {nr * 8} zero")
+        pos = first + nr
+    return lines
+
+
 def mem_total_bytes():
     with open("/proc/meminfo") as f:
         for line in f:

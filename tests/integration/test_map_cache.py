@@ -7,7 +7,9 @@ A page maps 4 MiB of logical space and map_cache counts MiB of pages (256
 pages per MiB), so these tests run on a sparse 4 GiB loop device: about
 900 pages, a quarter of which fit in a cache of 1 MiB.
 """
+import errno
 import random
+import threading
 
 import pytest
 
@@ -100,6 +102,11 @@ def test_map_cache_pages_leave_and_come_back(loop4g):
     model.update(dict.fromkeys(third, 3))
     s.crash()
     s.create("2 map_cache 1")
+    st = s.status()
+    # pages let go as the load counted them; those replay read back (if a
+    # forced checkpoint did not come after the flush), after the recovery
+    # checkpoint
+    assert st["map_memory"] - mem0 <= CACHE_PAGES * BLOCK, (mem0, st)
     _check_all(s.top, model, "after the power cut")
     st = s.status()
     report_count(f"map_cache 1 over {pages} pages: {st['map_evictions']} evicted after "
@@ -143,3 +150,135 @@ def test_map_cache_damaged_page_fails_the_read(loop4g):
     # the other pages still read (those in memory, and those read back)
     assert _pread(s.top, lbas[-1]) == block(lbas[-1], 1)
 
+
+def _peak_memory(s, stop, seen):
+    """map_memory polled until @stop is set (a discard runs meanwhile)."""
+    while not stop.is_set():
+        seen.append(s.status()["map_memory"])
+
+
+def _check_discarded(s, model, lo, hi, mem0, what):
+    """Blocks in [lo, hi) read as zeroes, the others as written; the
+    target in write mode, its map within the cache."""
+    _check_all(s.top, {lba: g for lba, g in model.items() if not lo <= lba < hi}, what)
+    gone = [lba for lba in model if lo <= lba < hi]
+    bad = [lba for lba in gone if _pread(s.top, lba) != bytes(BLOCK)]
+    assert not bad, f"{what}: {len(bad)} discarded blocks not zeroes, first {bad[:5]}"
+    st = s.status()
+    assert st["mode"] == "write", st
+    assert st["map_memory"] - mem0 <= CACHE_PAGES * BLOCK, (what, st["map_memory"] - mem0, st)
+    return st
+
+
+def test_map_cache_discard_whole_device(loop4g):
+    """A discard of the middle 60% of the device (some 550 map pages, most
+    of them out of memory) with map_cache 1: it is cut into parts of half
+    the cache with a trim between them, so the pages it reads back never
+    hold more than the cache and a half while it runs, and no more than
+    the cache once it is done; the discarded blocks read as zeroes, the
+    others (the edges of the range too) keep their data, and all of it
+    holds after a power cut; the device then checks clean."""
+    s = Stack(loop4g)
+    nb = s.n // 8
+    s.crash_free_remove()
+    s.create("2 map_cache 1")
+    mem0 = s.status()["map_memory"]
+
+    lbas = _one_per_page(nb, 0)
+    lo = nb // 5 // PAGE_BLOCKS * PAGE_BLOCKS + 17       # not on page boundaries
+    hi = nb * 4 // 5 // PAGE_BLOCKS * PAGE_BLOCKS + 601
+    edges = [0, lo - 1, lo, lo + 1, hi - 2, hi - 1, hi, hi + 1, nb - 1]
+    _write_all(s.top, lbas + edges, 1)
+    model = dict.fromkeys(lbas + edges, 1)
+    st = s.status()
+    assert st["map_evictions"] > 0 and st["map_memory"] - mem0 <= CACHE_PAGES * BLOCK, st
+    pages = -(-hi // PAGE_BLOCKS) - lo // PAGE_BLOCKS
+    assert pages > 2 * CACHE_PAGES, pages
+
+    # reads below slowed (5 ms) while the discard runs, so that the polls
+    # see its parts reading their pages back
+    before = st
+    s.set_under(f"0 {s.size} delay {s.ram} 0 5 {s.ram} 0 0")
+    stop, seen = threading.Event(), []
+    poll = threading.Thread(target=_peak_memory, args=(s, stop, seen))
+    poll.start()
+    try:
+        run(["blkdiscard", "-o", str(lo * BLOCK), "-l", str((hi - lo) * BLOCK), s.top])
+    finally:
+        stop.set()
+        poll.join()
+        s.flakey("up")
+    done = s.status()
+    # acknowledged by a flush (a write outside the range)
+    _pwrite(s.top, edges[0], block(edges[0], 2), sync=True)
+    model[edges[0]] = 2
+    st = _check_discarded(s, model, lo, hi, mem0, "after the discard")
+    assert st["discards"] > before["discards"], (before, st)
+    # the pages the discard needed were read back, more than the cache holds
+    assert done["map_misses"] - before["map_misses"] > CACHE_PAGES, (before, done)
+    peak = max(seen, default=mem0) - mem0
+    # a part needs half the cache's pages (one more when not aligned)
+    assert peak <= (CACHE_PAGES + CACHE_PAGES // 2 + 2) * BLOCK, (peak // BLOCK, seen)
+    report_count(f"map_cache 1, a discard over {pages} pages: "
+                 f"{done['map_misses'] - before['map_misses']} read back, "
+                 f"{done['map_evictions'] - before['map_evictions']} evicted, "
+                 f"peak {peak // BLOCK} pages over {len(seen)} polls")
+
+    s.crash()
+    s.create("2 map_cache 1")
+    # the load lets each page go as it counts it, and the pages replay
+    # read back go after the recovery checkpoint: within the cache
+    _check_discarded(s, model, lo, hi, mem0, "after the power cut")
+    _pwrite(s.top, edges[-1], block(edges[-1], 2), sync=True)
+    model[edges[-1]] = 2
+    _check_discarded(s, model, lo, hi, mem0, "after the power cut and a write")
+    s.crash_free_remove()
+    p = remapctl("check", s.under, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_map_cache_read_only(loop4g):
+    """A device written with map_cache 1 (pages left memory), removed
+    cleanly, loaded read_only with map_cache 1: every block reads back,
+    writes and discards fail with an I/O error and the mode stays
+    read-only.  The load lets pages go as it counts them, and nothing
+    changed since the clean checkpoint: the map stays within the cache
+    although a read-only target writes no checkpoint."""
+    s = Stack(loop4g)
+    nb = s.n // 8
+    s.crash_free_remove()
+    s.create("2 map_cache 1")
+    mem0 = s.status()["map_memory"]
+    lbas = _one_per_page(nb, 5)
+    _write_all(s.top, lbas, 1)
+    model = dict.fromkeys(lbas, 1)
+    st = s.status()
+    assert st["map_evictions"] > 0, st
+    s.crash_free_remove()
+
+    s.create("3 read_only map_cache 1")
+    assert dm_table("top").endswith(" 3 read_only map_cache 1"), dm_table("top")
+    st = s.status()
+    assert st["mode"] == "read-only", st
+    assert st["map_evictions"] >= len(lbas) - CACHE_PAGES, st     # during the load
+    assert st["map_memory"] - mem0 <= CACHE_PAGES * BLOCK, (mem0, st)
+    _check_all(s.top, model, "read-only")
+    st = s.status()
+    assert st["map_misses"] >= len(lbas) - 2 * CACHE_PAGES, st
+    assert st["map_memory"] - mem0 <= CACHE_PAGES * BLOCK, (mem0, st)
+    for lba in (lbas[0], lbas[len(lbas) // 2], nb - 1):
+        with pytest.raises(OSError) as e:
+            _pwrite(s.top, lba, block(lba, 2))
+        assert e.value.errno == errno.EIO, e.value
+    p = run(["blkdiscard", "-o", "0", "-l", str(PAGE_BLOCKS * BLOCK), s.top], check=False)
+    assert p.returncode != 0, p.stdout + p.stderr
+    _check_all(s.top, model, "read-only, after the refused writes")
+    after = s.status()
+    assert after["mode"] == "read-only" and after["map_forced"] == 0, after
+    report_count(f"map_cache 1 read-only over {len(lbas)} pages: map memory "
+                 f"{(after['map_memory'] - mem0) // BLOCK} pages' worth over the "
+                 f"empty map (cache {CACHE_PAGES}), {after['map_misses']} read back, "
+                 f"{after['map_evictions']} evicted")
+    s.crash_free_remove()
+    p = remapctl("check", s.under, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr

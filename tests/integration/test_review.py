@@ -19,7 +19,7 @@ import pytest
 from conftest import (BLOCK, DM_PREFIX, REPO, SUMMARY_MAGIC, Kmsg,
                       ckpt_headers, ckpt_layout, cleanup_dm, dev_sha256, dm_create,
                       dm_create_table, dm_path, dm_remove, dm_table, dump,
-                      geometry, loop_dev, mem_total_bytes, newest_ckpt,
+                      geometry, loop_dev, mem_total_bytes, zero_map_table, newest_ckpt,
                       read_blocks_direct, remapctl, run, sectors,
                       status_fields, wipe, write_blocks_direct)
 from test_log import Stack, _pread, _pwrite, block, same
@@ -530,21 +530,7 @@ def test_review_logical_space_above_2tib_loads(big_loop):
     lay = ckpt_layout(L, geo["nr_segments"])
     lbas = [0, 2**29 + 5, L - 1]
     keep = sorted({lba // 1024 for lba in lbas})      # map blocks holding them
-    zero = []                 # (first block, blocks) of dm-zero stretches
-    for slot in range(2):
-        m0 = geo["ckpt_offset"] + slot * geo["ckpt_slot_blocks"] + lay["map_offset"]
-        prev = m0
-        for k in keep + [lay["map_blocks"]]:
-            if m0 + k > prev:
-                zero.append((prev, m0 + k - prev))
-            prev = m0 + k + 1
-    lines, pos = [], 0
-    for first, nr in zero + [(dev_blocks, 0)]:
-        if first > pos:
-            lines.append(f"{pos * 8} {(first - pos) * 8} linear {big_loop} {pos * 8}")
-        if nr:
-            lines.append(f"{first * 8} {nr * 8} zero")
-        pos = first + nr
+    lines = zero_map_table(big_loop, dev_blocks, geo, lay, [(k, 1) for k in keep])
     dm_create_table("big", lines)
     lap("table")
     s = RStack(dm_path("big"), ["--force", "--overprovision", "3"],

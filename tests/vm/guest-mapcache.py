@@ -1,0 +1,167 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Guest side of the map cache measurement (issue 26, "a map that pages"):
+
+  tests/vm/run-vm.sh --mem 12288 OUTDIR -- /usr/bin/python3 tests/vm/guest-mapcache.py [ROUNDS]
+
+One device: a sparse loop file of 44 GiB in the guest's tmpfs, formatted
+(10% spare: about 40 GiB logical, a map of about 40 MiB, 10 000 pages).
+Its first 512 MiB are written sequentially (the hot set: 128 pages), then one
+block in every map page (so that every page holds a mapped block and a
+read anywhere needs its page).  Then, for each table in turn (rotated
+from round to round): no map_cache (the whole map), map_cache at 100%,
+25% and 5% of the map's MiB, three jobs, one thread, psync, 4 KiB:
+
+  hot-randread   random reads in the hot set (its pages fit every cache)
+  hot-randwrite  random writes in the hot set
+  all-randread   random reads over the whole device (a page out of a
+                 cache of 25% is read back for 3 reads in 4)
+
+Each job runs in windows of 4 s until two windows in a row are within
+10% of each other (at most 6), then 12 s measured.  The log's writes
+fill the guest's tmpfs (no GC runs on so empty a device): 12 GiB of
+guest RAM, and a write run stops after 2500 writes per second of it
+(its IOPS are then those of the time it took).  Per job: IOPS, the
+ratio to the whole-map table, map pages read back per I/O (status field
+33), and the time a miss costs: the extra time per I/O over the
+whole-map table divided by the misses per I/O.  Under TCG the ratios
+measure the emulator (a miss's CRC costs ~100x a real CPU's); what
+carries over is the misses per I/O.
+"""
+import json
+import mmap
+import os
+import statistics
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REMAPCTL = os.path.join(REPO, "tools", "remapctl")
+IMG = "/tmp/dmr-mapcache.img"
+NAME = "dmr-mc"
+DEV = "/dev/mapper/" + NAME
+SIZE = 44 << 30
+HOT = 512 << 20
+PAGE = 1024 * 4096           # logical bytes a map page maps
+WINDOW, MEASURE, TOL, MAX_WINDOWS = 4, 12, 0.10, 6
+
+
+def sh(*cmd, check=True, input=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, input=input)
+    if check and p.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr}")
+    return p.stdout
+
+
+def status():
+    out = json.loads(sh(REMAPCTL, "status", NAME, "--json"))
+    return out[0] if isinstance(out, list) else out
+
+
+def fio(job, runtime, size_bytes):
+    rw = {"hot-randread": "randread", "hot-randwrite": "randwrite",
+          "all-randread": "randread"}[job]
+    # the writes go to the log in the guest's tmpfs: at most 2500 per
+    # second of the run (no GC frees any space on so empty a device)
+    # (fio's time_based ignores number_ios: a write run is not time based)
+    cap = [f"--number_ios={2500 * runtime}"] if rw == "randwrite" else ["--time_based"]
+    out = sh("fio", "--name=j", f"--filename={DEV}", "--direct=1", f"--rw={rw}",
+             "--bs=4k", "--ioengine=psync", f"--size={size_bytes}",
+             f"--runtime={runtime}", "--randrepeat=0", "--output-format=json", *cap)
+    j = json.loads(out[out.index("{"):])["jobs"][0]
+    d = j["write" if rw == "randwrite" else "read"]
+    return d["iops"], d["total_ios"]
+
+
+def run_job(job, size):
+    area = HOT if job.startswith("hot") else size
+    prev, windows = None, 0
+    while windows < MAX_WINDOWS:
+        iops, _ = fio(job, WINDOW, area)
+        windows += 1
+        if prev and abs(iops - prev) <= TOL * max(iops, prev):
+            break
+        prev = iops
+    st0 = status()
+    iops, ios = fio(job, MEASURE, area)
+    st1 = status()
+    misses = st1["map_misses"] - st0["map_misses"]
+    return {"iops": iops, "ios": ios, "misses_per_io": misses / max(ios, 1),
+            "windows": windows, "map_memory": st1["map_memory"],
+            "forced": st1["map_forced"] - st0["map_forced"]}
+
+
+def create(logical_sectors, loop, opts):
+    sh("dmsetup", "create", NAME, "--table", f"0 {logical_sectors} remap {loop} {opts}".strip())
+
+
+def remove():
+    sh("dmsetup", "remove", NAME)
+
+
+def precondition(size):
+    """The hot GiB written in 1 MiB writes, then a block in every page."""
+    sh("dd", "if=/dev/urandom", f"of={DEV}", "bs=1M", f"count={HOT >> 20}",
+       "oflag=direct", "status=none")
+    buf = mmap.mmap(-1, 4096)
+    buf.write(os.urandom(4096))
+    fd = os.open(DEV, os.O_WRONLY | os.O_DIRECT)
+    try:
+        for off in range(HOT, size, PAGE):
+            os.pwritev(fd, [buf], min(off + (off // PAGE * 389 % 1024) * 4096, size - 4096))
+    finally:
+        os.close(fd)
+    sh("sync")
+
+
+def main():
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+    sh("modprobe", "-a", "loop", "dm-mod", "libcrc32c")
+    sh("insmod", os.path.join(REPO, "dm-remap", "dm-remap.ko"))
+    with open(IMG, "wb") as f:
+        f.truncate(SIZE)
+    loop = sh("losetup", "-f", "--show", IMG).strip()
+    sh(REMAPCTL, "format", "--force", loop)
+    d = dict(x.split("=", 1) for x in sh(REMAPCTL, "dump", loop).splitlines() if "=" in x)
+    sectors = int(d["logical_sectors"])
+    size = sectors * 512
+    map_mib = -(-(size // PAGE) // 256)
+    tables = [("whole map", ""), ("100%", f"2 map_cache {map_mib}"),
+              ("25%", f"2 map_cache {max(1, map_mib // 4)}"),
+              ("5%", f"2 map_cache {max(1, map_mib // 20)}")]
+    print(f"device: {size >> 30} GiB logical, map {map_mib} MiB "
+          f"({size // PAGE} pages); hot set {HOT >> 20} MiB ({HOT // PAGE} pages)", flush=True)
+    create(sectors, loop, "")
+    precondition(size)
+    remove()
+    res = {}
+    for r in range(rounds):
+        order = tables[r % len(tables):] + tables[:r % len(tables)]
+        for label, opts in order:
+            create(sectors, loop, opts)
+            for job in ("hot-randread", "hot-randwrite", "all-randread"):
+                x = run_job(job, size)
+                res.setdefault((label, job), []).append(x)
+                print(json.dumps({"round": r + 1, "table": label, "opts": opts, "job": job,
+                                  **x}), flush=True)
+            remove()
+    print("\n==== map cache, 4 KiB, one thread (median of "
+          f"{rounds} rounds; ratio to the whole map)")
+    print(f"{'job':14} {'table':10} {'IOPS':>8} {'ratio':>6} {'misses/IO':>9} "
+          f"{'miss cost':>10} {'map memory':>11}")
+    for job in ("hot-randread", "hot-randwrite", "all-randread"):
+        base = statistics.median(x["iops"] for x in res[("whole map", job)])
+        for label, _ in tables:
+            xs = res[(label, job)]
+            iops = statistics.median(x["iops"] for x in xs)
+            mpi = statistics.median(x["misses_per_io"] for x in xs)
+            cost = ((1 / iops - 1 / base) / mpi * 1e6) if mpi > 0.01 else None
+            mem = max(x["map_memory"] for x in xs)
+            print(f"{job:14} {label:10} {iops:8.0f} {iops / base:6.2f} {mpi:9.3f} "
+                  f"{'' if cost is None else f'{cost:8.0f}us':>10} {mem >> 20:9d}MiB")
+    sh("losetup", "-d", loop)
+    os.unlink(IMG)
+
+
+if __name__ == "__main__":
+    main()
