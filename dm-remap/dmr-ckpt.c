@@ -69,14 +69,11 @@ static void dmr_map_block_clean(struct dmr_target *rc, u64 p, u64 n,
 }
 
 /*
- * Copy map blocks [@p, @p + @n), whose pages are out of memory, from the
- * newest slot into slot @slot (at @start): a page leaves memory once the
- * newest slot holds it, dirty for the other one (dmr_map_evict()).  Each
- * is checked against @map_crc first, so a damaged copy is not spread to
- * the second slot: the checkpoint fails instead (the target goes to
- * failed mode, and the newest slot stays the one a load picks).
+ * Read map blocks [@p, @p + @n), whose pages are out of memory, from the
+ * newest slot (the one slot @slot is not) into the bounce buffer, each
+ * checked against @map_crc.
  */
-static int dmr_copy_map(struct dmr_target *rc, u64 start, u64 p, u32 n, unsigned int slot)
+static int dmr_read_copy(struct dmr_target *rc, u64 p, u32 n, unsigned int slot)
 {
 	const struct dmr_geometry *geo = &rc->sb.geo;
 	struct dmr_ckpt_layout l;
@@ -96,6 +93,70 @@ static int dmr_copy_map(struct dmr_target *rc, u64 start, u64 p, u32 n, unsigned
 			return -EILSEQ;
 		}
 	}
+	return 0;
+}
+
+/* The run of map blocks from @p that one copy takes: out, dirty for @slot. */
+static u32 dmr_copy_run(const struct dmr_target *rc, u64 p, unsigned int slot)
+{
+	u64 nr = rc->map.nr_map_blocks;
+	u32 i = 0;
+
+	while (p + i < nr && i < DMR_BOUNCE_BLOCKS &&
+	       dmr_map_block_dirty(rc, p + i, slot) &&
+	       dmr_map_page_state(&rc->map, p + i) == DMR_PAGE_EVICTED)
+		i++;
+	return i;
+}
+
+/*
+ * Before slot @slot is written: read back and check every map block the
+ * checkpoint will copy (dmr_copy_map()).  A page leaves memory once the
+ * newest slot holds it (dmr_map_evict()), so that copy is the only one;
+ * if it is damaged, the checkpoint fails here, before the first block of
+ * slot @slot is written.  The older slot stays whole then, and a load
+ * falls back to it when the newest fails its checksums, replaying the
+ * log from its position (DMR_REUSE_CHECKPOINTS keeps that log).  Checked
+ * only as each block is copied, a failure after the first write would
+ * leave neither slot loadable.  It costs a second read of what is copied.
+ */
+static int dmr_check_copies(struct dmr_target *rc, unsigned int slot)
+{
+	u64 p = 0, nr = rc->map.nr_map_blocks;
+	int r;
+
+	if (!rc->map.nr_out)
+		return 0;
+	while (p < nr) {
+		u32 n = dmr_copy_run(rc, p, slot);
+
+		if (!n) {
+			p++;
+			continue;
+		}
+		r = dmr_read_copy(rc, p, n, slot);
+		if (r)
+			return r;
+		p += n;
+	}
+	return 0;
+}
+
+/*
+ * Copy map blocks [@p, @p + @n), whose pages are out of memory, from the
+ * newest slot into slot @slot (at @start): a page leaves memory once the
+ * newest slot holds it, dirty for the other one (dmr_map_evict()).  Each
+ * is checked against @map_crc again (dmr_check_copies() did before the
+ * slot's first write), so a block the device returns damaged this time is
+ * not spread to the second slot: the checkpoint fails instead (the target
+ * goes to failed mode, and the newest slot stays the one a load picks).
+ */
+static int dmr_copy_map(struct dmr_target *rc, u64 start, u64 p, u32 n, unsigned int slot)
+{
+	int r = dmr_read_copy(rc, p, n, slot);
+
+	if (r)
+		return r;
 	return dmr_rw(rc, REQ_OP_WRITE, start + p, n, rc->bounce);
 }
 
@@ -128,10 +189,7 @@ static int dmr_write_map(struct dmr_target *rc, u64 start, unsigned int slot)
 						 (start + p) * DMR_SECTORS_PER_BLOCK,
 						 i * DMR_SECTORS_PER_BLOCK, GFP_NOIO, 0);
 		} else if (dmr_map_page_state(&rc->map, p) == DMR_PAGE_EVICTED) {
-			while (p + i < nr && i < DMR_BOUNCE_BLOCKS &&
-			       dmr_map_block_dirty(rc, p + i, slot) &&
-			       dmr_map_page_state(&rc->map, p + i) == DMR_PAGE_EVICTED)
-				i++;
+			i = dmr_copy_run(rc, p, slot);
 			r = dmr_copy_map(rc, start, p, i, slot);
 		} else {
 			while (p + i < nr && i < DMR_BOUNCE_BLOCKS &&
@@ -199,6 +257,9 @@ int dmr_checkpoint(struct dmr_target *rc, bool clean)
 		return r;
 
 	dmr_ckpt_layout(geo, &l);
+	r = dmr_check_copies(rc, slot);
+	if (r)
+		goto fail;
 	r = dmr_write_map(rc, base + l.map_offset, slot);
 	if (r)
 		goto fail;

@@ -2195,8 +2195,9 @@ static void dmr_gct_page_clock(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, state[1], (u8)DMR_PC_RESIDENT);
 	KUNIT_EXPECT_EQ(test, ref[1], 0);
 	KUNIT_EXPECT_FALSE(test, dmr_page_clock_touch(&c, 2));
+	KUNIT_EXPECT_TRUE(test, dmr_page_clock_touch(&c, 1));
 	dmr_page_clock_insert(&c, 4);
-	/* 3 is dirty for both slots: passed over; 4 goes */
+	/* 1 used again; 3 is dirty for both slots: passed over; 4 goes */
 	dirty[3] = DMR_DIRTY_ALL;
 	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty, 0), 4U);
 	dmr_page_clock_insert(&c, 5);
@@ -2234,6 +2235,33 @@ static void dmr_gct_page_clock(struct kunit *test)
 	dmr_page_clock_ref(&c, 1);
 	KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty, 1), 6U);
 	KUNIT_EXPECT_EQ(test, state[1], (u8)DMR_PC_RESIDENT);
+}
+
+/*
+ * Pages read in one after another, none used again (a scan, or a hot set
+ * that moved): the hand goes round, so the pages the cache held leave in
+ * turn, then the first of the new ones.  Were a page read in left under
+ * the hand, each would be the next victim, and 2 and 3 would stay for
+ * ever.
+ */
+static void dmr_gct_page_clock_turns(struct kunit *test)
+{
+	static const u32 want[] = { 1, 2, 3, 4, 5, 6, 7 };
+	struct dmr_page_clock c;
+	u32 ring[4], i;
+	u8 state[12], ref[12], dirty[12] = {};
+
+	dmr_page_clock_init(&c, ring, state, ref, 3, 12);
+	for (i = 1; i <= 3; i++)
+		dmr_page_clock_insert(&c, i);
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
+		dmr_page_clock_insert(&c, i + 4);	/* one over: trimmed */
+		KUNIT_EXPECT_EQ(test, dmr_page_clock_victim(&c, dirty, 0), want[i]);
+		KUNIT_EXPECT_EQ(test, c.nr, 3U);
+	}
+	/* the last three read in are the cache now */
+	for (i = 8; i <= 10; i++)
+		KUNIT_EXPECT_TRUE(test, dmr_page_clock_touch(&c, i));
 }
 
 static void dmr_gct_gc_decide(struct kunit *test)
@@ -2385,6 +2413,7 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE_PARAM(dmr_gct_params_default, dmr_gct_dev_gen_params),
 	KUNIT_CASE(dmr_gct_gc_decide),
 	KUNIT_CASE(dmr_gct_page_clock),
+	KUNIT_CASE(dmr_gct_page_clock_turns),
 	KUNIT_CASE(dmr_gct_gc_read_step),
 	KUNIT_CASE(dmr_gct_seg_verify),
 	{}

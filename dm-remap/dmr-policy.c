@@ -551,9 +551,18 @@ u32 dmr_page_clock_victim(struct dmr_page_clock *c, const u8 *dirty, unsigned in
 		} else if (!(dirty[page] & DMR_DIRTY_SLOT(newest))) {
 			c->state[page] = 0;
 			c->nr--;
-			c->ring[c->hand] = c->ring[c->nr];	/* keep the ring dense */
+			/*
+			 * Keep the ring dense: the last page (the one read in
+			 * last, as a rule) takes the slot, and the hand moves
+			 * past it, so it has a round to be used again before
+			 * the hand comes back.  Left under the hand, it would
+			 * be the next victim, and every page read in after it
+			 * would come and go through that one slot while the
+			 * rest of the cache never changed.
+			 */
+			c->ring[c->hand] = c->ring[c->nr];
 			c->ring[c->nr] = page;
-			if (c->hand >= c->nr)
+			if (++c->hand >= c->nr)
 				c->hand = 0;
 			return page;
 		}

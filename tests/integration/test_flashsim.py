@@ -178,9 +178,16 @@ def test_block_mode_data_and_timing(ram):
           f"{st['writes']} writes, busy {st['busy_us'] / 1e6:.2f} s of {wall:.2f} s")
     assert within(rw_iops, randw_iops), (rw_iops, randw_iops)
     assert st["rmws"] > st["writes"] * 0.9, st
-    # the held time is the model's: fio's run is busy_us of media time
+    # the held time is the model's: the media time per write is the
+    # model's (a count, not a clock: exact under any load), and fio is
+    # never faster than the media.  How much slower fio is depends on
+    # the guest's own overhead, which a loaded host stretches (the CI
+    # once saw 109 IOPS against a media rate of 126), so the lower bound
+    # is the loose one above.
+    media_iops = st["writes"] / (st["busy_us"] / 1e6)
     assert st["busy_us"] / 1e6 <= wall
-    assert within(st["writes"] / (st["busy_us"] / 1e6), rw_iops, 1.15), st
+    assert within(media_iops, randw_iops, 1.05), (media_iops, randw_iops, st)
+    assert rw_iops <= media_iops * 1.05, (rw_iops, media_iops, st)
 
     # sequential 1 MiB writes, QD4
     sw = fio(dev, "write", "1M", 6, qd=4)

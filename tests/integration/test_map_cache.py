@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from conftest import (BLOCK, ckpt_layout, dm_table, dump, loop_dev,
+from conftest import (BLOCK, ckpt_layout, dm_table, dump, loop_dev, newest_ckpt,
                       read_blocks_direct, remapctl, report_count, run,
                       write_blocks_direct)
 from test_log import Stack, _pread, _pwrite, block
@@ -155,6 +155,68 @@ def test_map_cache_damaged_page_fails_the_read(loop4g):
     assert after["map_misses"] == st["map_misses"], (st, after)
     # the other pages still read (those in memory, and those read back)
     assert _pread(s.top, lbas[-1]) == block(lbas[-1], 1)
+
+
+def test_map_cache_damaged_copy_fails_the_checkpoint_before_it_writes(loop4g):
+    """A page out of memory is in the newest slot only, and the next
+    checkpoint copies it to the other.  If that copy is damaged on the
+    device, the checkpoint fails (-EILSEQ, failed mode) before it writes
+    a block of the other slot (dmr_check_copies()): that slot stays as it
+    was, and a reload falls back to it and replays the log, so every
+    block written reads back.  Checked only as each block was copied, the
+    slot would be half written and neither slot would load."""
+    s = Stack(loop4g)
+    nb = s.n // 8
+    s.crash_free_remove()
+    opts = "4 map_cache 1 checkpoint_interval 86400"
+    s.create(opts)
+    lbas = _one_per_page(nb, 0)
+    _write_all(s.top, lbas, 1)
+    model = dict.fromkeys(lbas, 1)
+    # page 100 changed, then a checkpoint: in the newest slot, dirty for
+    # the other; then every other page read once, and CLOCK's hand goes
+    # round and lets it go (dmr_gct_page_clock_turns: it used to leave
+    # each page read in under the hand, the next victim, so that the
+    # pages read came and went through one slot and page 100 stayed)
+    victim = 100
+    _pwrite(s.top, lbas[victim], block(lbas[victim], 2))
+    model[lbas[victim]] = 2
+    run(["dmsetup", "message", "dmrt-top", "0", "checkpoint"])
+    for i, lba in enumerate(lbas):
+        if i != victim:
+            assert _pread(s.top, lba) == block(lba, 1), lba
+    st = s.status()
+    assert st["mode"] == "write" and st["map_evictions"] > 0, st
+
+    info = dump(s.under)
+    lay = ckpt_layout(int(info["logical_blocks"]), int(info["nr_segments"]))
+    slot_blocks = int(info["ckpt_slot_blocks"])
+    new = newest_ckpt(s.under, info)
+    other_start = int(info["ckpt_offset"]) + (new["slot"] ^ 1) * slot_blocks
+    blk = int(info["ckpt_offset"]) + new["slot"] * slot_blocks + lay["map_offset"] + victim
+    raw = bytearray(read_blocks_direct(s.under, blk))
+    raw[8] ^= 0x01
+    write_blocks_direct(s.under, blk, bytes(raw))
+    other = read_blocks_direct(s.under, other_start, slot_blocks)
+
+    # a page before it changed (the checkpoint writes it before it comes
+    # to page 100), then the checkpoint that finds the damage
+    _pwrite(s.top, lbas[10], block(lbas[10], 3), sync=True)
+    model[lbas[10]] = 3
+    p = run(["dmsetup", "message", "dmrt-top", "0", "checkpoint"], check=False)
+    st = s.status()
+    assert p.returncode != 0, p
+    assert st["mode"] == "failed" and st["first_error"] == -errno.EILSEQ, st
+    assert read_blocks_direct(s.under, other_start, slot_blocks) == other, \
+        "the failed checkpoint wrote into the older slot"
+    assert newest_ckpt(s.under, info)["seq"] == new["seq"]
+
+    # the newest slot fails its checksums: the load takes the older one
+    s.crash_free_remove()
+    s.create(opts)
+    st = s.status()
+    assert st["mode"] == "write", st
+    _check_all(s.top, model, "after the reload")
 
 
 def _peak_memory(s, stop, seen):

@@ -662,7 +662,7 @@ def test_suspend_resume_loop_under_fio_and_busy_remove(loop512):
     while a process holds it open is refused cleanly (EBUSY), and the
     data verifies after it and across a clean reload."""
     s = RStack(loop512)
-    size = "32M"
+    size = "16M"        # each pass about 40 s on vmdebug's KASAN kernel at 32M
     log = Kmsg()
     errors, cycles = [], [0]
 
