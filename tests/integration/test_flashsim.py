@@ -166,6 +166,27 @@ def test_block_mode_data_and_timing(ram):
          " | cmp - /tmp/fs-data"])
     os.unlink("/tmp/fs-data")
 
+    # The speeds, in up to three attempts: the guest shares the host's
+    # two cores with the CI's side lane (host tests, KUnit builds), and a
+    # loaded host only ever makes fio slower, never faster than the
+    # media, so an attempt that misses a speed is measured again.  What
+    # the model decides (a merge per write, the held time per write) is
+    # counted, not timed, and checked on every attempt.
+    cal = create(ram, "fs-cal", "block", "read_us=20", "read_mibs=100000")
+    for attempt in range(3):
+        missed = _block_mode_speeds(dev, cal, p, randw_iops, rmw_us, read4k_us,
+                                    seqr_mibs)
+        if not missed:
+            break
+        print(f"attempt {attempt + 1}: missed {missed}")
+    assert not missed, missed
+
+
+def _block_mode_speeds(dev, cal, p, randw_iops, rmw_us, read4k_us, seqr_mibs):
+    """One measurement of the block mode's speeds; returns the ones that
+    missed the model (after asserting what does not depend on time)."""
+    missed = []
+
     # 4 KiB random writes, QD1
     run(["dmsetup", "message", DM_PREFIX + "fs", "0", "reset"])
     t0 = time.monotonic()
@@ -176,14 +197,14 @@ def test_block_mode_data_and_timing(ram):
     print(f"flashsim block randwrite 4k qd1: {rw_iops:.1f} IOPS, model "
           f"{randw_iops:.1f} (merge {rmw_us:.0f} us); rmws {st['rmws']} of "
           f"{st['writes']} writes, busy {st['busy_us'] / 1e6:.2f} s of {wall:.2f} s")
-    assert within(rw_iops, randw_iops), (rw_iops, randw_iops)
+    if not within(rw_iops, randw_iops):
+        missed.append(("randwrite 4k", rw_iops, randw_iops))
     assert st["rmws"] > st["writes"] * 0.9, st
     # the held time is the model's: the media time per write is the
     # model's (a count, not a clock: exact under any load), and fio is
     # never faster than the media.  How much slower fio is depends on
     # the guest's own overhead, which a loaded host stretches (the CI
-    # once saw 109 IOPS against a media rate of 126), so the lower bound
-    # is the loose one above.
+    # once saw 109 IOPS against a media rate of 126).
     media_iops = st["writes"] / (st["busy_us"] / 1e6)
     assert st["busy_us"] / 1e6 <= wall
     assert within(media_iops, randw_iops, 1.05), (media_iops, randw_iops, st)
@@ -194,14 +215,15 @@ def test_block_mode_data_and_timing(ram):
     sw_mibs = sw["bw_bytes"] / MIB
     print(f"flashsim block seqwrite 1M qd4: {sw_mibs:.1f} MiB/s, model "
           f"{p['prog_mibs']} MiB/s ({100 * sw_mibs / p['prog_mibs']:.0f}%)")
-    assert sw_mibs >= 0.7 * p["prog_mibs"] and sw_mibs <= 1.05 * p["prog_mibs"]
+    assert sw_mibs <= 1.05 * p["prog_mibs"], (sw_mibs, p["prog_mibs"])
+    if sw_mibs < 0.7 * p["prog_mibs"]:
+        missed.append(("seqwrite 1M", sw_mibs, p["prog_mibs"]))
 
     # 4 KiB random reads.  At QD1 each read also pays the guest's own
     # cost of a request whose completion is held (under TCG mostly the
-    # timer's wake-up, ~100 us), measured on a second flashsim device over
-    # the same ramdisk whose reads cost 20 us (long enough to be held: a
-    # 1 us read is already due when the ramdisk completes it).
-    cal = create(ram, "fs-cal", "block", "read_us=20", "read_mibs=100000")
+    # timer's wake-up, ~100 us), measured on a second flashsim device
+    # (@cal) over the same ramdisk whose reads cost 20 us (long enough to
+    # be held: a 1 us read is already due when the ramdisk completes it).
     c = fio(cal, "randread", "4k", 3)
     cal_model_us = 20 + xfer_us(4096, 100000)
     overhead_us = 1e6 / c["iops"] - cal_model_us
@@ -213,14 +235,18 @@ def test_block_mode_data_and_timing(ram):
           f"{pred1:.0f} ({read4k_us:.1f} us + guest {overhead_us:.1f} us; "
           f"{1e6 / r1['iops'] - 1e6 / c['iops']:.1f} us more than the 20 us "
           f"device); qd4 {r4['iops']:.0f} IOPS, model {pred4:.0f}")
-    assert within(r1["iops"], pred1), (r1["iops"], pred1)
-    assert within(r4["iops"], pred4), (r4["iops"], pred4)
+    if not within(r1["iops"], pred1):
+        missed.append(("randread 4k qd1", r1["iops"], pred1))
+    if not within(r4["iops"], pred4):
+        missed.append(("randread 4k qd4", r4["iops"], pred4))
 
     # sequential 1 MiB reads, QD2
     sr = fio(dev, "read", "1M", 4, qd=2)
     sr_mibs = sr["bw_bytes"] / MIB
     print(f"flashsim block seqread 1M qd2: {sr_mibs:.1f} MiB/s, model {seqr_mibs:.1f}")
-    assert within(sr_mibs, seqr_mibs), (sr_mibs, seqr_mibs)
+    if not within(sr_mibs, seqr_mibs):
+        missed.append(("seqread 1M", sr_mibs, seqr_mibs))
+    return missed
 
 
 def test_page_mode_fast_then_gc_then_discard(ram):
