@@ -19,7 +19,8 @@
 #             on a 6.12 kernel with KASAN, lockdep, kmemleak and failslab
 #             (scripts/debug-kernel.sh, cached: the first build takes about
 #             30 minutes), which Debian's kernel does not have
-#   deb       make deb's packages (scripts/deb.sh: build, lintian), then in a
+#   deb       make deb's packages (scripts/deb.sh: build, lintian; in the
+#             side lane as the debpkg stage when vm runs too), then in a
 #             VM with /usr, /etc and /var as overlays in guest RAM: the
 #             README's quick start as it stands (apt-get install of the
 #             packages, remapctl on an md RAID-5 of ramdisks), dkms
@@ -82,12 +83,15 @@ if [ -z "${DMR_CHECK_SERIAL:-}" ] && [ -z "${DMR_CHECK_COUNTS:-}" ] &&
 		esac
 	done
 	stages=("${keep[@]}")
+	# the deb stage's packages are built (about 100 s) in the lane
+	# first; the deb stage then only boots its VM
+	[[ " ${stages[*]} " != *" deb "* ]] || lane=(debpkg "${lane[@]}")
 fi
 
 start_lane() {
 	local want_kdebug=$1
 	: > "$out/lane.counts"
-	rm -f "$out/kdebug.done"
+	rm -f "$out/kdebug.done" "$out/debpkg.done"
 	(
 		if [ "$want_kdebug" = 1 ]; then
 			# a cold cache: the kernel source unpacked (and dm-remap
@@ -342,15 +346,39 @@ for s in "${stages[@]}"; do
 				cat "$out/vmdebug-build.log"; count 0 1 vmdebug FAIL
 			fi
 		fi ;;
+	debpkg)
+		echo "== debpkg: make deb's packages (scripts/deb.sh: build, lintian)"
+		rm -f "$out/debpkg.done"
+		if bash scripts/deb.sh "$out/deb-pkgs" > "$out/debpkg.log" 2>&1; then
+			echo ok > "$out/debpkg.done"; count 1 0 debpkg ok
+		else
+			echo FAIL > "$out/debpkg.done"
+			cat "$out/debpkg.log"; count 0 1 debpkg FAIL
+		fi ;;
 	deb)
 		echo "== deb: make deb, then the README quick start / dkms / dpkg -r in a VM (overlays)"
-		# about 6 minutes: the build and lintian 30 s, the VM about 5.5
-		# (boot, and apt-get install's DKMS build of the module under TCG: 3)
-		run_tests deb "$out/deb.log" bash -c '
-			bash scripts/deb.sh "$1/deb-pkgs" &&
-			bash tests/vm/run-vm.sh --overlay /usr --overlay /etc --overlay /var \
-				--timeout 900 "$1/vmdeb" -- bash tests/vm/guest-deb.sh "$1/deb-pkgs"' \
-			deb "$out" ;;
+		# about 10 minutes: the build and lintian 100 s (in the side lane
+		# when there is one), the VM about 8 (boot, and apt-get install's
+		# DKMS build of the module under TCG: 5)
+		if [[ " ${lane[*]} " == *" debpkg "* ]]; then
+			while [ ! -e "$out/debpkg.done" ] && kill -0 "$lane_pid" 2>/dev/null; do
+				sleep 5
+			done
+			if [ "$(cat "$out/debpkg.done" 2>/dev/null)" = ok ]; then
+				cat "$out/debpkg.log"
+				run_tests deb "$out/deb.log" bash tests/vm/run-vm.sh --overlay /usr \
+					--overlay /etc --overlay /var --timeout 900 "$out/vmdeb" -- \
+					bash tests/vm/guest-deb.sh "$out/deb-pkgs"
+			else
+				echo "deb: no packages (the debpkg stage failed, in the side lane: $out/debpkg.log)"
+			fi
+		else
+			run_tests deb "$out/deb.log" bash -c '
+				bash scripts/deb.sh "$1/deb-pkgs" &&
+				bash tests/vm/run-vm.sh --overlay /usr --overlay /etc --overlay /var \
+					--timeout 900 "$1/vmdeb" -- bash tests/vm/guest-deb.sh "$1/deb-pkgs"' \
+				deb "$out"
+		fi ;;
 	*)
 		echo "check: unknown stage '$s' (stages: ${all_stages[*]})" >&2; exit 2 ;;
 	esac

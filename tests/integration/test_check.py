@@ -122,7 +122,7 @@ def test_check_after_power_cut(ram, case):
     fsyncs and GC runs: check finds the device consistent (what replay
     stops at is a note), the target recovers, and after a clean removal
     check finds it clean with nothing to replay."""
-    base = small_base(ram, 32)
+    base = small_base(ram, 16)
     s = Stack(base, ["--segment-size", SEG_SIZE])
     n = s.n
     run(["dd", "if=/dev/urandom", f"of={s.top}", "bs=1M", "oflag=direct",

@@ -168,7 +168,7 @@ def test_compare_writes_past_the_free_space(ram):
     amplification.  (--precondition: the default, 2.)"""
     out = "/tmp/dmrt-compare-gc"
     p = compare("--bs", "1M", "--threads", "1", "--seconds", "6", "--size", "8M",
-                "--out", out, small_device(ram, 48))
+                "--out", out, small_device(ram, 32))
     assert p.returncode == 0, p.stderr
     res = load(out)
     assert "remap_refreshes" not in res and "bm_flash_fresh" not in res

@@ -20,7 +20,7 @@ from test_gc import ZERO_GEN, Dev, check_model
 from test_log import blocks
 
 REPLAY = str(REPO / "tools" / "replay-log")
-SIZE = 64 << 20                 # bytes of each device used
+SIZE = 32 << 20                 # bytes of each device used
 SECTORS = SIZE // 512
 MAX_POINTS = 10                 # flush points checked (spread over the log)
 
@@ -187,7 +187,7 @@ def test_replay_every_flush_point_recovers(ram, ram2, opts):
 # GC and segment reuse inside the recorded window
 
 GC_SIZE = 16 << 20              # 63 segments of 256 KiB
-GC_POINTS = 30                  # flush points checked (spread over the log)
+GC_POINTS = 16                  # flush points checked (spread over the log)
 
 
 def test_replay_every_flush_point_with_gc_and_reuse(ram, ram2):

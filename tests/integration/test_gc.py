@@ -195,7 +195,7 @@ def simulator(segments, seg_blocks, op, overwrites):
 
 
 def test_gc_fio_overwrite_10x_with_readers(ram):
-    """fio overwrites a 64 MiB device's logical space ten times in random
+    """fio overwrites a 32 MiB device's logical space ten times in random
     4 KiB blocks (crc32c verify headers), while readers read and verify
     random blocks the whole time (a block from a segment reused under a
     read would carry another offset); then the writer verifies the last
@@ -203,7 +203,7 @@ def test_gc_fio_overwrite_10x_with_readers(ram):
     have happened, with no error and no kernel warning; the write
     amplification is that of the simulator, within 10%."""
     t0 = time.monotonic()
-    base = small_base(ram, 64)
+    base = small_base(ram, 32)
     remapctl("format", "--segment-size", SEG_SIZE, base)
     info = dump(base)
     n = int(info["logical_sectors"])
