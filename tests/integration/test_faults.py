@@ -350,8 +350,8 @@ def test_construction_out_of_memory(ram):
     before.  Needs a kernel with fault injection and kmemleak (the vmdebug
     stage's); Debian's has neither, and the test says it skipped.
 
-    A load makes about 770 allocations and each try costs about 0.4 s on
-    the KASAN kernel, so not every n is tried: every n up to OOM_ALL,
+    A load makes about 770 allocations and each try costs 0.5 to 0.8 s on
+    the KASAN kernel under TCG, so not every n is tried: every n up to OOM_ALL,
     then every OOM_STRIDE-th (from an offset that turns with the day of
     the year, so that successive runs cover every n; printed, and
     DMR_OOM_OFFSET sets it), then every one of the last OOM_ALL before
