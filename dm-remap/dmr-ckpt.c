@@ -576,7 +576,7 @@ int dmr_load(struct dmr_target *rc, const char **error)
 		return -EINVAL;
 	}
 
-	rp.unit = kmalloc_array(DMR_NR_HEADS, sizeof(*rp.unit), GFP_KERNEL);
+	rp.unit = kvmalloc_array(DMR_NR_HEADS, sizeof(*rp.unit), GFP_KERNEL);
 	if (!rp.unit) {
 		*error = "Cannot allocate replay buffers";
 		return -ENOMEM;
@@ -585,7 +585,7 @@ int dmr_load(struct dmr_target *rc, const char **error)
 	if (rc->pc.cap)		/* pages out are read back as units need them */
 		rp.need = dmr_map_cache_replay;
 	r = dmr_replay_heads(&rp, &rc->map, pos, DMR_NR_HEADS, &seq);
-	kfree(rp.unit);
+	kvfree(rp.unit);
 	if (r == -ENOMEM) {
 		*error = "Cannot allocate the map's pages";
 		return -ENOMEM;

@@ -200,6 +200,15 @@ static_assert(sizeof(struct dmr_disk_superblock) == DMR_BLOCK_SIZE,
 #define DMR_SUMMARY_WORDS	((DMR_BLOCK_SIZE - DMR_SUMMARY_HDR_SIZE) / 4)
 #define DMR_NO_SEGMENT		0xffffffffU
 #define DMR_UNIT_RELOC		0x1U	/* summary flag: a GC relocation unit */
+/*
+ * Summary flag: every logical block, source block, discard start and
+ * count takes two words, low then high (64-bit block numbers), so a unit
+ * holds at most 504 data blocks (252 relocated).  Format 4's units
+ * (issue 26, "beyond 16 TiB": devices of 2^32 data blocks and more);
+ * no geometry the module accepts writes them yet, but every decoder
+ * reads them.
+ */
+#define DMR_UNIT_WIDE		0x2U
 
 /**
  * struct dmr_disk_summary - the first block of a log unit
@@ -213,10 +222,11 @@ static_assert(sizeof(struct dmr_disk_superblock) == DMR_BLOCK_SIZE,
  * @nr_discards: discard extents after the block entries
  * @next_segment: where this head's log continues when this segment is
  *	left (DMR_NO_SEGMENT until the head has reserved it)
- * @flags: DMR_UNIT_RELOC or zero
+ * @flags: DMR_UNIT_RELOC, DMR_UNIT_WIDE, or zero
  * @words: @nr_blocks logical block numbers (relocation units: @nr_blocks
  *	pairs of logical block and source data-area block), then
- *	@nr_discards pairs of (first logical block, number of blocks)
+ *	@nr_discards pairs of (first logical block, number of blocks); with
+ *	DMR_UNIT_WIDE each of these numbers is two words, low word first
  */
 struct dmr_disk_summary {
 	__u8 magic[DMR_MAGIC_LEN];

@@ -162,8 +162,8 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	rc->map_crc = dmr_alloc_array(nr_map_blocks, sizeof(u32));
 	rc->gc_buf = vmalloc(seg_bytes);
 	rc->bounce = vmalloc((size_t)DMR_BOUNCE_BLOCKS * DMR_BLOCK_SIZE);
-	rc->gc_unit = kzalloc(sizeof(*rc->gc_unit), GFP_KERNEL);
-	rc->gc_vunit = kzalloc(sizeof(*rc->gc_vunit), GFP_KERNEL);
+	rc->gc_unit = kvzalloc(sizeof(*rc->gc_unit), GFP_KERNEL);
+	rc->gc_vunit = kvzalloc(sizeof(*rc->gc_vunit), GFP_KERNEL);
 	rc->gc_ok = kvzalloc(geo->segment_blocks, GFP_KERNEL);
 	ok = pages && segs && dirty && lists && rc->readers && rc->map_crc &&
 	     rc->gc_buf && rc->bounce && rc->gc_unit && rc->gc_vunit && rc->gc_ok;
@@ -175,7 +175,7 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 		struct dmr_head *h = &rc->heads[i];
 
 		h->buf = vmalloc(seg_bytes);
-		h->unit = kzalloc(sizeof(*h->unit), GFP_KERNEL);
+		h->unit = kvzalloc(sizeof(*h->unit), GFP_KERNEL);
 		h->pos.segment = DMR_NO_SEGMENT;
 		h->pos.next_segment = DMR_NO_SEGMENT;
 		ok = ok && h->buf && h->unit;
@@ -242,11 +242,11 @@ void dmr_io_exit(struct dmr_target *rc)
 	if (rc->io_client)
 		dm_io_client_destroy(rc->io_client);
 	for (i = 0; i < DMR_NR_HEADS; i++) {
-		kfree(rc->heads[i].unit);
+		kvfree(rc->heads[i].unit);
 		vfree(rc->heads[i].buf);
 	}
-	kfree(rc->gc_unit);
-	kfree(rc->gc_vunit);
+	kvfree(rc->gc_unit);
+	kvfree(rc->gc_vunit);
 	kvfree(rc->gc_ok);
 	vfree(rc->bounce);
 	vfree(rc->gc_buf);

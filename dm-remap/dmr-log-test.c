@@ -7,6 +7,7 @@
 #include <kunit/test.h>
 
 #include "dmr-log.h"
+#include "dmr-writer.h"
 
 /*
  * Replay runs on a 2 MiB fake device (7 segments of 64 blocks, 288
@@ -661,6 +662,143 @@ static void dmr_test_unit_codec(struct kunit *test)
 	u->nr_blocks = DMR_SUMMARY_WORDS - 2;
 	KUNIT_EXPECT_TRUE(test, dmr_unit_room(u, 2));
 	KUNIT_EXPECT_FALSE(test, dmr_unit_room(u, 3));
+}
+
+/*
+ * Format 4's wide units (DMR_UNIT_WIDE, issue 26): every number two
+ * words, low first, so block numbers past 2^32 survive; at the 32-bit
+ * boundary and at 2^40 (4 PiB of 4 KiB blocks).
+ */
+static const u64 dmr_wide_values[] = {
+	0, (1ULL << 32) - 2, (1ULL << 32) - 1, 1ULL << 32, (1ULL << 32) + 1,
+	(1ULL << 40) - 1,
+};
+
+static void dmr_test_unit_codec_wide(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	struct dmr_unit *u = f->unit, *out;
+	struct dmr_disk_summary *d = f->buf;
+	const u64 nr_logical = 1ULL << 40;
+	const u32 n = ARRAY_SIZE(dmr_wide_values);
+	u8 *data = f->dev + 8 * DMR_BLOCK_SIZE;
+	u32 i;
+
+	out = kunit_kzalloc(test, sizeof(*out), GFP_KERNEL);
+	if (!out)
+		kunit_skip(test, "no memory");
+	memset(data, 0x5a, n * DMR_BLOCK_SIZE);
+
+	/* a user unit: logical blocks and discard extents across 2^32 */
+	dmr_unit_reset(u, DMR_UNIT_WIDE);
+	u->seq = 5;
+	u->blocknr = 1234;
+	u->next_segment = DMR_NO_SEGMENT;
+	for (i = 0; i < n; i++)
+		u->lba[u->nr_blocks++] = dmr_wide_values[i];
+	u->discard[0][0] = (1ULL << 32) - 3;	/* straddles 2^32 */
+	u->discard[0][1] = 6;
+	u->discard[1][0] = 7;			/* longer than 2^32 blocks */
+	u->discard[1][1] = (1ULL << 32) + 5;
+	u->discard[2][0] = nr_logical - 1;	/* the last block */
+	u->discard[2][1] = 1;
+	u->nr_discards = 3;
+	dmr_unit_encode(u, f->uuid, data, d);
+	/* the layout: low word, then high word */
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(d->flags), DMR_UNIT_WIDE);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(d->words[2 * 3]), 0U);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(d->words[2 * 3 + 1]), 1U);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(d->words[2 * 2]), 0xffffffffU);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(d->words[2 * 2 + 1]), 0U);
+	KUNIT_ASSERT_EQ(test, dmr_unit_decode(d, 1234, f->uuid, nr_logical, out),
+			DMR_LOG_OK);
+	KUNIT_EXPECT_EQ(test, out->flags, DMR_UNIT_WIDE);
+	KUNIT_ASSERT_EQ(test, out->nr_blocks, n);
+	for (i = 0; i < n; i++)
+		KUNIT_EXPECT_EQ(test, out->lba[i], dmr_wide_values[i]);
+	KUNIT_ASSERT_EQ(test, out->nr_discards, 3U);
+	for (i = 0; i < 3; i++) {
+		KUNIT_EXPECT_EQ(test, out->discard[i][0], u->discard[i][0]);
+		KUNIT_EXPECT_EQ(test, out->discard[i][1], u->discard[i][1]);
+	}
+	KUNIT_EXPECT_EQ(test, out->data_csum, dmr_data_csum(data, n));
+	/* the bounds hold past 2^32: one block too far, and no wrap around */
+	KUNIT_EXPECT_EQ(test, dmr_unit_decode(d, 1234, f->uuid, (1ULL << 40) - 1, out),
+			DMR_LOG_BAD_COUNTS);
+	u->nr_blocks = 0;
+	u->discard[2][0] = ~0ULL;		/* first + count wraps to 0 */
+	u->discard[2][1] = 1;
+	dmr_unit_encode(u, f->uuid, data, d);
+	KUNIT_EXPECT_EQ(test, dmr_unit_decode(d, 1234, f->uuid, nr_logical, out),
+			DMR_LOG_BAD_COUNTS);
+	u->discard[2][0] = 1;
+	u->discard[2][1] = ~0ULL;		/* a count past the device */
+	dmr_unit_encode(u, f->uuid, data, d);
+	KUNIT_EXPECT_EQ(test, dmr_unit_decode(d, 1234, f->uuid, nr_logical, out),
+			DMR_LOG_BAD_COUNTS);
+
+	/* a relocation unit: logical block and source, both wide */
+	dmr_unit_reset(u, DMR_UNIT_RELOC | DMR_UNIT_WIDE);
+	u->seq = 6;
+	u->blocknr = 99;
+	for (i = 0; i < n; i++) {
+		u->lba[u->nr_blocks] = dmr_wide_values[n - 1 - i];
+		u->src[u->nr_blocks++] = dmr_wide_values[i] + 3;
+	}
+	dmr_unit_encode(u, f->uuid, data, d);
+	KUNIT_ASSERT_EQ(test, dmr_unit_decode(d, 99, f->uuid, nr_logical, out),
+			DMR_LOG_OK);
+	KUNIT_EXPECT_EQ(test, out->flags, DMR_UNIT_RELOC | DMR_UNIT_WIDE);
+	for (i = 0; i < n; i++) {
+		KUNIT_EXPECT_EQ(test, out->lba[i], dmr_wide_values[n - 1 - i]);
+		KUNIT_EXPECT_EQ(test, out->src[i], dmr_wide_values[i] + 3);
+	}
+
+	/* a narrow unit keeps one word a number: 2^32 - 1 is its largest */
+	dmr_unit_reset(u, 0);
+	u->blocknr = 1234;
+	u->lba[0] = (1ULL << 32) - 1;
+	u->lba[1] = 8;
+	u->nr_blocks = 2;
+	dmr_unit_encode(u, f->uuid, data, d);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(d->words[1]), 8U);
+	KUNIT_ASSERT_EQ(test, dmr_unit_decode(d, 1234, f->uuid, nr_logical, out),
+			DMR_LOG_OK);
+	KUNIT_EXPECT_EQ(test, out->lba[0], (1ULL << 32) - 1);
+	/* an unknown flag is refused */
+	d->flags = cpu_to_le32(DMR_UNIT_WIDE << 1);
+	dmr_unit_finish_csum(d, dmr_data_csum(data, 2));
+	KUNIT_EXPECT_EQ(test, dmr_unit_decode(d, 1234, f->uuid, nr_logical, out),
+			DMR_LOG_BAD_COUNTS);
+
+	/* room: two words a number, so half the blocks and extents */
+	dmr_unit_reset(u, DMR_UNIT_WIDE);
+	KUNIT_EXPECT_EQ(test, dmr_unit_block_words(u), 2U);
+	KUNIT_EXPECT_EQ(test, dmr_unit_discard_words(u), 4U);
+	KUNIT_EXPECT_EQ(test, dmr_write_chunk(u, 0, 4096, 4096), DMR_SUMMARY_WORDS / 2);
+	u->nr_blocks = DMR_SUMMARY_WORDS / 2 - 1;
+	KUNIT_EXPECT_TRUE(test, dmr_unit_takes_block(true, u, 0, 4096));
+	KUNIT_EXPECT_EQ(test, dmr_write_chunk(u, 0, 4096, 4096), 1U);
+	u->nr_blocks++;
+	KUNIT_EXPECT_FALSE(test, dmr_unit_takes_block(true, u, 0, 4096));
+	dmr_unit_reset(u, DMR_UNIT_WIDE);
+	u->nr_discards = DMR_SUMMARY_WORDS / 4 - 1;
+	KUNIT_EXPECT_FALSE(test, dmr_discard_needs_seal(true, u));
+	u->nr_discards++;
+	KUNIT_EXPECT_TRUE(test, dmr_discard_needs_seal(true, u));
+	dmr_unit_reset(u, DMR_UNIT_RELOC | DMR_UNIT_WIDE);
+	KUNIT_EXPECT_EQ(test, dmr_unit_block_words(u), 4U);
+	KUNIT_EXPECT_EQ(test, dmr_write_chunk(u, 0, 4096, 4096), DMR_SUMMARY_WORDS / 4);
+	/* and a decoder refuses a wide unit that claims more than fit */
+	dmr_unit_reset(u, DMR_UNIT_WIDE);
+	u->blocknr = 1234;
+	u->nr_blocks = DMR_SUMMARY_WORDS / 2;
+	memset(u->lba, 0, sizeof(u->lba));
+	dmr_unit_encode_body(u, f->uuid, d);
+	d->nr_blocks = cpu_to_le32(DMR_SUMMARY_WORDS / 2 + 1);
+	dmr_unit_finish_csum(d, 0);
+	KUNIT_EXPECT_EQ(test, dmr_unit_decode(d, 1234, f->uuid, nr_logical, out),
+			DMR_LOG_BAD_COUNTS);
 }
 
 static void dmr_test_ckpt_codec(struct kunit *test)
@@ -1665,6 +1803,7 @@ static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_map_evict),
 	KUNIT_CASE(dmr_test_map_runs_and_recount),
 	KUNIT_CASE(dmr_test_unit_codec),
+	KUNIT_CASE(dmr_test_unit_codec_wide),
 	KUNIT_CASE(dmr_test_ckpt_codec),
 	KUNIT_CASE(dmr_test_ckpt_layout),
 	KUNIT_CASE(dmr_test_replay_order_newest_wins),

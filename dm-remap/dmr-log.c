@@ -26,7 +26,10 @@ const char *dmr_log_strerror(enum dmr_log_status st)
 	return st < DMR_LOG_NR_STATUS ? msg[st] : "unknown log status";
 }
 
-/* Start an empty unit; @flags is DMR_UNIT_RELOC for a relocation unit. */
+/*
+ * Start an empty unit; @flags: DMR_UNIT_RELOC for a relocation unit,
+ * DMR_UNIT_WIDE for 64-bit numbers in its summary.
+ */
 void dmr_unit_reset(struct dmr_unit *u, u32 flags)
 {
 	u->flags = flags;
@@ -35,17 +38,53 @@ void dmr_unit_reset(struct dmr_unit *u, u32 flags)
 	u->data_csum = 0;
 }
 
-/* Return: summary words a data block takes: 2 in a relocation unit, else 1. */
-u32 dmr_unit_block_words(const struct dmr_unit *u)
+/* Return: summary words one number takes: 2 in a wide unit, else 1. */
+static u32 dmr_unit_number_words(const struct dmr_unit *u)
 {
-	return u->flags & DMR_UNIT_RELOC ? 2 : 1;
+	return u->flags & DMR_UNIT_WIDE ? 2 : 1;
 }
 
-/* Return: true if @words more summary words (per block, 2 per extent) fit. */
+/*
+ * Return: summary words a data block takes: a number (its logical block),
+ * two in a relocation unit (and its source).
+ */
+u32 dmr_unit_block_words(const struct dmr_unit *u)
+{
+	return (u->flags & DMR_UNIT_RELOC ? 2 : 1) * dmr_unit_number_words(u);
+}
+
+/* Return: summary words a discard extent takes: two numbers. */
+u32 dmr_unit_discard_words(const struct dmr_unit *u)
+{
+	return 2 * dmr_unit_number_words(u);
+}
+
+/* Return: true if @words more summary words (dmr_unit_*_words()) fit. */
 bool dmr_unit_room(const struct dmr_unit *u, u32 words)
 {
-	return u->nr_blocks * dmr_unit_block_words(u) + 2 * u->nr_discards +
+	return (u64)u->nr_blocks * dmr_unit_block_words(u) +
+	       (u64)u->nr_discards * dmr_unit_discard_words(u) +
 	       words <= DMR_SUMMARY_WORDS;
+}
+
+/* Store @v at @d->words[*w] in @u's width, advancing *w past it. */
+static void dmr_put_number(const struct dmr_unit *u, struct dmr_disk_summary *d,
+			   u32 *w, u64 v)
+{
+	d->words[(*w)++] = cpu_to_le32(lower_32_bits(v));
+	if (u->flags & DMR_UNIT_WIDE)
+		d->words[(*w)++] = cpu_to_le32(upper_32_bits(v));
+}
+
+/* The number at @d->words[*w] in @u's width, advancing *w past it. */
+static u64 dmr_get_number(const struct dmr_unit *u, const struct dmr_disk_summary *d,
+			  u32 *w)
+{
+	u64 v = le32_to_cpu(d->words[(*w)++]);
+
+	if (u->flags & DMR_UNIT_WIDE)
+		v |= (u64)le32_to_cpu(d->words[(*w)++]) << 32;
+	return v;
 }
 
 u32 dmr_data_csum(const void *data, u32 nr_blocks)
@@ -116,13 +155,13 @@ void dmr_unit_encode_body(const struct dmr_unit *u, const u8 *uuid, void *block)
 	d->next_segment = cpu_to_le32(u->next_segment);
 	d->flags = cpu_to_le32(u->flags);
 	for (i = 0; i < u->nr_blocks; i++) {
-		d->words[w++] = cpu_to_le32(u->lba[i]);
+		dmr_put_number(u, d, &w, u->lba[i]);
 		if (u->flags & DMR_UNIT_RELOC)
-			d->words[w++] = cpu_to_le32(u->src[i]);
+			dmr_put_number(u, d, &w, u->src[i]);
 	}
 	for (i = 0; i < u->nr_discards; i++) {
-		d->words[w++] = cpu_to_le32(u->discard[i][0]);
-		d->words[w++] = cpu_to_le32(u->discard[i][1]);
+		dmr_put_number(u, d, &w, u->discard[i][0]);
+		dmr_put_number(u, d, &w, u->discard[i][1]);
 	}
 }
 
@@ -231,22 +270,23 @@ enum dmr_log_status dmr_unit_decode(const void *block, u64 blocknr,
 	u->nr_discards = le32_to_cpu(d->nr_discards);
 	u->next_segment = le32_to_cpu(d->next_segment);
 	u->flags = le32_to_cpu(d->flags);
-	if ((u->flags & ~DMR_UNIT_RELOC) || u->nr_blocks > DMR_SUMMARY_WORDS ||
+	if ((u->flags & ~(DMR_UNIT_RELOC | DMR_UNIT_WIDE)) ||
+	    u->nr_blocks > DMR_SUMMARY_WORDS ||
 	    u->nr_discards > DMR_SUMMARY_WORDS / 2 ||
 	    !dmr_unit_room(u, 0))
 		return DMR_LOG_BAD_COUNTS;
 	for (i = 0; i < u->nr_blocks; i++) {
-		u->lba[i] = le32_to_cpu(d->words[w++]);
+		u->lba[i] = dmr_get_number(u, d, &w);
 		if (u->lba[i] >= nr_logical)
 			return DMR_LOG_BAD_COUNTS;
 		if (u->flags & DMR_UNIT_RELOC)
-			u->src[i] = le32_to_cpu(d->words[w++]);
+			u->src[i] = dmr_get_number(u, d, &w);
 	}
 	for (i = 0; i < u->nr_discards; i++) {
-		u64 first = le32_to_cpu(d->words[w++]);
-		u64 count = le32_to_cpu(d->words[w++]);
+		u64 first = dmr_get_number(u, d, &w);
+		u64 count = dmr_get_number(u, d, &w);
 
-		if (!count || first + count > nr_logical)
+		if (!count || count > nr_logical || first > nr_logical - count)
 			return DMR_LOG_BAD_COUNTS;
 		u->discard[i][0] = first;
 		u->discard[i][1] = count;

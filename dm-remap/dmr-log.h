@@ -18,12 +18,18 @@
  * @blocknr: device block of its summary
  * @next_segment: segment the log continues in
  * @data_csum: checksum of the data blocks (set by encode / decode)
- * @flags: DMR_UNIT_RELOC for a relocation unit
+ * @flags: DMR_UNIT_RELOC for a relocation unit, DMR_UNIT_WIDE for a unit
+ *	whose summary holds 64-bit numbers
  * @nr_blocks: data blocks
  * @nr_discards: discard extents
  * @lba: logical block of each data block
  * @src: relocation units: data-area block each data block was copied from
  * @discard: (first, count) of each discard extent
+ *
+ * The numbers are 64-bit in memory whatever the summary's width (20 KiB
+ * a unit); a narrow summary (no DMR_UNIT_WIDE) stores their low 32 bits,
+ * so its builder must only be given numbers below 2^32 (a geometry of
+ * fewer than 2^32 data and logical blocks).
  */
 struct dmr_unit {
 	u64 seq;
@@ -33,9 +39,9 @@ struct dmr_unit {
 	u32 flags;
 	u32 nr_blocks;
 	u32 nr_discards;
-	u32 lba[DMR_SUMMARY_WORDS];
-	u32 src[DMR_SUMMARY_WORDS / 2];
-	u32 discard[DMR_SUMMARY_WORDS / 2][2];
+	u64 lba[DMR_SUMMARY_WORDS];
+	u64 src[DMR_SUMMARY_WORDS / 2];
+	u64 discard[DMR_SUMMARY_WORDS / 2][2];
 };
 
 enum dmr_log_status {
@@ -58,6 +64,7 @@ const char *dmr_log_strerror(enum dmr_log_status st);
 /* Unit builder (the writer side). */
 void dmr_unit_reset(struct dmr_unit *u, u32 flags);
 u32 dmr_unit_block_words(const struct dmr_unit *u);
+u32 dmr_unit_discard_words(const struct dmr_unit *u);
 bool dmr_unit_room(const struct dmr_unit *u, u32 words);
 u32 dmr_data_csum(const void *data, u32 nr_blocks);
 #define DMR_DATA_CSUM_SEED	(~0U)

@@ -73,7 +73,8 @@ u32 dmr_write_chunk(const struct dmr_unit *u, u32 wp, u32 seg_blocks, u32 want)
 	u32 n = min(want, seg_blocks - wp);
 	u32 bw = dmr_unit_block_words(u);
 
-	return min(n, (DMR_SUMMARY_WORDS - u->nr_blocks * bw - 2 * u->nr_discards) / bw);
+	return min(n, (DMR_SUMMARY_WORDS - u->nr_blocks * bw -
+		       u->nr_discards * dmr_unit_discard_words(u)) / bw);
 }
 
 /**
@@ -279,7 +280,7 @@ int dmr_flush_carrier(const bool *unwritten, unsigned int nr)
  */
 bool dmr_discard_needs_seal(bool unit_open, const struct dmr_unit *u)
 {
-	return unit_open && (u->nr_blocks || !dmr_unit_room(u, 2));
+	return unit_open && (u->nr_blocks || !dmr_unit_room(u, dmr_unit_discard_words(u)));
 }
 
 /* Pieces of at least 1 MiB: 256 blocks, one bio's worth of pages. */

@@ -20,8 +20,9 @@
 #   DMR_BENCH_CONFIGS=raid5-4 DMR_BENCH_CELLS='randwrite-4k-*' DMR_BENCH_FS=0 make bench
 # DMR_BENCH_PARTS [main,flash,sim,mapcache] chooses the parts; mapcache is
 # tests/vm/guest-mapcache.py (table option map_cache at 100, 25 and 5% of
-# the map against the whole map; DMR_BENCH_MAPCACHE_ROUNDS, 2), about 25
-# minutes under TCG (mapcache/mapcache.txt).
+# the map against the whole map; DMR_BENCH_MAPCACHE_ROUNDS, 3; on a loop
+# file and on a null_blk media model, DMR_BENCH_MAPCACHE_KINDS,
+# loop,media), about 40 minutes under TCG (mapcache/mapcache.txt).
 # Under TCG the default main part takes about 1.5-2 hours (the file
 # system matrix on both configurations), the flash part about 2 hours
 # (three configurations, five block sizes, three phases, three rounds).
@@ -82,7 +83,8 @@ if [[ ,$parts, == *,mapcache,* ]]; then
 	mkdir -p "$out/mapcache" || exit 1
 	mrc=0
 	bash tests/vm/run-vm.sh --mem 12288 --timeout 5400 "$out/mapcache" -- \
-		/usr/bin/python3 tests/vm/guest-mapcache.py "${DMR_BENCH_MAPCACHE_ROUNDS:-2}" \
+		/usr/bin/python3 tests/vm/guest-mapcache.py "${DMR_BENCH_MAPCACHE_ROUNDS:-3}" \
+		"${DMR_BENCH_MAPCACHE_KINDS:-loop,media}" \
 		>"$out/mapcache/mapcache.txt" 2>&1 || mrc=$?
 	{
 		echo

@@ -243,7 +243,8 @@ for s in "${stages[@]}"; do
 		fi ;;
 	host)
 		echo "== host: pytest tests/host"
-		run_tests host "$out/host.log" /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/host ;;
+		run_tests host "$out/host.log" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+			--durations=20 tests/host ;;
 	dkms)
 		echo "== dkms: dkms build (private dkms tree in $cache/dkms)"
 		ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)

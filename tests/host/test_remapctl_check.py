@@ -367,7 +367,7 @@ def test_activate_remaptab(tmp_path):
     p = subprocess.run([REMAPCTL, "activate", "--remaptab", str(tab)], capture_output=True,
                        text=True, env=env, timeout=60)
     assert p.returncode == 1, p.stdout + p.stderr
-    assert f"remaptab:5: want NAME DEV [OPTIONS]" in p.stderr
+    assert "remaptab:5: want NAME DEV [OPTIONS]" in p.stderr
     assert "remaptab:6: UUID=00000000-0000-0000-0000-000000000000: no block device " \
            "holds it" in p.stderr
     assert "activate: 2 done, 2 failed" in p.stdout

@@ -68,7 +68,7 @@ def used_device(ram):
     n = int(info["logical_sectors"])
     dm_create("top", f"0 {n} remap {base}")
     top = dm_path("top")
-    run(["dd", f"if=/dev/urandom", f"of={top}", "bs=1M", "oflag=direct",
+    run(["dd", "if=/dev/urandom", f"of={top}", "bs=1M", "oflag=direct",
          f"count={n * 512 >> 20}"])
     churn(top, n * 512)
     st = status_fields("top")

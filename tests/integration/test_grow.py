@@ -12,7 +12,6 @@ segment count the grow must give.
 """
 import os
 import random
-import subprocess
 import time
 
 import pytest

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from conftest import (BLOCK, DM_PREFIX, MNT, Ram, dm_path, dm_status, dump,
+from conftest import (BLOCK, DM_PREFIX, MNT, Ram, dm_path, dump,
                       remapctl, run, sectors, wipe)
 
 

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from conftest import (BLOCK, DM_PREFIX, REPO, SUMMARY_MAGIC, Kmsg,
-                      ckpt_headers, ckpt_layout, cleanup_dm, dev_sha256, dm_create,
+                      ckpt_headers, ckpt_layout, dev_sha256, dm_create,
                       dm_create_table, dm_path, dm_remove, dm_table, dump,
                       geometry, loop_dev, mem_total_bytes, zero_map_table, newest_ckpt,
                       read_blocks_direct, remapctl, run, sectors,
@@ -427,7 +427,7 @@ def test_review_large_segment_written_whole_and_aligned(ram, loop512):
     seg_sect = S * 8
     writes = []      # (segment, offset in blocks, blocks, flags)
     for e in entries[at["start"]:at["synced"]]:
-        idx, flags, sector, nsec = int(e[0]), e[1], int(e[2]), int(e[3])
+        flags, sector, nsec = e[1], int(e[2]), int(e[3])
         if "MARK" in flags or "DISCARD" in flags or not nsec:
             continue
         rel = sector - data_off * 8

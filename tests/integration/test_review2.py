@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (BLOCK, DM_PREFIX, Kmsg, ckpt_headers, ckpt_layout, dm_create,
-                      dm_path, dm_remove, dump, newest_ckpt, read_blocks_direct, remapctl,
+                      dm_path, dm_remove, dump, read_blocks_direct, remapctl,
                       run, sectors, status_fields, write_blocks_direct)
 from test_log import Stack, _pread, _pwrite, block, same
 

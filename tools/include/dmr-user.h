@@ -31,6 +31,8 @@ typedef int64_t s64;
 #define BUILD_BUG_ON(c) _Static_assert(!(c), #c)
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define BIT_ULL(n) (1ULL << (n))
+#define lower_32_bits(n) ((u32)((n) & 0xffffffffU))
+#define upper_32_bits(n) ((u32)((n) >> 32))
 
 #define cpu_to_le16(x) ((__force __le16)htole16(x))
 #define cpu_to_le32(x) ((__force __le32)htole32(x))
