@@ -21,7 +21,9 @@
  *
  * All fields are in DMR_BLOCK_SIZE blocks except @overprovision (percent).
  * @grow_limit is 0, or the device size the checkpoint slots are sized
- * and laid out for (DMR_FEATURE_INCOMPAT_GROW).
+ * and laid out for (DMR_FEATURE_INCOMPAT_GROW).  @wide: the log units
+ * hold 64-bit numbers (DMR_FEATURE_INCOMPAT_WIDE); the layout does not
+ * depend on it (yet), dmr_geometry_compute_limit() leaves it false.
  */
 struct dmr_geometry {
 	u64 device_blocks;
@@ -33,6 +35,7 @@ struct dmr_geometry {
 	u64 data_offset;
 	u64 nr_segments;
 	u64 logical_blocks;
+	bool wide;
 };
 
 /**

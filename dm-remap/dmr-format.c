@@ -154,6 +154,7 @@ enum dmr_geo_status dmr_geometry_grow(const struct dmr_geometry *old, u64 device
 					old->segment_blocks, old->overprovision, geo);
 	if (st != DMR_GEO_OK)
 		return st;
+	geo->wide = old->wide;
 	/* the limit alone places the slots and the data area */
 	if (geo->data_offset != old->data_offset ||
 	    geo->ckpt_slot_blocks != old->ckpt_slot_blocks ||
@@ -410,7 +411,10 @@ void dmr_sb_encode(const struct dmr_sb *sb, void *block)
 	d->version = cpu_to_le32(sb->version);
 	d->feature_compat = cpu_to_le32(sb->feature_compat);
 	d->feature_ro_compat = cpu_to_le32(sb->feature_ro_compat);
-	d->feature_incompat = cpu_to_le32(sb->feature_incompat);
+	/* the width's feature bit and the geometry can never disagree */
+	d->feature_incompat = cpu_to_le32((sb->feature_incompat &
+					   ~DMR_FEATURE_INCOMPAT_WIDE) |
+					  (sb->geo.wide ? DMR_FEATURE_INCOMPAT_WIDE : 0));
 	d->block_size = cpu_to_le32(DMR_BLOCK_SIZE);
 	d->blocknr = cpu_to_le64(sb->blocknr);
 	d->generation = cpu_to_le64(sb->generation);
@@ -441,7 +445,8 @@ static bool dmr_geometry_equal(const struct dmr_geometry *a,
 	       a->data_offset == b->data_offset &&
 	       a->nr_segments == b->nr_segments &&
 	       a->grow_limit == b->grow_limit &&
-	       a->logical_blocks == b->logical_blocks;
+	       a->logical_blocks == b->logical_blocks &&
+	       a->wide == b->wide;
 }
 
 /**
@@ -489,6 +494,7 @@ enum dmr_sb_status dmr_sb_decode(const void *block, u64 blocknr,
 	sb->geo.logical_blocks = le64_to_cpu(d->logical_blocks);
 	sb->geo.overprovision = le32_to_cpu(d->overprovision);
 	sb->geo.grow_limit = le64_to_cpu(d->grow_limit);
+	sb->geo.wide = !!(sb->feature_incompat & DMR_FEATURE_INCOMPAT_WIDE);
 
 	if (sb->version != DMR_FORMAT_VERSION)
 		return DMR_SB_BAD_VERSION;
@@ -503,8 +509,10 @@ enum dmr_sb_status dmr_sb_decode(const void *block, u64 blocknr,
 		return DMR_SB_BAD_GEOMETRY;
 	if (dmr_geometry_compute_limit(sb->geo.device_blocks, sb->geo.grow_limit,
 				       sb->geo.segment_blocks, sb->geo.overprovision,
-				       &geo) != DMR_GEO_OK ||
-	    !dmr_geometry_equal(&geo, &sb->geo))
+				       &geo) != DMR_GEO_OK)
+		return DMR_SB_BAD_GEOMETRY;
+	geo.wide = sb->geo.wide;
+	if (!dmr_geometry_equal(&geo, &sb->geo))
 		return DMR_SB_BAD_GEOMETRY;
 	return DMR_SB_OK;
 }

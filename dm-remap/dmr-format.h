@@ -63,10 +63,21 @@
  * without it would place the tables elsewhere: it must refuse the device.
  */
 #define DMR_FEATURE_INCOMPAT_GROW	0x1U
+/*
+ * DMR_FEATURE_INCOMPAT_WIDE (remapctl format --wide; format 4, issue 26):
+ * every log unit's summary holds 64-bit block numbers (DMR_UNIT_WIDE), so
+ * a unit lists at most 504 data blocks, 252 relocated.  The map and the
+ * segment table are still 32-bit (the geometry still stops below 2^32
+ * data blocks); the bit is what later steps widen them under.  A module
+ * without it would write narrow units that truncate such numbers: it must
+ * refuse the device.
+ */
+#define DMR_FEATURE_INCOMPAT_WIDE	0x2U
 
 #define DMR_FEATURE_COMPAT_SUPP		0U
 #define DMR_FEATURE_RO_COMPAT_SUPP	0U
-#define DMR_FEATURE_INCOMPAT_SUPP	DMR_FEATURE_INCOMPAT_GROW
+#define DMR_FEATURE_INCOMPAT_SUPP	(DMR_FEATURE_INCOMPAT_GROW | \
+					 DMR_FEATURE_INCOMPAT_WIDE)
 
 /* Checksum salts, one per metadata block type. */
 #define DMR_SB_CSUM_SALT	0x5b1c0de1U

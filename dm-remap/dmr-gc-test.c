@@ -1100,7 +1100,7 @@ static u32 dmr_gct_scan_fewest(const struct dmr_map *m)
 	u32 i, fewest = DMR_NO_SEGMENT;
 
 	for (i = 0; i < m->nr_segs; i++)
-		if (dmr_seg_collectable(&m->segs[i], m->seg_blocks) &&
+		if (dmr_seg_collectable(&m->segs[i], m->seg_blocks, m->wide) &&
 		    (fewest == DMR_NO_SEGMENT || m->segs[i].valid < fewest))
 			fewest = m->segs[i].valid;
 	return fewest;
@@ -1112,7 +1112,7 @@ static u64 dmr_gct_scan_best(const struct dmr_map *m, u64 now_seq)
 	u32 i;
 
 	for (i = 0; i < m->nr_segs; i++) {
-		if (!dmr_seg_collectable(&m->segs[i], m->seg_blocks))
+		if (!dmr_seg_collectable(&m->segs[i], m->seg_blocks, m->wide))
 			continue;
 		score = dmr_gc_score(m, &m->segs[i], now_seq, false);
 		if (score > best)
@@ -1126,7 +1126,7 @@ static u32 dmr_gct_bucket_max(const struct dmr_map *m)
 {
 	u32 v, seg, n, most = 0;
 
-	for (v = 0; v < m->seg_blocks && dmr_gc_move_cost(v) < m->seg_blocks; v++) {
+	for (v = 0; v < m->seg_blocks && dmr_gc_move_cost(v, m->wide) < m->seg_blocks; v++) {
 		seg = dmr_seg_bucket_first(m, v);
 		for (n = 0; seg != DMR_NO_SEGMENT && n <= m->nr_segs; n++) {
 			seg = dmr_seg_next(m, seg);
@@ -1172,17 +1172,17 @@ static const char *dmr_gct_victims_agree(struct dmr_map *m, u64 now_seq)
 	v = dmr_gc_victim(m, true, now_seq);
 	if (fewest == DMR_NO_SEGMENT ? v != DMR_NO_SEGMENT :
 	    v == DMR_NO_SEGMENT || m->segs[v].valid != fewest ||
-	    !dmr_seg_collectable(&m->segs[v], m->seg_blocks))
+	    !dmr_seg_collectable(&m->segs[v], m->seg_blocks, m->wide))
 		return "greedy victim differs from a full scan";
 	v = dmr_gc_victim(m, false, now_seq);
 	if (v == DMR_NO_SEGMENT ? fewest != DMR_NO_SEGMENT :
-	    !dmr_seg_collectable(&m->segs[v], m->seg_blocks))
+	    !dmr_seg_collectable(&m->segs[v], m->seg_blocks, m->wide))
 		return "cost-benefit missed a collectable segment";
 	if (v == DMR_NO_SEGMENT)
 		return NULL;
 	score = dmr_gc_score(m, &m->segs[v], now_seq, false);
 	for (i = 0; i < m->nr_segs; i++)
-		if (dmr_seg_collectable(&m->segs[i], m->seg_blocks) &&
+		if (dmr_seg_collectable(&m->segs[i], m->seg_blocks, m->wide) &&
 		    dmr_seg_bucket_first(m, m->segs[i].valid) == i &&
 		    dmr_gc_score(m, &m->segs[i], now_seq, false) > score)
 			return "cost-benefit passed over the first segment of a bucket";
@@ -1369,7 +1369,7 @@ static void dmr_gct_victim_greedy(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, true, 100), DMR_NO_SEGMENT);
 	KUNIT_EXPECT_EQ(test, dmr_gct_victim(&m, false, 100), DMR_NO_SEGMENT);
 	for (s = 0; s < 12; s++)
-		KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&m.segs[s], b));
+		KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&m.segs[s], b, false));
 	/* the full one is a GC candidate but for its move cost: in a bucket */
 	KUNIT_EXPECT_EQ(test, m.nr_bucketed, 1U);
 	KUNIT_EXPECT_EQ(test, dmr_seg_fewest_valid(&m), 6U);
@@ -1658,30 +1658,46 @@ static void dmr_gct_collectable_counts_summaries(struct kunit *test)
 	const u32 per = DMR_SUMMARY_WORDS / 2;
 	struct dmr_seg sg = { .flags = DMR_SEG_USED };
 
-	KUNIT_EXPECT_EQ(test, dmr_gc_move_cost(0), 0U);
-	KUNIT_EXPECT_EQ(test, dmr_gc_move_cost(1), 2U);
-	KUNIT_EXPECT_EQ(test, dmr_gc_move_cost(per), per + 1);
-	KUNIT_EXPECT_EQ(test, dmr_gc_move_cost(per + 1), per + 3);
+	KUNIT_EXPECT_EQ(test, dmr_gc_move_cost(0, false), 0U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_move_cost(1, false), 2U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_move_cost(per, false), per + 1);
+	KUNIT_EXPECT_EQ(test, dmr_gc_move_cost(per + 1, false), per + 3);
 	/* 1 MiB segments: one summary, as before */
 	sg.valid = 254;
-	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&sg, 256));
+	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&sg, 256, false));
 	sg.valid = 255;
-	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&sg, 256));
+	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&sg, 256, false));
 	/* 8 MiB segments written once: 2045 valid would need 2050 blocks */
 	sg.valid = 2045;
-	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&sg, 2048));
+	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&sg, 2048, false));
 	sg.valid = 2043;	/* 2043 + 5 = 2048: gains nothing */
-	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&sg, 2048));
+	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&sg, 2048, false));
 	sg.valid = 2042;
-	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&sg, 2048));
+	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&sg, 2048, false));
 	/* the largest segments (1 GiB) */
-	sg.valid = DMR_MAX_SEGMENT_BLOCKS - dmr_gc_move_cost(DMR_MAX_SEGMENT_BLOCKS) +
+	sg.valid = DMR_MAX_SEGMENT_BLOCKS - dmr_gc_move_cost(DMR_MAX_SEGMENT_BLOCKS, false) +
 		   DMR_MAX_SEGMENT_BLOCKS;
-	while (dmr_gc_move_cost(sg.valid) >= DMR_MAX_SEGMENT_BLOCKS)
+	while (dmr_gc_move_cost(sg.valid, false) >= DMR_MAX_SEGMENT_BLOCKS)
 		sg.valid--;
-	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&sg, DMR_MAX_SEGMENT_BLOCKS));
+	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&sg, DMR_MAX_SEGMENT_BLOCKS, false));
 	sg.valid++;
-	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&sg, DMR_MAX_SEGMENT_BLOCKS));
+	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&sg, DMR_MAX_SEGMENT_BLOCKS, false));
+
+	/* wide units (format 4): a relocation unit lists 252 blocks */
+	KUNIT_EXPECT_EQ(test, dmr_unit_capacity(false, false), DMR_SUMMARY_WORDS);
+	KUNIT_EXPECT_EQ(test, dmr_unit_capacity(false, true), per);
+	KUNIT_EXPECT_EQ(test, dmr_unit_capacity(true, false), 504U);
+	KUNIT_EXPECT_EQ(test, dmr_unit_capacity(true, true), 252U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_move_cost(252, true), 253U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_move_cost(253, true), 255U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_move_cost(504, true), 506U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_move_cost(504, false), 505U);
+	/* 1 MiB segments: 254 valid move in 255 narrow, 256 wide */
+	sg.valid = 254;
+	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&sg, 256, false));
+	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&sg, 256, true));
+	sg.valid = 253;
+	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&sg, 256, true));
 }
 
 /*
@@ -1713,6 +1729,18 @@ static void dmr_gct_high_max(struct kunit *test)
 	/* more spare, higher bound */
 	KUNIT_ASSERT_EQ(test, dmr_geometry_compute(255 * 64 + 2 * 64, 64, 40, &g), DMR_GEO_OK);
 	KUNIT_EXPECT_GT(test, dmr_gc_high_max(&g), 2 * max);
+	/*
+	 * Wide units pack fewer blocks behind each summary: 8 MiB segments
+	 * hold 2045 data blocks narrow, 2043 wide.  A logical space of
+	 * exactly 100 packed narrow segments needs 101 wide ones.
+	 */
+	g = (struct dmr_geometry){ .segment_blocks = 2048, .nr_segments = 200,
+				   .logical_blocks = 2045 * 100 };
+	dmr_gc_params_default(g.nr_segments, &d);
+	KUNIT_ASSERT_LT(test, d.high, 45U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_high_max(&g), (200U - 100 - 2 * DMR_NR_HEADS) / 2);
+	g.wide = true;
+	KUNIT_EXPECT_EQ(test, dmr_gc_high_max(&g), (200U - 101 - 2 * DMR_NR_HEADS) / 2);
 
 	/* one watermark alone moves the other only as far as it must */
 	p = (struct dmr_gc_params){ .reserve = 4, .low = 5, .high = 5, .batch = 2 };
@@ -1750,14 +1778,14 @@ static void dmr_gct_gc_refuse_and_verify(struct kunit *test)
 	dmr_seg_gc_refuse(&m, 1, DMR_SEG_GCERR);
 	dmr_seg_gc_refuse(&m, 2, DMR_SEG_NOGC);
 	dmr_seg_gc_refuse(&m, 3, DMR_SEG_GCERR);
-	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&m.segs[1], GCT_SEG_BLOCKS));
-	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&m.segs[2], GCT_SEG_BLOCKS));
-	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&m.segs[0], GCT_SEG_BLOCKS));
+	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&m.segs[1], GCT_SEG_BLOCKS, false));
+	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&m.segs[2], GCT_SEG_BLOCKS, false));
+	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&m.segs[0], GCT_SEG_BLOCKS, false));
 	KUNIT_EXPECT_EQ(test, dmr_seg_gc_retry_all(&m), 2U);
 	KUNIT_EXPECT_EQ(test, dmr_seg_gc_retry_all(&m), 0U);
-	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&m.segs[1], GCT_SEG_BLOCKS));
-	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&m.segs[3], GCT_SEG_BLOCKS));
-	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&m.segs[2], GCT_SEG_BLOCKS));
+	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&m.segs[1], GCT_SEG_BLOCKS, false));
+	KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&m.segs[3], GCT_SEG_BLOCKS, false));
+	KUNIT_EXPECT_FALSE(test, dmr_seg_collectable(&m.segs[2], GCT_SEG_BLOCKS, false));
 	/* freeing forgets both */
 	m.segs[2].valid = 0;
 	m.segs[2].flags |= DMR_SEG_PREFREE;
@@ -1952,7 +1980,7 @@ static void dmr_gct_gc_heads(struct kunit *test)
 	/* hot or cold, a segment is collectable all the same */
 	for (h = 0; h < DMR_NR_HEADS; h++)
 		KUNIT_EXPECT_TRUE(test, dmr_seg_collectable(&m.segs[seg[h]],
-							    GCT_SEG_BLOCKS));
+							    GCT_SEG_BLOCKS, false));
 
 	/* reused by a cold head, a hot segment turns cold */
 	dmr_map_unmap(&m, DMR_HEAD_HOT);

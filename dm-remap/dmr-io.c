@@ -193,6 +193,7 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	rc->zero_crc = crc32c(~0U, rc->bounce, DMR_BLOCK_SIZE);
 	dmr_map_init(&rc->map, pages, NULL, geo->logical_blocks, segs,
 		     geo->nr_segments, geo->segment_blocks, dirty, lists);
+	rc->map.wide = geo->wide;
 	rc->map.page_alloc = dmr_map_page_alloc;
 	rc->map.page_ctx = rc;
 	if (dmr_map_cache_init(rc)) {

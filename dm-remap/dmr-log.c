@@ -59,6 +59,20 @@ u32 dmr_unit_discard_words(const struct dmr_unit *u)
 	return 2 * dmr_unit_number_words(u);
 }
 
+/**
+ * dmr_unit_capacity() - data blocks a log unit's summary lists at most
+ * @wide: 64-bit numbers (DMR_UNIT_WIDE): two words each
+ * @reloc: a relocation unit (DMR_UNIT_RELOC): a logical block and its
+ *	source for each
+ *
+ * Return: DMR_SUMMARY_WORDS divided by the words a block takes
+ * (dmr_unit_block_words()): 1008, 504, 504 or 252.
+ */
+u32 dmr_unit_capacity(bool wide, bool reloc)
+{
+	return DMR_SUMMARY_WORDS / ((wide ? 2 : 1) * (reloc ? 2 : 1));
+}
+
 /* Return: true if @words more summary words (dmr_unit_*_words()) fit. */
 bool dmr_unit_room(const struct dmr_unit *u, u32 words)
 {

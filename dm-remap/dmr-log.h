@@ -65,6 +65,7 @@ const char *dmr_log_strerror(enum dmr_log_status st);
 void dmr_unit_reset(struct dmr_unit *u, u32 flags);
 u32 dmr_unit_block_words(const struct dmr_unit *u);
 u32 dmr_unit_discard_words(const struct dmr_unit *u);
+u32 dmr_unit_capacity(bool wide, bool reloc);
 bool dmr_unit_room(const struct dmr_unit *u, u32 words);
 u32 dmr_data_csum(const void *data, u32 nr_blocks);
 #define DMR_DATA_CSUM_SEED	(~0U)

@@ -158,6 +158,7 @@ void dmr_map_init(struct dmr_map *m, u32 **pages, u32 *flat, u64 nr_logical,
 	m->segs = segs;
 	m->nr_segs = nr_segs;
 	m->seg_blocks = seg_blocks;
+	m->wide = false;
 	m->mapped = 0;
 	m->dirty = dirty;
 	m->nr_map_blocks = div64_u64(nr_logical + DMR_MAP_ENTRIES_PER_BLOCK - 1,

@@ -202,6 +202,8 @@ bool dmr_age_clock_valid(const struct dmr_age_clock *c);
  * @segs: one entry per segment
  * @nr_segs: segments
  * @seg_blocks: blocks per segment
+ * @wide: the log's units are wide (struct dmr_geometry's @wide): GC's
+ *	relocation units list half as many blocks (dmr_gc_move_cost())
  * @mapped: logical blocks currently mapped
  * @dirty: per map block (DMR_MAP_ENTRIES_PER_BLOCK entries), the slots
  *	whose copy of that block is out of date
@@ -256,6 +258,7 @@ struct dmr_map {
 	struct dmr_seg *segs;
 	u32 nr_segs;
 	u32 seg_blocks;
+	bool wide;
 	u64 mapped;
 	u8 *dirty;
 	u64 nr_map_blocks;

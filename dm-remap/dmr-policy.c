@@ -5,6 +5,7 @@
  * Pure code: the module, KUnit and tools/remap-sim run exactly this.  No
  * locking: every function works on what the caller passes.
  */
+#include "dmr-log.h"
 #include "dmr-policy.h"
 
 /**
@@ -53,7 +54,8 @@ void dmr_gc_params_default(u32 nr_segs, struct dmr_gc_params *p)
  *
  * GC can free at most the segments the user's data does not need: the
  * segments less those the whole logical space fills when packed (a unit
- * of DMR_SUMMARY_WORDS blocks behind each summary) and the heads' open
+ * of DMR_SUMMARY_WORDS blocks behind each summary, half as many in wide
+ * units, dmr_unit_capacity()) and the heads' open
  * and reserved segments.  A watermark at that bound makes GC compact the
  * device completely, at unbounded cost, and one above it can never be
  * reached, so GC copies without end while writes come.  Half the spare is
@@ -67,7 +69,8 @@ void dmr_gc_params_default(u32 nr_segs, struct dmr_gc_params *p)
 u32 dmr_gc_high_max(const struct dmr_geometry *geo)
 {
 	u32 sb = geo->segment_blocks;
-	u64 data = sb - (sb + DMR_SUMMARY_WORDS) / (DMR_SUMMARY_WORDS + 1);
+	u32 per_unit = dmr_unit_capacity(geo->wide, false);
+	u64 data = sb - (sb + per_unit) / (per_unit + 1);
 	u64 live = div64_u64(geo->logical_blocks + data - 1, data);
 	u64 used = live + 2 * DMR_NR_HEADS;
 	struct dmr_gc_params d;
@@ -318,13 +321,14 @@ enum dmr_gc_read_step dmr_gc_read_step(bool pending, bool done, bool urgent)
 /**
  * dmr_gc_move_cost() - log blocks moving a segment's valid blocks takes
  * @valid: valid blocks of the victim
+ * @wide: the log's units are wide
  *
  * Each block, and a summary per relocation unit, which lists at most
- * DMR_SUMMARY_WORDS / 2 blocks (a logical block and its source each).
+ * dmr_unit_capacity(@wide, true) blocks.
  */
-u32 dmr_gc_move_cost(u32 valid)
+u32 dmr_gc_move_cost(u32 valid, bool wide)
 {
-	const u32 per_unit = DMR_SUMMARY_WORDS / 2;
+	const u32 per_unit = dmr_unit_capacity(wide, true);
 
 	return valid + (valid + per_unit - 1) / per_unit;
 }
@@ -333,6 +337,7 @@ u32 dmr_gc_move_cost(u32 valid)
  * dmr_seg_collectable() - may GC take this segment as a victim?
  * @s: the segment
  * @seg_blocks: blocks per segment
+ * @wide: the log's units are wide
  *
  * Sealed (written, no head on it, not in memory, not already empty, not
  * left alone by GC: DMR_SEG_NOGC, DMR_SEG_GCERR), and
@@ -341,10 +346,10 @@ u32 dmr_gc_move_cost(u32 valid)
  * blocks than the segment frees.  (A written-once segment of 2048 blocks
  * holds 2045 valid blocks and would need 2050 to move.)
  */
-bool dmr_seg_collectable(const struct dmr_seg *s, u32 seg_blocks)
+bool dmr_seg_collectable(const struct dmr_seg *s, u32 seg_blocks, bool wide)
 {
 	return (s->flags & DMR_SEG_GC_MASK) == DMR_SEG_USED &&
-	       s->valid < seg_blocks && dmr_gc_move_cost(s->valid) < seg_blocks;
+	       s->valid < seg_blocks && dmr_gc_move_cost(s->valid, wide) < seg_blocks;
 }
 
 /* Ages are capped so that the cost-benefit product fits in 64 bits. */
@@ -412,14 +417,14 @@ u32 dmr_gc_victim(struct dmr_map *m, bool greedy, u64 now_seq)
 	u64 best_score, score;
 
 	if (fewest == DMR_NO_SEGMENT ||
-	    !dmr_seg_collectable(&m->segs[fewest], m->seg_blocks))
+	    !dmr_seg_collectable(&m->segs[fewest], m->seg_blocks, m->wide))
 		return DMR_NO_SEGMENT;
 	if (greedy)
 		return fewest;
 	best = fewest;
 	best_score = dmr_gc_score(m, &m->segs[best], now_seq, false);
 	for (v = m->segs[fewest].valid;
-	     v < m->seg_blocks && dmr_gc_move_cost(v) < m->seg_blocks; v++) {
+	     v < m->seg_blocks && dmr_gc_move_cost(v, m->wide) < m->seg_blocks; v++) {
 		first = dmr_seg_bucket_first(m, v);
 		if (first == DMR_NO_SEGMENT)
 			continue;

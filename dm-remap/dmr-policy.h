@@ -98,8 +98,8 @@ enum dmr_gc_read_step {
 
 enum dmr_gc_read_step dmr_gc_read_step(bool pending, bool done, bool urgent);
 
-u32 dmr_gc_move_cost(u32 valid);
-bool dmr_seg_collectable(const struct dmr_seg *s, u32 seg_blocks);
+u32 dmr_gc_move_cost(u32 valid, bool wide);
+bool dmr_seg_collectable(const struct dmr_seg *s, u32 seg_blocks, bool wide);
 u64 dmr_gc_score(const struct dmr_map *m, const struct dmr_seg *s,
 		 u64 now_seq, bool greedy);
 /* Segments of each bucket a cost-benefit victim choice looks at. */

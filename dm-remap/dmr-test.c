@@ -662,6 +662,30 @@ static void dmr_test_geometry_grow(struct kunit *test)
 	in.geo.grow_limit = limit * 2;
 	dmr_sb_encode(&in, block);
 	KUNIT_EXPECT_EQ(test, dmr_sb_decode(block, 0, &sbo), DMR_SB_BAD_GEOMETRY);
+	/*
+	 * Wide units (format 4, step 2): the feature bit is the geometry's
+	 * @wide, written from it and read into it, and a grow keeps it.
+	 */
+	in.geo = g;
+	in.geo.wide = true;
+	in.feature_incompat = DMR_FEATURE_INCOMPAT_GROW;
+	dmr_sb_encode(&in, block);
+	KUNIT_ASSERT_EQ(test, dmr_sb_decode(block, 0, &sbo), DMR_SB_OK);
+	KUNIT_EXPECT_TRUE(test, sbo.geo.wide);
+	KUNIT_EXPECT_EQ(test, sbo.feature_incompat,
+			DMR_FEATURE_INCOMPAT_GROW | DMR_FEATURE_INCOMPAT_WIDE);
+	KUNIT_ASSERT_EQ(test, dmr_geometry_grow(&sbo.geo, 2 * dev, &out), DMR_GEO_OK);
+	KUNIT_EXPECT_TRUE(test, out.wide);
+	KUNIT_EXPECT_EQ(test, out.nr_segments, big.nr_segments);
+	KUNIT_EXPECT_EQ(test, dmr_geometry_for_length(&sbo.geo, 2 * dev, big.logical_blocks,
+						      &out), DMR_GROW_YES);
+	KUNIT_EXPECT_TRUE(test, out.wide);
+	in.geo.wide = false;
+	in.feature_incompat = DMR_FEATURE_INCOMPAT_GROW | DMR_FEATURE_INCOMPAT_WIDE;
+	dmr_sb_encode(&in, block);
+	KUNIT_ASSERT_EQ(test, dmr_sb_decode(block, 0, &sbo), DMR_SB_OK);
+	KUNIT_EXPECT_FALSE(test, sbo.geo.wide);
+	KUNIT_EXPECT_EQ(test, sbo.feature_incompat, DMR_FEATURE_INCOMPAT_GROW);
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmr_disk_superblock, grow_limit), 160UL);
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmr_disk_ckpt, nr_segments), 296UL);
 }
@@ -772,7 +796,7 @@ static const struct dmr_corrupt_case dmr_corrupt_cases[] = {
 	{ "version 2", 12, 2, true, true, 0, DMR_SB_BAD_VERSION },
 	{ "version 1", 12, 1, true, true, 0, DMR_SB_BAD_VERSION },
 	{ "version 0", 12, 0, true, true, 0, DMR_SB_BAD_VERSION },
-	{ "incompat feature", 24, 0x02, true, true, 0, DMR_SB_BAD_FEATURES },
+	{ "incompat feature", 24, 0x04, true, true, 0, DMR_SB_BAD_FEATURES },
 	{ "grow feature, no limit", 24, 0x01, true, true, 0, DMR_SB_BAD_GEOMETRY },
 	{ "grow limit, no feature", 163, 0x01, true, true, 0, DMR_SB_BAD_GEOMETRY },
 	{ "block size 8192", 29, 0x20, true, true, 0, DMR_SB_BAD_BLOCK_SIZE },

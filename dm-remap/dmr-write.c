@@ -532,7 +532,8 @@ int dmr_head_room(struct dmr_target *rc, unsigned int hid, u32 want, u32 *n)
 					return r;
 				continue;
 			}
-			dmr_unit_reset(h->unit, dmr_head_is_gc(hid) ? DMR_UNIT_RELOC : 0);
+			dmr_unit_reset(h->unit, dmr_unit_flags(dmr_head_is_gc(hid),
+							       rc->sb.geo.wide));
 			h->unit_open = true;
 			h->wp = h->pos.offset + 1;
 		}

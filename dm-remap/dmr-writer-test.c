@@ -573,6 +573,25 @@ static void dmr_test_reloc_unit_room(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, dmr_unit_takes_block(true, u, 600, 4096));
 	dmr_unit_reset(u, 0);
 	KUNIT_EXPECT_EQ(test, dmr_write_chunk(u, 1, 4096, 4000), DMR_SUMMARY_WORDS);
+
+	/*
+	 * A --wide device's heads (format 4): every unit wide, a GC head's
+	 * relocating, each at dmr_unit_capacity() of its kind.
+	 */
+	KUNIT_EXPECT_EQ(test, dmr_unit_flags(false, false), 0U);
+	KUNIT_EXPECT_EQ(test, dmr_unit_flags(true, false), DMR_UNIT_RELOC);
+	KUNIT_EXPECT_EQ(test, dmr_unit_flags(false, true), DMR_UNIT_WIDE);
+	KUNIT_EXPECT_EQ(test, dmr_unit_flags(true, true), DMR_UNIT_RELOC | DMR_UNIT_WIDE);
+	dmr_unit_reset(u, dmr_unit_flags(false, true));
+	KUNIT_EXPECT_EQ(test, dmr_write_chunk(u, 1, 4096, 4000), dmr_unit_capacity(true, false));
+	dmr_unit_reset(u, dmr_unit_flags(true, true));
+	n = dmr_write_chunk(u, 1, 4096, 4000);
+	KUNIT_EXPECT_EQ(test, n, dmr_unit_capacity(true, true));
+	KUNIT_EXPECT_EQ(test, n, 252U);
+	u->nr_blocks = n - 1;
+	KUNIT_EXPECT_TRUE(test, dmr_unit_takes_block(true, u, 600, 4096));
+	u->nr_blocks++;
+	KUNIT_EXPECT_FALSE(test, dmr_unit_takes_block(true, u, 600, 4096));
 }
 
 /* Rule 10: which copies force another head's open unit closed. */

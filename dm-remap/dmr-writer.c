@@ -44,6 +44,18 @@ enum dmr_seal_action dmr_seal_action(bool flush, u32 unwritten, bool seg_done)
 }
 
 /**
+ * dmr_unit_flags() - the flags a head's next unit starts with
+ * @reloc: a GC head's (or the single head's) unit: relocations
+ * @wide: the device's log is wide (struct dmr_geometry's @wide)
+ *
+ * Return: DMR_UNIT_RELOC and DMR_UNIT_WIDE as asked, for dmr_unit_reset().
+ */
+u32 dmr_unit_flags(bool reloc, bool wide)
+{
+	return (reloc ? DMR_UNIT_RELOC : 0) | (wide ? DMR_UNIT_WIDE : 0);
+}
+
+/**
  * dmr_unit_takes_block() - can the open unit take one more data block?
  * @unit_open: a unit is open
  * @u: the open unit

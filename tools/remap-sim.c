@@ -5,7 +5,7 @@
  *   remap-sim [--device-mib N | --segments N] [--segment-blocks S]
  *             [--op PCT[,PCT...]] [--workload W[,W...]]
  *             [--warmup K] [--overwrites K] [--single-head] [--seed N]
- *             [--gc-low N] [--gc-high N] [--gc-params R,L,H,B] [--check N]
+ *             [--gc-low N] [--gc-high N] [--gc-params R,L,H,B] [--check N] [--wide]
  *             [--json] [--verbose]
  *
  * W is uniform, hot80, hot95, shift80, cold70, seq or trace:FILE; every workload runs at
@@ -134,6 +134,9 @@ static void usage(void)
 	       "  --gc-bitmap            with --map-cache: GC tells a block still valid\n"
 	       "                         by a bit per data block in memory, and looks\n"
 	       "                         the map up only for the blocks it moves\n"
+	       "  --wide                 a device formatted --wide: 64-bit numbers in\n"
+	       "                         every unit's summary (504 blocks a unit, 252\n"
+	       "                         relocated), as the module writes them\n"
 	       "  --exact-cb             what-if: background victims by a scan of every\n"
 	       "                         segment (the best cost-benefit score), the\n"
 	       "                         reference for dmr_gc_victim()'s buckets\n"
@@ -731,8 +734,8 @@ static u32 head_room(struct sim *s, unsigned int hid, u32 want, unsigned int rul
 				seal(s, h, false);
 				continue;
 			}
-			dmr_unit_reset(&h->unit, dmr_head_is_gc(hid) || s->single ?
-					 DMR_UNIT_RELOC : 0);
+			dmr_unit_reset(&h->unit, dmr_unit_flags(dmr_head_is_gc(hid) ||
+								s->single, s->m.wide));
 			h->unit_open = true;
 			h->wp = h->offset + 1;
 			s->rev[h->seg * seg_blocks + h->offset] = SIM_NO_LBA;
@@ -877,7 +880,7 @@ static u32 exact_cb_victim(struct sim *s)
 	for (i = 0; i < s->m.nr_segs; i++) {
 		const struct dmr_seg *g = &s->m.segs[i];
 
-		if (!dmr_seg_collectable(g, s->m.seg_blocks))
+		if (!dmr_seg_collectable(g, s->m.seg_blocks, s->m.wide))
 			continue;
 		score = dmr_gc_score(&s->m, g, s->seq, false);
 		if (best == DMR_NO_SEGMENT || score > best_score ||
@@ -1205,6 +1208,7 @@ struct config {
 	u32 birth_group;
 	u32 map_cache;		/* --map-cache: percent of the map's pages, 0: all */
 	bool gc_bitmap;		/* --gc-bitmap */
+	bool wide;		/* --wide */
 	int recover;		/* --recover: 0 none, SIM_RECOVER_* */
 	bool json;
 	bool verbose;
@@ -1390,6 +1394,9 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	memset(s->rev, 0xff, geo.nr_segments * geo.segment_blocks * sizeof(*s->rev));
 	dmr_map_init(&s->m, s->pages, l2p, geo.logical_blocks, s->m.segs,
 		     geo.nr_segments, geo.segment_blocks, dirty, lists);
+	/* a device formatted --wide: the module's rc->map.wide (dmr_io_init()) */
+	geo.wide = cfg->wide;
+	s->m.wide = cfg->wide;
 	/* dmr_gc_setup(): the defaults, or the table's gc_low / gc_high */
 	dmr_gc_params_default(geo.nr_segments, &s->p);
 	if (cfg->gc.batch)
@@ -1526,13 +1533,15 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		       "\"ckpt_blocks\": %" PRIu64 ", \"waf_all\": %.4f, "
 		       "\"throttled\": %" PRIu64 ", \"hot_share\": %.4f, "
 		       "\"free_avg\": %.1f, \"prefree_avg\": %.1f, "
-		       "\"gc_reserve\": %u, \"gc_low\": %u, \"gc_high\": %u, \"gc_batch\": %u",
+		       "\"gc_reserve\": %u, \"gc_low\": %u, \"gc_high\": %u, \"gc_batch\": %u, "
+		       "\"wide\": %s",
 		       w->name, cfg->single ? "single" : "multi", op, geo.segment_blocks,
 		       geo.nr_segments, geo.logical_blocks, d.user, waf, wafs,
 		       d.gc_runs, d.gc_urgent, d.ckpts, d.ckpt_blocks, wafa, d.throttled,
 		       mreq ? (double)d.hot / mreq : 0,
 		       mreq ? (double)d.free_sum / mreq : 0,
-		       mreq ? (double)d.prefree_sum / mreq : 0, s->p.reserve, s->p.low, s->p.high, s->p.batch);
+		       mreq ? (double)d.prefree_sum / mreq : 0, s->p.reserve, s->p.low, s->p.high,
+		       s->p.batch, cfg->wide ? "true" : "false");
 		printf(", \"flushes\": %" PRIu64 ", \"idle_avg\": %.1f", d.flushes,
 		       idle);
 		if (refname)
@@ -1723,6 +1732,7 @@ int main(int argc, char **argv)
 		{ "birth-group", required_argument, NULL, 'G' },
 		{ "map-cache", required_argument, NULL, 'M' },
 		{ "gc-bitmap", no_argument, NULL, 'b' },
+		{ "wide", no_argument, NULL, 'i' },
 		{ "recover", required_argument, NULL, 'R' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -1792,6 +1802,9 @@ int main(int argc, char **argv)
 			break;
 		case 'b':
 			cfg.gc_bitmap = true;
+			break;
+		case 'i':
+			cfg.wide = true;
 			break;
 		case 'x':
 			cfg.exact_cb = true;

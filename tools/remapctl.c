@@ -425,6 +425,7 @@ static int cmd_format(int argc, char **argv)
 		{ "label", required_argument, NULL, 'l' },
 		{ "grow-limit", required_argument, NULL, 'g' },
 		{ "map-cache", required_argument, NULL, 'M' },	/* no short option */
+		{ "wide", no_argument, NULL, 'W' },		/* no short option */
 		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -432,7 +433,7 @@ static int cmd_format(int argc, char **argv)
 	long long seg_bytes = 0, limit_bytes = 0;
 	u64 op = DMR_DEFAULT_OVERPROVISION, cache = 0;
 	const char *label = "", *limit_arg = NULL;
-	bool force = false;
+	bool force = false, wide = false;
 	struct device d;
 	struct dmr_sb sb;
 	enum dmr_geo_status gst;
@@ -472,6 +473,9 @@ static int cmd_format(int argc, char **argv)
 			if (dmr_parse_u64(optarg, &cache) || !cache || cache > DMR_MAX_MAP_CACHE)
 				usage_error("invalid --map-cache '%s' (1 to %u MiB)", optarg,
 					    DMR_MAX_MAP_CACHE);
+			break;
+		case 'W':
+			wide = true;
 			break;
 		case 'f':
 			force = true;
@@ -530,6 +534,8 @@ static int cmd_format(int argc, char **argv)
 		die("%s: %s", d.path, dmr_geo_strerror(gst));
 	if (limit_bytes)
 		sb.feature_incompat |= DMR_FEATURE_INCOMPAT_GROW;
+	/* the feature bit follows (dmr_sb_encode()) */
+	sb.geo.wide = wide;
 	check_memory(&d, &sb.geo, cache, force);
 	sb.version = DMR_FORMAT_VERSION;
 	sb.generation = 1;
@@ -1833,7 +1839,7 @@ static int cmd_deactivate(int argc, char **argv)
 
 static const struct command commands[] = {
 	{ "format", "DEV [--segment-size SIZE] [--overprovision PCT] [--label TEXT]\n"
-	  "[--grow-limit SIZE] [--map-cache MIB] [--force]",
+	  "[--grow-limit SIZE] [--map-cache MIB] [--wide] [--force]",
 	  "write a fresh superblock and an empty checkpoint on DEV",
 	  "Write a fresh superblock and an empty checkpoint.  SIZE takes a K, M, G\n"
 	  "or T suffix (powers of 1024); the default segment size is the smallest\n"
@@ -1845,7 +1851,8 @@ static const struct command commands[] = {
 	  "signature, or whose map needs more kernel memory than this machine has,\n"
 	  "unless --force is given.  --map-cache: the memory is checked and printed\n"
 	  "for a table with that map_cache (create --map-cache MIB), not the whole\n"
-	  "map.\n",
+	  "map.  --wide: 64-bit block numbers in the log (format 4's first part:\n"
+	  "units of half as many blocks; modules before it refuse the device).\n",
 	  cmd_format },
 	{ "dump", "[--json] DEV",
 	  "print DEV's superblock copies and checkpoint headers",

@@ -7,8 +7,9 @@
 
 One device of 44 GiB, sparse: a loop file in the guest's tmpfs (loop, the
 default: what it measures is the CPU path), or a memory-backed null_blk
-device that charges every command a service time (media: a model of an
-SSD, MEDIA below, where a map miss costs one command more), formatted
+device that charges every command a service time (media: the model of
+one member of make bench's media configuration, MEDIA below, where a
+map miss costs one command more), formatted
 (10% spare: about 40 GiB logical, a map of about 40 MiB, 10 000 pages).
 Its first 512 MiB are written sequentially (the hot set: 128 pages), then one
 block in every map page (so that every page holds a mapped block and a
@@ -24,7 +25,8 @@ from round to round): no map_cache (the whole map), map_cache at 100%,
 Each job runs in windows of 4 s until two windows in a row are within
 10% of each other (at most 6), then 12 s measured.  A table's ratio is
 taken in each round against the whole map's figure of the same round
-(the rounds rotate the order, so each table runs in each place), and
+(the rounds rotate the order: with 4 rounds or more each table runs in
+each place), and
 the summary gives the median of those ratios and the worst one.  The log's writes
 fill the guest's tmpfs (no GC runs on so empty a device): 12 GiB of
 guest RAM, and a write run stops after 2500 writes per second of it

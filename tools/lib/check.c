@@ -611,6 +611,17 @@ static int check_units(struct check_state *s)
 					"blocks should be", seg, off, dmr_log_strerror(st));
 				break;
 			}
+			/*
+			 * Replay reads either width; but the module writes every
+			 * unit of a --wide device wide and of any other narrow,
+			 * and a narrow unit on a device past 2^32 blocks would
+			 * have lost its numbers' high words.
+			 */
+			if (!(u.flags & DMR_UNIT_WIDE) != !g->wide)
+				problem(s, "segment %u block %u: unit seq %llu is %s on a device "
+					"formatted %s", seg, off, (unsigned long long)u.seq,
+					u.flags & DMR_UNIT_WIDE ? "wide" : "narrow",
+					g->wide ? "--wide" : "without --wide");
 			if (u.seq < s->segs[seg].seq || u.seq <= prev) {
 				problem(s, "segment %u block %u: unit seq %llu out of order (segment "
 					"in use from seq %llu, previous unit %llu)", seg, off,
