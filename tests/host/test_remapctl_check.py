@@ -7,6 +7,7 @@ crashes) are checked in the VM (tests/integration/test_check.py).
 import os
 import re
 import struct
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -917,3 +918,26 @@ def test_lost_header_of_a_written_slot_stays_an_error(fmt):
                          "is at seq 2, so both were written)"]
     assert check("--repair", img).returncode == CORRECTED
     assert check(img).returncode == CLEAN
+
+
+def test_check_memory_follows_what_is_mapped(tmp_path):
+    """check builds the map as the module does, a page where a block is
+    mapped: a fresh 2400 GiB image (its map above 2 GiB if held whole, as
+    check's flat array of 4 bytes per logical block was) checks clean in
+    a small fraction of that (measured: 1 TiB empty took 1001 MiB before,
+    57 MiB after, and 7.9 s against 0.6 s)."""
+    from test_remapctl_format import REMAPCTL, GiB, fake_meminfo
+    img = sparse(tmp_path, 2400 * GiB)
+    mi = fake_meminfo(tmp_path, 256 << 20, 32 << 30)   # 256 GiB machine
+    assert rc("format", img, meminfo=mi).returncode == 0
+    whole_map = int(dump(img)["logical_blocks"]) * 4
+    assert whole_map > 2 << 30
+    with open(tmp_path / "out", "w+") as out:
+        proc = subprocess.Popen([REMAPCTL, "check", img], stdout=out,
+                                stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        out.seek(0)
+        text = out.read()
+    assert os.waitstatus_to_exitcode(status) == CLEAN, text
+    assert "0 errors, 0 repaired" in text
+    assert usage.ru_maxrss * 1024 < whole_map // 8, (usage.ru_maxrss, whole_map)

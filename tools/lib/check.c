@@ -57,8 +57,7 @@ struct check_state {
 	struct dmr_check *ck;
 	struct dmr_sb sb;
 	struct dmr_map m;
-	u32 *l2p;		/* the map's pages, one array */
-	u32 **pages;
+	u32 **pages;		/* the map's, NULL where nothing is mapped */
 	struct dmr_seg *segs;
 	u8 *dirty;
 	u32 *lists;
@@ -217,7 +216,6 @@ static int alloc_state(struct check_state *s)
 		     DMR_MAP_ENTRIES_PER_BLOCK;
 	u64 data_blocks = g->nr_segments * g->segment_blocks;
 
-	s->l2p = calloc(g->logical_blocks, sizeof(*s->l2p));
 	s->pages = calloc(nr_map, sizeof(*s->pages));
 	s->segs = calloc(g->nr_segments, sizeof(*s->segs));
 	s->dirty = calloc(nr_map, 1);
@@ -230,7 +228,7 @@ static int alloc_state(struct check_state *s)
 	s->mapped = calloc(data_blocks / 8 + 1, 1);
 	free(s->buf);
 	s->buf = aligned_alloc(DMR_BLOCK_SIZE, (size_t)g->segment_blocks * DMR_BLOCK_SIZE);
-	if (!s->l2p || !s->pages || !s->segs || !s->dirty || !s->lists || !s->map_crc ||
+	if (!s->pages || !s->segs || !s->dirty || !s->lists || !s->map_crc ||
 	    !s->slot_valid ||
 	    !s->count || !s->maxref || !s->summary || !s->mapped || !s->buf) {
 		operational(s, "out of memory for a map of %llu blocks",
@@ -240,14 +238,45 @@ static int alloc_state(struct check_state *s)
 	return 0;
 }
 
+/*
+ * A map page, zeroed, when a block of it is first mapped (struct
+ * dmr_map's page_alloc): as in the module, a map block the checkpoint
+ * holds as all unmapped takes no memory, so a check of a sparse device
+ * costs memory for what it holds, not for its size (a flat array of 4
+ * bytes per logical block did: 1 GiB for an empty 1 TiB device).
+ */
+static void *check_page_alloc(void *ctx, u64 p)
+{
+	(void)ctx;
+	(void)p;
+	return calloc(DMR_MAP_ENTRIES_PER_BLOCK, sizeof(u32));
+}
+
 static void map_reset(struct check_state *s)
 {
 	const struct dmr_geometry *g = &s->sb.geo;
 
 	memset(s->segs, 0, g->nr_segments * sizeof(*s->segs));
-	dmr_map_init(&s->m, s->pages, s->l2p, g->logical_blocks, s->segs,
+	/* pages of an earlier load are cleared and kept */
+	dmr_map_init(&s->m, s->pages, NULL, g->logical_blocks, s->segs,
 		     g->nr_segments, g->segment_blocks, s->dirty, s->lists);
+	s->m.page_alloc = check_page_alloc;
+	s->m.page_ctx = s;
 	s->m.track = false;	/* as the loader: states are rebuilt after replay */
+}
+
+/*
+ * The map entry of @lba, or DMR_UNMAPPED; *@lba is moved to the last
+ * block of its page when the page has nothing mapped (the loops over
+ * every logical block go on at the next page).
+ */
+static u32 map_entry(const struct check_state *s, u64 *lba)
+{
+	if (!s->pages[*lba >> DMR_MAP_PAGE_SHIFT]) {
+		*lba |= DMR_MAP_ENTRIES_PER_BLOCK - 1;
+		return DMR_UNMAPPED;
+	}
+	return dmr_map_get(&s->m, *lba);
 }
 
 static const char *const table_name[] = {
@@ -542,7 +571,7 @@ static void check_map(struct check_state *s)
 	u32 seg;
 
 	for (lba = 0; lba < g->logical_blocks; lba++) {
-		u32 e = s->l2p[lba], pba, off;
+		u32 e = map_entry(s, &lba), pba, off;
 		int h;
 
 		if (e == DMR_UNMAPPED)
@@ -652,7 +681,7 @@ static int check_units(struct check_state *s)
 	progress(s, "log units", 1, 1);
 	kind_done(s);
 	for (lba = 0; lba < g->logical_blocks; lba++) {
-		u32 e = s->l2p[lba];
+		u32 e = map_entry(s, &lba);
 
 		if (e != DMR_UNMAPPED && e - 1 < data_blocks &&
 		    (s->summary[(e - 1) / 8] & (1U << ((e - 1) % 8))))
@@ -763,6 +792,7 @@ int dmr_check_run(struct dmr_check *ck)
 	struct check_state s = { .ck = ck, .torn = -1 };
 	unsigned int before, in_slots;
 	int slot, ret;
+	u64 p;
 
 	s.buf = aligned_alloc(DMR_BLOCK_SIZE, DMR_BLOCK_SIZE);
 	if (!s.buf) {
@@ -804,7 +834,10 @@ out:
 		ret = DMR_CHECK_CORRECTED;
 	else
 		ret = DMR_CHECK_CLEAN;
-	free(s.l2p);
+	/* (s.m.nr_map_blocks: 0 until the first map_reset()) */
+	if (s.pages)
+		for (p = 0; p < s.m.nr_map_blocks; p++)
+			free(s.pages[p]);
 	free(s.pages);
 	free(s.segs);
 	free(s.dirty);
