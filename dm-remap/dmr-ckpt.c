@@ -441,7 +441,7 @@ static int dmr_load_slot(struct dmr_target *rc, unsigned int slot,
 	 * device grew) are in neither slot yet: both checkpoints write them.
 	 */
 	if (dmr_ckpt_geometry(&rc->sb.geo, c, &cg)) {
-		covered = DIV_ROUND_UP_ULL(cg.logical_blocks, DMR_MAP_ENTRIES_PER_BLOCK);
+		covered = dmr_map_blocks(cg.logical_blocks, cg.wide);
 		memset(rc->map.dirty + covered, DMR_DIRTY_ALL,
 		       rc->map.nr_map_blocks - covered);
 	}

@@ -21,9 +21,10 @@
  *
  * All fields are in DMR_BLOCK_SIZE blocks except @overprovision (percent).
  * @grow_limit is 0, or the device size the checkpoint slots are sized
- * and laid out for (DMR_FEATURE_INCOMPAT_GROW).  @wide: the log units
- * hold 64-bit numbers (DMR_FEATURE_INCOMPAT_WIDE); the layout does not
- * depend on it (yet), dmr_geometry_compute_limit() leaves it false.
+ * and laid out for (DMR_FEATURE_INCOMPAT_GROW).  @wide: 64-bit block
+ * numbers (DMR_FEATURE_INCOMPAT_WIDE): 8-byte map entries, so twice the
+ * map blocks in a slot, wide log units, and sizes past 16 TiB
+ * (dmr_geometry_compute_wide()).
  */
 struct dmr_geometry {
 	u64 device_blocks;
@@ -110,6 +111,9 @@ void dmr_ckpt_layout(const struct dmr_geometry *geo, struct dmr_ckpt_layout *lay
 enum dmr_geo_status __must_check
 dmr_geometry_compute(u64 device_blocks, u32 segment_blocks, u32 overprovision,
 		     struct dmr_geometry *geo);
+enum dmr_geo_status __must_check
+dmr_geometry_compute_wide(u64 device_blocks, u64 grow_limit, u32 segment_blocks,
+			  u32 overprovision, bool wide, struct dmr_geometry *geo);
 enum dmr_geo_status __must_check
 dmr_geometry_compute_limit(u64 device_blocks, u64 grow_limit, u32 segment_blocks,
 			   u32 overprovision, struct dmr_geometry *geo);

@@ -31,24 +31,28 @@ static u64 dmr_div_round_up(u64 n, u64 d)
 	return div64_u64(n + d - 1, d);
 }
 
-/* The slot tables' sizes for a device of @device_blocks (the worst case). */
-static void dmr_slot_sizes(u64 device_blocks, u32 segment_blocks, u64 *map_blocks,
-			   u64 *crc_blocks, u64 *segtab_blocks)
+/*
+ * The slot tables' sizes for a device of @device_blocks (the worst case),
+ * its map's entries wide or not.
+ */
+static void dmr_slot_sizes(u64 device_blocks, u32 segment_blocks, bool wide,
+			   u64 *map_blocks, u64 *crc_blocks, u64 *segtab_blocks)
 {
-	*map_blocks = dmr_div_round_up(device_blocks * DMR_MAP_ENTRY_SIZE,
-				       DMR_BLOCK_SIZE);
+	*map_blocks = dmr_map_blocks(device_blocks, wide);
 	*crc_blocks = dmr_div_round_up(*map_blocks * 4, DMR_BLOCK_SIZE);
 	*segtab_blocks = dmr_div_round_up(div64_u64(device_blocks, segment_blocks) *
 					  DMR_SEGTAB_ENTRY_SIZE, DMR_BLOCK_SIZE);
 }
 
 /**
- * dmr_geometry_compute_limit() - lay out a device that may grow
+ * dmr_geometry_compute_wide() - lay out a device that may grow
  * @device_blocks: device size in DMR_BLOCK_SIZE blocks
  * @grow_limit: 0, or the size (at least @device_blocks) the checkpoint
  *	slots are sized for (DMR_FEATURE_INCOMPAT_GROW)
  * @segment_blocks: segment size in blocks
  * @overprovision: percent of segment space withheld from the user
+ * @wide: 64-bit block numbers (DMR_FEATURE_INCOMPAT_WIDE): 8-byte map
+ *	entries, so twice the map blocks, and wide log units
  * @geo: filled on success
  *
  * The checkpoint slots are sized for the worst case (every block of the
@@ -61,11 +65,12 @@ static void dmr_slot_sizes(u64 device_blocks, u32 segment_blocks, u64 *map_block
  *
  * Return: DMR_GEO_OK or the reason the geometry is impossible.
  */
-enum dmr_geo_status dmr_geometry_compute_limit(u64 device_blocks, u64 grow_limit,
-					       u32 segment_blocks, u32 overprovision,
-					       struct dmr_geometry *geo)
+enum dmr_geo_status dmr_geometry_compute_wide(u64 device_blocks, u64 grow_limit,
+					      u32 segment_blocks, u32 overprovision, bool wide,
+					      struct dmr_geometry *geo)
 {
 	u64 map_blocks, crc_blocks, segtab_blocks, meta_blocks, user_segs, user_blocks;
+	u64 slot_blocks;
 	u64 sized_for = grow_limit ? grow_limit : device_blocks;
 
 	if (segment_blocks < DMR_MIN_SEGMENT_BLOCKS ||
@@ -82,32 +87,53 @@ enum dmr_geo_status dmr_geometry_compute_limit(u64 device_blocks, u64 grow_limit
 	geo->grow_limit = grow_limit;
 	geo->segment_blocks = segment_blocks;
 	geo->overprovision = overprovision;
+	geo->wide = wide;
 
-	dmr_slot_sizes(sized_for, segment_blocks, &map_blocks, &crc_blocks,
+	dmr_slot_sizes(sized_for, segment_blocks, wide, &map_blocks, &crc_blocks,
 		       &segtab_blocks);
+	slot_blocks = 1 + crc_blocks + map_blocks + segtab_blocks;
 	geo->ckpt_offset = DMR_SB_COPIES;
-	geo->ckpt_slot_blocks = 1 + crc_blocks + map_blocks + segtab_blocks;
-	meta_blocks = geo->ckpt_offset + (u64)DMR_CKPT_SLOTS * geo->ckpt_slot_blocks;
+	meta_blocks = geo->ckpt_offset + (u64)DMR_CKPT_SLOTS * slot_blocks;
 	geo->data_offset = dmr_div_round_up(meta_blocks, segment_blocks) *
 			   segment_blocks;
+
+	/*
+	 * Too large is said before too small: a size past the format's is
+	 * past it whatever the device now.  Narrow map entries are 32-bit:
+	 * pba + 1 and logical blocks must fit, at the size the device may
+	 * grow to as well.  Wide ones take any size whose segment numbers
+	 * fit in 32 bits (DMR_NO_SEGMENT kept out): 2^40 blocks of 4 KiB (4
+	 * PiB) in segments of 1 MiB, less two segments; and a slot's size
+	 * in 32 bits (the superblock's field).
+	 */
+	if (slot_blocks > 0xffffffffULL)
+		return DMR_GEO_TOO_LARGE;
+	geo->ckpt_slot_blocks = slot_blocks;
+	if (geo->data_offset < sized_for) {
+		u64 segs = div64_u64(sized_for - geo->data_offset, segment_blocks);
+
+		if (wide ? segs >= DMR_NO_SEGMENT : segs * segment_blocks >= 0xffffffffULL)
+			return DMR_GEO_TOO_LARGE;
+	}
 	if (geo->data_offset >= device_blocks)
 		return DMR_GEO_TOO_SMALL;
 	geo->nr_segments = div64_u64(device_blocks - geo->data_offset,
 				     segment_blocks);
 	if (geo->nr_segments < DMR_RESERVED_SEGMENTS + DMR_MIN_USER_SEGMENTS)
 		return DMR_GEO_TOO_SMALL;
-
-	/*
-	 * Map entries are 32-bit: pba + 1 and logical blocks must fit, at
-	 * the size the device may grow to as well.
-	 */
-	if (div64_u64(sized_for - geo->data_offset, segment_blocks) * segment_blocks >=
-	    0xffffffffULL)
-		return DMR_GEO_TOO_LARGE;
 	user_segs = geo->nr_segments - DMR_RESERVED_SEGMENTS;
 	user_blocks = user_segs * segment_blocks;
 	geo->logical_blocks = div64_u64(user_blocks * (100 - overprovision), 100);
 	return DMR_GEO_OK;
+}
+
+/* dmr_geometry_compute_wide() of a narrow device (32-bit block numbers). */
+enum dmr_geo_status dmr_geometry_compute_limit(u64 device_blocks, u64 grow_limit,
+					       u32 segment_blocks, u32 overprovision,
+					       struct dmr_geometry *geo)
+{
+	return dmr_geometry_compute_wide(device_blocks, grow_limit, segment_blocks,
+					 overprovision, false, geo);
 }
 
 /**
@@ -150,11 +176,10 @@ enum dmr_geo_status dmr_geometry_grow(const struct dmr_geometry *old, u64 device
 		return DMR_GEO_SHRINK;
 	if (device_blocks > old->grow_limit)
 		return DMR_GEO_BEYOND_GROW_LIMIT;
-	st = dmr_geometry_compute_limit(device_blocks, old->grow_limit,
-					old->segment_blocks, old->overprovision, geo);
+	st = dmr_geometry_compute_wide(device_blocks, old->grow_limit, old->segment_blocks,
+				       old->overprovision, old->wide, geo);
 	if (st != DMR_GEO_OK)
 		return st;
-	geo->wide = old->wide;
 	/* the limit alone places the slots and the data area */
 	if (geo->data_offset != old->data_offset ||
 	    geo->ckpt_slot_blocks != old->ckpt_slot_blocks ||
@@ -207,7 +232,7 @@ const char *dmr_geo_strerror(enum dmr_geo_status st)
 	case DMR_GEO_TOO_SMALL:
 		return "device too small for this segment size";
 	case DMR_GEO_TOO_LARGE:
-		return "device too large (at most 16 TiB with 32-bit map entries)";
+		return "device too large (at most 16 TiB narrow, 2^32 - 2 segments wide)";
 	case DMR_GEO_BAD_GROW_LIMIT:
 		return "grow limit below the device size";
 	case DMR_GEO_NO_GROW_LIMIT:
@@ -265,14 +290,15 @@ u32 dmr_default_segment_blocks(u32 io_opt_bytes, u32 io_min_bytes)
  * @cache_mib: the table option map_cache (MiB of map pages), 0 for none
  *
  * What the target allocates when it loads the device: the map (a u32 per
- * logical block, in pages of a map block each, and a pointer per page:
+ * logical block, a u64 if @geo->wide, in pages of a map block each, and
+ * a pointer per page:
  * struct dmr_map; the pages of blocks never mapped are not allocated, so
  * this is the most it takes, once every page holds a mapped block), the
  * segment table (a struct dmr_seg, with its links on
  * the map's segment lists, and a reader count per segment), the heads of
  * those lists (DMR_MAP_LISTS(), a u32 per valid count), a dirty byte and
  * a CRC32C per map block
- * (DMR_MAP_ENTRIES_PER_BLOCK entries), DMR_SEG_BUFFERS segment buffers
+ * (dmr_map_shift() entries), DMR_SEG_BUFFERS segment buffers
  * (one per log head, DMR_FLIGHT_SLOTS in flight, GC's read buffer) and the
  * checkpoint bounce buffer.  Small fixed allocations (the
  * target itself, log unit scratch) are left out.
@@ -291,8 +317,7 @@ u32 dmr_default_segment_blocks(u32 io_opt_bytes, u32 io_min_bytes)
  */
 u64 dmr_map_memory_bytes(const struct dmr_geometry *geo, u32 cache_mib)
 {
-	u64 map_blocks = dmr_div_round_up(geo->logical_blocks,
-					  DMR_MAP_ENTRIES_PER_BLOCK);
+	u64 map_blocks = dmr_map_blocks(geo->logical_blocks, geo->wide);
 	u64 cache = (u64)cache_mib * DMR_MAP_PAGES_PER_MIB, pages = map_blocks, clock = 0;
 
 	if (cache && cache < map_blocks) {	/* ring, state, used */
@@ -507,12 +532,10 @@ enum dmr_sb_status dmr_sb_decode(const void *block, u64 blocknr,
 	/* a grow limit exactly with the feature that says where it is */
 	if (!sb->geo.grow_limit != !(sb->feature_incompat & DMR_FEATURE_INCOMPAT_GROW))
 		return DMR_SB_BAD_GEOMETRY;
-	if (dmr_geometry_compute_limit(sb->geo.device_blocks, sb->geo.grow_limit,
-				       sb->geo.segment_blocks, sb->geo.overprovision,
-				       &geo) != DMR_GEO_OK)
-		return DMR_SB_BAD_GEOMETRY;
-	geo.wide = sb->geo.wide;
-	if (!dmr_geometry_equal(&geo, &sb->geo))
+	if (dmr_geometry_compute_wide(sb->geo.device_blocks, sb->geo.grow_limit,
+				      sb->geo.segment_blocks, sb->geo.overprovision,
+				      sb->geo.wide, &geo) != DMR_GEO_OK ||
+	    !dmr_geometry_equal(&geo, &sb->geo))
 		return DMR_SB_BAD_GEOMETRY;
 	return DMR_SB_OK;
 }
@@ -557,8 +580,7 @@ void dmr_ckpt_layout(const struct dmr_geometry *geo, struct dmr_ckpt_layout *lay
 {
 	u64 max_map, max_crc, max_segtab;
 
-	layout->map_blocks = dmr_div_round_up(geo->logical_blocks,
-					      DMR_MAP_ENTRIES_PER_BLOCK);
+	layout->map_blocks = dmr_map_blocks(geo->logical_blocks, geo->wide);
 	layout->crc_blocks = dmr_div_round_up(layout->map_blocks * 4,
 					      DMR_BLOCK_SIZE);
 	layout->segtab_blocks = dmr_div_round_up(geo->nr_segments *
@@ -570,7 +592,7 @@ void dmr_ckpt_layout(const struct dmr_geometry *geo, struct dmr_ckpt_layout *lay
 		layout->segtab_offset = layout->map_offset + layout->map_blocks;
 		return;
 	}
-	dmr_slot_sizes(geo->grow_limit, geo->segment_blocks, &max_map, &max_crc,
+	dmr_slot_sizes(geo->grow_limit, geo->segment_blocks, geo->wide, &max_map, &max_crc,
 		       &max_segtab);
 	layout->map_offset = layout->crc_offset + max_crc;
 	layout->segtab_offset = layout->map_offset + max_map;

@@ -44,17 +44,20 @@
 
 #define DMR_SB_MAGIC		"DM-REMAP"
 #define DMR_MAGIC_LEN		8
-#define DMR_FORMAT_VERSION	3
+#define DMR_FORMAT_VERSION	4
 #define DMR_SB_COPIES		2
 #define DMR_CKPT_SLOTS		2
 
 /*
  * Feature flags.  An unknown bit in incompat refuses the device; an
  * unknown bit in ro_compat allows a read-only load only; compat bits may
- * be ignored.  Version 3 (a second GC head: four head positions per
- * checkpoint, ten reserved segments) replaced version 2 (GC: relocation
- * units, one log head per temperature, segment reuse) and version 1,
- * which nothing but development builds ever wrote.
+ * be ignored.  Version 4 (issue 26: 64-bit block numbers where a device
+ * needs them, DMR_FEATURE_INCOMPAT_WIDE; a narrow version 4 device is laid
+ * out as version 3 was, but nothing converts one silently) replaced
+ * version 3 (a second GC head: four head positions per checkpoint, ten
+ * reserved segments), version 2 (GC: relocation units, one log head per
+ * temperature, segment reuse) and version 1, which nothing but
+ * development builds ever wrote.
  *
  * DMR_FEATURE_INCOMPAT_GROW (remapctl format --grow-limit): the
  * checkpoint slots are sized, and their tables placed, for a device of
@@ -106,8 +109,13 @@
  * one sequence.
  */
 #define DMR_NR_HEADS		4U
-/* Bytes of checkpointed map per logical block (flat map, 32-bit entries). */
+/*
+ * Bytes of checkpointed map (and of a map page in memory) per logical
+ * block: 32-bit entries, 64-bit ones on a device formatted --wide
+ * (DMR_FEATURE_INCOMPAT_WIDE).
+ */
 #define DMR_MAP_ENTRY_SIZE	4U
+#define DMR_MAP_ENTRY_SIZE_WIDE	8U
 /* Bytes of checkpointed segment table per segment. */
 #define DMR_SEGTAB_ENTRY_SIZE	16U
 #define DMR_LABEL_LEN		32
@@ -274,7 +282,9 @@ static_assert(sizeof(struct dmr_disk_summary) == DMR_BLOCK_SIZE,
  * was last written are rewritten.
  */
 #define DMR_CKPT_MAGIC		"DMR-CKPT"
-#define DMR_MAP_ENTRIES_PER_BLOCK	(DMR_BLOCK_SIZE / DMR_MAP_ENTRY_SIZE)
+/* Map entries per map block (and map page), narrow and wide. */
+#define DMR_MAP_NARROW_ENTRIES	(DMR_BLOCK_SIZE / DMR_MAP_ENTRY_SIZE)
+#define DMR_MAP_WIDE_ENTRIES	(DMR_BLOCK_SIZE / DMR_MAP_ENTRY_SIZE_WIDE)
 /* Map pages (map blocks) per MiB of the table option map_cache. */
 #define DMR_MAP_PAGES_PER_MIB		((1U << 20) / DMR_BLOCK_SIZE)
 #define DMR_CKPT_CLEAN		0x1U	/* written at shutdown, nothing follows */

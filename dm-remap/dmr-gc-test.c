@@ -34,8 +34,8 @@
 static void dmr_gct_map_init(struct kunit *test, struct dmr_map *m,
 			     u32 nr_logical, u32 nr_segs, u32 seg_blocks)
 {
-	u32 nr_map_blocks = (nr_logical + DMR_MAP_ENTRIES_PER_BLOCK - 1) /
-			    DMR_MAP_ENTRIES_PER_BLOCK;
+	u32 nr_map_blocks = (nr_logical + DMR_MAP_NARROW_ENTRIES - 1) /
+			    DMR_MAP_NARROW_ENTRIES;
 	u32 *l2p = kunit_kzalloc(test, nr_logical * sizeof(*l2p), GFP_KERNEL);
 	u32 **pages = kunit_kzalloc(test, nr_map_blocks * sizeof(*pages), GFP_KERNEL);
 	struct dmr_seg *segs = kunit_kzalloc(test, nr_segs * sizeof(*segs),

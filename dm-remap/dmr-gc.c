@@ -81,18 +81,19 @@ void dmr_gc_free_ready(struct dmr_target *rc)
 
 /* Move one valid block of the victim to GC head @hid. */
 static int dmr_gc_move(struct dmr_target *rc, unsigned int hid, u64 lba,
-		       u32 src, const u8 *data)
+		       u64 src, const u8 *data)
 {
 	struct dmr_head *h = &rc->heads[hid];
-	u32 n, dst;
+	u64 dst;
 	bool moved;
+	u32 n;
 	int r;
 
 	r = dmr_head_room(rc, hid, 1, &n);
 	if (r)
 		return r;
 	memcpy((u8 *)h->buf + (size_t)h->wp * DMR_BLOCK_SIZE, data, DMR_BLOCK_SIZE);
-	dst = h->pos.segment * dmr_seg_blocks(rc) + h->wp;
+	dst = dmr_seg_pba(&rc->map, h->pos.segment, h->wp);
 	spin_lock(&rc->map_lock);
 	moved = dmr_move_commit(&rc->map, lba, src, dst);
 	spin_unlock(&rc->map_lock);
@@ -137,7 +138,7 @@ void dmr_gc_verify_fn(struct work_struct *work)
 	struct dmr_target *rc = container_of(work, struct dmr_target, gc_verify);
 	u32 seg = rc->gc_rd_seg, seg_blocks = dmr_seg_blocks(rc);
 
-	dmr_seg_verify(rc->gc_buf, dmr_seg_block(rc, seg, 0), seg * seg_blocks,
+	dmr_seg_verify(rc->gc_buf, dmr_seg_block(rc, seg, 0), dmr_seg_pba(&rc->map, seg, 0),
 		       seg_blocks, rc->map.segs[seg].seq, rc->sb.uuid,
 		       &rc->map, rc->gc_vunit, rc->gc_ok);
 	dmr_gc_read_over(rc);
@@ -283,7 +284,7 @@ static int dmr_gc_collect(struct dmr_target *rc)
 			if (r)
 				goto out;
 			live += dmr_map_get(&rc->map, u->lba[i]) ==
-				seg * seg_blocks + off + 1 + i + 1;
+				dmr_seg_pba(&rc->map, seg, off + 1 + i) + 1;
 		}
 		if (live && !rc->gc_ok[off]) {	/* dmr_gc_verify_fn() */
 			atomic64_inc(&rc->stats.gc_unverified);
@@ -293,7 +294,7 @@ static int dmr_gc_collect(struct dmr_target *rc)
 			live = 0;
 		}
 		for (i = 0; live && i < u->nr_blocks; i++) {
-			u32 src = seg * seg_blocks + off + 1 + i;
+			u64 src = dmr_seg_pba(&rc->map, seg, off + 1 + i);
 
 			if (dmr_map_get(&rc->map, u->lba[i]) != src + 1)
 				continue;	/* not valid any more */

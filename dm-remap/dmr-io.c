@@ -109,8 +109,7 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 {
 	const struct dmr_geometry *geo = &rc->sb.geo;
 	size_t seg_bytes = (size_t)geo->segment_blocks * DMR_BLOCK_SIZE;
-	u64 nr_map_blocks = DIV_ROUND_UP_ULL(geo->logical_blocks,
-					     DMR_MAP_ENTRIES_PER_BLOCK);
+	u64 nr_map_blocks = dmr_map_blocks(geo->logical_blocks, geo->wide);
 	unsigned int i;
 	u32 **pages;
 	struct dmr_seg *segs;
@@ -191,9 +190,8 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	}
 	memset(rc->bounce, 0, DMR_BLOCK_SIZE);
 	rc->zero_crc = crc32c(~0U, rc->bounce, DMR_BLOCK_SIZE);
-	dmr_map_init(&rc->map, pages, NULL, geo->logical_blocks, segs,
-		     geo->nr_segments, geo->segment_blocks, dirty, lists);
-	rc->map.wide = geo->wide;
+	dmr_map_init_wide(&rc->map, geo->wide, pages, NULL, geo->logical_blocks, segs,
+			  geo->nr_segments, geo->segment_blocks, dirty, lists);
 	rc->map.page_alloc = dmr_map_page_alloc;
 	rc->map.page_ctx = rc;
 	if (dmr_map_cache_init(rc)) {

@@ -148,8 +148,8 @@ static void *dmr_fake_page_alloc(void *ctx, u64 page)
 static void dmr_fake_map_init(struct kunit *test, struct dmr_fake *f,
 			      struct dmr_map *m)
 {
-	u64 nr_map_blocks = (f->geo.logical_blocks + DMR_MAP_ENTRIES_PER_BLOCK - 1) /
-			    DMR_MAP_ENTRIES_PER_BLOCK;
+	u64 nr_map_blocks = (f->geo.logical_blocks + DMR_MAP_NARROW_ENTRIES - 1) /
+			    DMR_MAP_NARROW_ENTRIES;
 	u32 **l2p = kunit_kzalloc(test, nr_map_blocks * sizeof(*l2p), GFP_KERNEL);
 	struct dmr_seg *segs = kunit_kzalloc(test, f->geo.nr_segments * sizeof(*segs),
 					     GFP_KERNEL);
@@ -168,7 +168,7 @@ static void dmr_fake_map_init(struct kunit *test, struct dmr_fake *f,
 }
 
 /* Map @lba to @pba in a map of dmr_fake_map_init()'s, page first. */
-static void dmr_t_set(struct kunit *test, struct dmr_map *m, u64 lba, u32 pba)
+static void dmr_t_set(struct kunit *test, struct dmr_map *m, u64 lba, u64 pba)
 {
 	KUNIT_ASSERT_EQ(test, dmr_map_reserve(m, lba, 1), 0);
 	dmr_map_set(m, lba, pba);
@@ -319,21 +319,21 @@ static void dmr_expect_content(struct kunit *test, struct dmr_fake *f,
 
 static void dmr_expect_segments_match(struct kunit *test, struct dmr_map *m)
 {
-	u32 s, count;
-	u64 lba, total = 0;
+	u32 *count = kunit_kzalloc(test, m->nr_segs * sizeof(*count), GFP_KERNEL);
+	u64 lba, total = 0, e;
+	u32 s;
 
+	KUNIT_ASSERT_NOT_NULL(test, count);
 	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(m));
-	for (s = 0; s < m->nr_segs; s++) {
-		count = 0;
-		for (lba = 0; lba < m->nr_logical; lba++) {
-			u32 e = dmr_map_get(m, lba);
-
-			if (e && dmr_pba_segment(m, e - 1) == s)
-				count++;
+	for (lba = 0; lba < m->nr_logical; lba++) {
+		e = dmr_map_get(m, lba);
+		if (e) {
+			count[dmr_pba_segment(m, e - 1)]++;
+			total++;
 		}
-		KUNIT_EXPECT_EQ(test, m->segs[s].valid, count);
-		total += count;
 	}
+	for (s = 0; s < m->nr_segs; s++)
+		KUNIT_EXPECT_EQ(test, m->segs[s].valid, count[s]);
 	KUNIT_EXPECT_EQ(test, total, m->mapped);
 }
 
@@ -344,7 +344,7 @@ static void dmr_test_map_basic(struct kunit *test)
 {
 	struct dmr_fake *f = dmr_fake_geo(test, T_MAP_BLOCKS, false);
 	struct dmr_map *m = &f->map;
-	u32 first;
+	u64 first;
 
 	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 5), DMR_UNMAPPED);
 	memset(m->dirty, 0, m->nr_map_blocks);
@@ -389,7 +389,8 @@ static void dmr_test_map_pages(struct kunit *test)
 	struct dmr_fake *f = dmr_fake_geo(test, T_MAP_BLOCKS, false);
 	struct dmr_map *m = &f->map;
 	u64 last = m->nr_logical - 1, p;
-	u32 first, *blk = f->buf, zero_crc;
+	u32 *blk = f->buf, zero_crc;
+	u64 first;
 	int given;
 
 	KUNIT_ASSERT_GE(test, m->nr_map_blocks, 4ULL);
@@ -440,10 +441,118 @@ static void dmr_test_map_pages(struct kunit *test)
 
 	/* no memory: -ENOMEM, and the map is unchanged */
 	f->pages.fail_after = f->pages.allocated;
-	KUNIT_EXPECT_EQ(test, dmr_map_reserve(m, 3 * DMR_MAP_ENTRIES_PER_BLOCK, 1), -ENOMEM);
+	KUNIT_EXPECT_EQ(test, dmr_map_reserve(m, 3 * DMR_MAP_NARROW_ENTRIES, 1), -ENOMEM);
 	KUNIT_EXPECT_NULL(test, m->pages[3]);
 	KUNIT_EXPECT_EQ(test, m->nr_pages, 4ULL);
-	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 3 * DMR_MAP_ENTRIES_PER_BLOCK), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 3 * DMR_MAP_NARROW_ENTRIES), DMR_UNMAPPED);
+}
+
+/*
+ * Format 4's wide map: 8-byte entries, 512 a page, data-area blocks past
+ * 2^32 (a 32 TiB data area of 1 GiB segments here: 32768 segments, a
+ * small logical space so the pages stay few).  Every map operation keeps
+ * the high words: set, get, runs across 2^32, moves, unmaps, recounts,
+ * page counts, eviction and page-in, a unit applied in a segment past
+ * 2^32, and a checkpoint's map block (little-endian 64-bit words) back.
+ */
+static void dmr_test_map_wide(struct kunit *test)
+{
+	const u32 sb = DMR_MAX_SEGMENT_BLOCKS, nr_segs = 32768;
+	const u64 nr_logical = 4 * DMR_MAP_WIDE_ENTRIES + 7, high = 1ULL << 32;
+	struct dmr_fake_pages fp = { .test = test, .fail_after = -1 };
+	u64 nr_map = dmr_map_blocks(nr_logical, true), first, lba;
+	u32 **pages = kunit_kzalloc(test, nr_map * sizeof(*pages), GFP_KERNEL);
+	struct dmr_seg *segs = kunit_kzalloc(test, nr_segs * sizeof(*segs), GFP_KERNEL);
+	u8 *dirty = kunit_kzalloc(test, nr_map, GFP_KERNEL);
+	u32 *lists = kunit_kzalloc(test, DMR_MAP_LISTS(sb) * sizeof(*lists), GFP_KERNEL);
+	struct dmr_map *m = kunit_kzalloc(test, sizeof(*m), GFP_KERNEL);
+	struct dmr_unit *u = kunit_kzalloc(test, sizeof(*u), GFP_KERNEL);
+	u32 *blk = kunit_kzalloc(test, DMR_BLOCK_SIZE, GFP_KERNEL);
+	u32 *copy = kunit_kzalloc(test, DMR_BLOCK_SIZE, GFP_KERNEL);
+	u32 valid0, valid1, i, *page, *counts;
+	const __le64 *words = (const __le64 *)blk;
+	bool absent;
+
+	KUNIT_ASSERT_TRUE(test, pages && segs && dirty && lists && m && u && blk && copy);
+	KUNIT_EXPECT_EQ(test, nr_map, 5ULL);
+	KUNIT_EXPECT_EQ(test, dmr_map_blocks(nr_logical, false), 3ULL);
+	dmr_map_init_wide(m, true, pages, NULL, nr_logical, segs, nr_segs, sb, dirty, lists);
+	m->page_alloc = dmr_fake_page_alloc;
+	m->page_ctx = &fp;
+	KUNIT_EXPECT_EQ(test, dmr_map_per_page(m), 512U);
+	KUNIT_EXPECT_EQ(test, dmr_map_page_len(m, 4), 7U);
+
+	/* ten blocks on 2^32 - 5 ... 2^32 + 4: two segments, one run */
+	for (i = 0; i < 10; i++)
+		dmr_t_set(test, m, 510 + i, high - 5 + i);
+	KUNIT_EXPECT_EQ(test, m->nr_pages, 2ULL);	/* across pages 0 and 1 */
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 510), high - 5 + 1);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 519), high + 4 + 1);
+	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 510, 20, &first), 10U);
+	KUNIT_EXPECT_EQ(test, first, high - 4);
+	KUNIT_EXPECT_EQ(test, dmr_pba_segment(m, high - 1), (u32)(high / sb) - 1);
+	KUNIT_EXPECT_EQ(test, dmr_pba_offset(m, high + 4), 4U);
+	KUNIT_EXPECT_EQ(test, dmr_seg_pba(m, high / sb, 4), high + 4);
+	valid0 = m->segs[high / sb - 1].valid;
+	valid1 = m->segs[high / sb].valid;
+	KUNIT_EXPECT_EQ(test, valid0, 5U);
+	KUNIT_EXPECT_EQ(test, valid1, 5U);
+
+	/* a move to the last block of the data area, 2^33 - 1 */
+	KUNIT_EXPECT_TRUE(test, dmr_move_commit(m, 519, high + 4, 2 * high - 1));
+	KUNIT_EXPECT_FALSE(test, dmr_move_commit(m, 519, high + 4, 2 * high - 2));
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 519), 2 * high);
+	KUNIT_EXPECT_EQ(test, m->segs[nr_segs - 1].valid, 1U);
+	KUNIT_EXPECT_EQ(test, m->segs[high / sb].valid, 4U);
+	dmr_map_unmap(m, 518);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 518), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, m->mapped, 9ULL);
+	dmr_expect_segments_match(test, m);
+	KUNIT_EXPECT_EQ(test, dmr_map_recount(m), 0);
+	KUNIT_EXPECT_EQ(test, m->segs[high / sb].valid, 3U);
+	KUNIT_EXPECT_EQ(test, m->segs[nr_segs - 1].valid, 1U);
+
+	/* a unit applied at block 1 of the segment that starts at 2^32 */
+	dmr_unit_reset(u, DMR_UNIT_WIDE);
+	u->seq = 1;
+	u->nr_blocks = 3;
+	for (i = 0; i < 3; i++)
+		u->lba[i] = 3 * DMR_MAP_WIDE_ENTRIES + i;
+	KUNIT_ASSERT_EQ(test, dmr_unit_apply(m, u, high / sb, 0), 0);
+	for (i = 0; i < 3; i++)
+		KUNIT_EXPECT_EQ(test, dmr_map_get(m, 3 * DMR_MAP_WIDE_ENTRIES + i),
+				high + 1 + i + 1);
+
+	/* the checkpoint's map block: 64-bit little-endian words, and back */
+	dmr_t_set(test, m, 2 * DMR_MAP_WIDE_ENTRIES - 1, 2 * high - 2);	/* page 1's last */
+	dmr_slot_map_encode(m, 1, blk);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(words[7]), 2 * high);	/* lba 519, moved */
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(words[0]), high - 5 + 2 + 1);	/* lba 512 */
+	memset(copy, 0xff, DMR_BLOCK_SIZE);
+	dmr_map_block_decode(m, 1, blk, copy);
+	KUNIT_EXPECT_EQ(test, memcmp(copy, m->pages[1], DMR_BLOCK_SIZE), 0);
+	KUNIT_EXPECT_EQ(test, ((u64 *)copy)[511], 2 * high - 1);	/* lba 1023 */
+
+	/* out and back in as it left; an entry past the data area refused */
+	memset(dirty, 0, nr_map);
+	page = dmr_map_evict(m, 1, 0, &absent);
+	KUNIT_ASSERT_NOT_NULL(test, page);
+	KUNIT_EXPECT_FALSE(test, absent);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 515), DMR_MAP_MISS);
+	((u64 *)copy)[3] = 2 * high + 1;
+	KUNIT_EXPECT_EQ(test, dmr_map_page_in(m, 1, copy), -EINVAL);
+	KUNIT_EXPECT_EQ(test, dmr_map_page_in(m, 1, page), 0);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 512), high - 2);
+
+	/* a page at a time, the counts are the segments' (map_cache's load) */
+	counts = kunit_kzalloc(test, nr_segs * sizeof(*counts), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, counts);
+	lba = 0;
+	for (first = 0; first < nr_map; first++)
+		KUNIT_EXPECT_EQ(test, dmr_map_count_page(m, first, counts, &lba), 0);
+	KUNIT_EXPECT_EQ(test, lba, m->mapped);
+	for (i = 0; i < nr_segs; i++)
+		KUNIT_EXPECT_EQ(test, counts[i], m->segs[i].valid);
 }
 
 /*
@@ -455,7 +564,8 @@ static void dmr_test_map_evict(struct kunit *test)
 {
 	struct dmr_fake *f = dmr_fake_geo(test, T_MAP_BLOCKS, false);
 	struct dmr_map *m = &f->map;
-	u32 i, first, *page, *copy, limit = m->nr_segs * m->seg_blocks;
+	u32 i, *page, *copy, limit = m->nr_segs * m->seg_blocks;
+	u64 first;
 	bool absent = true;
 	int given;
 
@@ -508,7 +618,7 @@ static void dmr_test_map_evict(struct kunit *test)
 	 * The largest entry there can be (the data area's last block of a
 	 * 16 TiB device, set by hand): the miss after it is no next entry.
 	 */
-	m->pages[0][1023] = DMR_MAP_MISS - 1;
+	m->pages[0][1023] = 0xfffffffeU;
 	KUNIT_EXPECT_EQ(test, dmr_map_run(m, 1023, 2, &first), 1U);
 	m->pages[0][1023] = 104;
 
@@ -570,7 +680,8 @@ static void dmr_test_map_runs_and_recount(struct kunit *test)
 {
 	struct dmr_fake *f = dmr_fake_geo(test, T_MAP_BLOCKS, false);
 	struct dmr_map *m = &f->map;
-	u32 first, lba;
+	u64 first;
+	u32 lba;
 
 	for (lba = 0; lba < 100; lba++)
 		dmr_t_set(test, m, lba, 500 + lba);
@@ -883,7 +994,7 @@ static void dmr_test_ckpt_layout(struct kunit *test)
 	struct dmr_ckpt_layout l;
 
 	dmr_ckpt_layout(&f->geo, &l);
-	KUNIT_EXPECT_EQ(test, l.map_blocks * DMR_MAP_ENTRIES_PER_BLOCK >=
+	KUNIT_EXPECT_EQ(test, l.map_blocks * DMR_MAP_NARROW_ENTRIES >=
 			f->geo.logical_blocks, true);
 	KUNIT_EXPECT_EQ(test, l.crc_blocks * DMR_BLOCK_SIZE >= l.map_blocks * 4, true);
 	KUNIT_EXPECT_EQ(test, l.segtab_blocks * DMR_BLOCK_SIZE >=
@@ -1158,9 +1269,9 @@ static void dmr_fake_write_slot(struct dmr_fake *f, unsigned int slot,
 	for (p = 0; p < m->nr_map_blocks; p++) {
 		blk = (__le32 *)(f->dev + (base + l.map_offset + p) * DMR_BLOCK_SIZE);
 		memset(blk, 0, DMR_BLOCK_SIZE);
-		for (i = 0; i < DMR_MAP_ENTRIES_PER_BLOCK &&
-		     p * DMR_MAP_ENTRIES_PER_BLOCK + i < m->nr_logical; i++)
-			blk[i] = cpu_to_le32(dmr_map_get(m, p * DMR_MAP_ENTRIES_PER_BLOCK + i));
+		for (i = 0; i < DMR_MAP_NARROW_ENTRIES &&
+		     p * DMR_MAP_NARROW_ENTRIES + i < m->nr_logical; i++)
+			blk[i] = cpu_to_le32(dmr_map_get(m, p * DMR_MAP_NARROW_ENTRIES + i));
 		crcs[p] = cpu_to_le32(crc32c(~0U, blk, DMR_BLOCK_SIZE));
 	}
 	c->crc_csum = crc32c(~0U, crcs, l.crc_blocks * DMR_BLOCK_SIZE);
@@ -1199,8 +1310,8 @@ static void dmr_test_slot_load_pages(struct kunit *test)
 	u32 *map_crc = kunit_kzalloc(test, f->map.nr_map_blocks * sizeof(u32), GFP_KERNEL);
 	struct dmr_slot_io io = { .read = dmr_fake_read, .ctx = f, .bounce = f->buf,
 				  .bounce_blocks = 2 };
-	static const u64 lbas[] = { 3, 5 * DMR_MAP_ENTRIES_PER_BLOCK,
-				    9 * DMR_MAP_ENTRIES_PER_BLOCK + 17 };
+	static const u64 lbas[] = { 3, 5 * DMR_MAP_NARROW_ENTRIES,
+				    9 * DMR_MAP_NARROW_ENTRIES + 17 };
 	struct dmr_ckpt c = { .seq = 5 };
 	struct dmr_slot_err err;
 	struct dmr_map m;
@@ -1245,8 +1356,8 @@ static void dmr_test_slot_load_streams(struct kunit *test)
 	struct dmr_fake_hooks *h = kunit_kzalloc(test, sizeof(*h), GFP_KERNEL);
 	struct dmr_slot_io io = { .read = dmr_fake_read, .ctx = f, .bounce = f->buf,
 				  .bounce_blocks = 2, .loaded = dmr_fake_loaded };
-	static const u64 lbas[] = { 3, 4, 5 * DMR_MAP_ENTRIES_PER_BLOCK + 1,
-				    9 * DMR_MAP_ENTRIES_PER_BLOCK + 17 };
+	static const u64 lbas[] = { 3, 4, 5 * DMR_MAP_NARROW_ENTRIES + 1,
+				    9 * DMR_MAP_NARROW_ENTRIES + 17 };
 	struct dmr_ckpt c = { .seq = 5 };
 	struct dmr_slot_err err;
 	struct dmr_map m;
@@ -1300,7 +1411,7 @@ static void dmr_test_slot_load_streams(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, m.nr_pages, 0ULL);
 	KUNIT_EXPECT_EQ(test, m.nr_out, 3ULL);
 	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 3), DMR_MAP_MISS);
-	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 2 * DMR_MAP_ENTRIES_PER_BLOCK), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 2 * DMR_MAP_NARROW_ENTRIES), DMR_UNMAPPED);
 	KUNIT_EXPECT_EQ(test, dmr_map_count_page(&m, 5, h->valid, &h->mapped), -EINVAL);
 
 	/* a page that fails the call: the load fails there, with its error */
@@ -1405,7 +1516,7 @@ static void dmr_test_slot_load_grown(struct kunit *test)
 
 		if (!flat || !pages || !fm)
 			kunit_skip(test, "cannot allocate the flat map");
-		KUNIT_ASSERT_NE(test, big.logical_blocks % DMR_MAP_ENTRIES_PER_BLOCK, 0ULL);
+		KUNIT_ASSERT_NE(test, big.logical_blocks % DMR_MAP_NARROW_ENTRIES, 0ULL);
 		for (j = 0; j < big.logical_blocks + 16; j++)
 			flat[j] = 0x5a5a5a5a;
 		dmr_map_init(fm, pages, flat, big.logical_blocks, m.segs, big.nr_segments,
@@ -1488,8 +1599,8 @@ static void dmr_test_slot_load_skips_zero_blocks(struct kunit *test)
 	KUNIT_ASSERT_GE(test, l.map_blocks, 10ULL);
 	KUNIT_ASSERT_LT(test, base + l.segtab_offset + l.segtab_blocks, (u64)T_STORE_BLOCKS);
 	dmr_t_set(test, &f->map, 3, 5);
-	dmr_t_set(test, &f->map, 5 * DMR_MAP_ENTRIES_PER_BLOCK + 1, 6);
-	dmr_t_set(test, &f->map, 6 * DMR_MAP_ENTRIES_PER_BLOCK + 2, 7);
+	dmr_t_set(test, &f->map, 5 * DMR_MAP_NARROW_ENTRIES + 1, 6);
+	dmr_t_set(test, &f->map, 6 * DMR_MAP_NARROW_ENTRIES + 2, 7);
 	f->map.segs[0].flags |= DMR_SEG_USED;
 	dmr_fake_write_slot(f, 1, &f->map, &c);
 	cr.map_first = base + l.map_offset;
@@ -1499,13 +1610,13 @@ static void dmr_test_slot_load_skips_zero_blocks(struct kunit *test)
 
 	dmr_fake_map_init(test, f, &m);
 	m.track = false;
-	dmr_t_set(test, &m, 3 * DMR_MAP_ENTRIES_PER_BLOCK + 9, 11);	/* stale */
+	dmr_t_set(test, &m, 3 * DMR_MAP_NARROW_ENTRIES + 9, 11);	/* stale */
 	KUNIT_ASSERT_EQ(test, dmr_slot_load(&io, &f->geo, 1, &c, &m, map_crc, &err), 0);
 	KUNIT_EXPECT_EQ(test, cr.map_read, 3ULL);	/* blocks 0, 5 and 6 */
 	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 3), 6U);
-	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 5 * DMR_MAP_ENTRIES_PER_BLOCK + 1), 7U);
-	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 6 * DMR_MAP_ENTRIES_PER_BLOCK + 2), 8U);
-	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 3 * DMR_MAP_ENTRIES_PER_BLOCK + 9), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 5 * DMR_MAP_NARROW_ENTRIES + 1), 7U);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 6 * DMR_MAP_NARROW_ENTRIES + 2), 8U);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 3 * DMR_MAP_NARROW_ENTRIES + 9), DMR_UNMAPPED);
 	KUNIT_EXPECT_EQ(test, dmr_map_recount(&m), 0);
 	KUNIT_EXPECT_EQ(test, m.mapped, 3ULL);
 
@@ -1657,8 +1768,8 @@ static void dmr_test_slot_write(struct kunit *test)
 	for (p = 0; p < nr_map; p++) {
 		bool any = false;
 
-		for (lba = p * DMR_MAP_ENTRIES_PER_BLOCK;
-		     lba < min_t(u64, (p + 1) * DMR_MAP_ENTRIES_PER_BLOCK, m.nr_logical); lba++)
+		for (lba = p * DMR_MAP_NARROW_ENTRIES;
+		     lba < min_t(u64, (p + 1) * DMR_MAP_NARROW_ENTRIES, m.nr_logical); lba++)
 			any |= dmr_map_get(&f->map, lba) != DMR_UNMAPPED;
 		KUNIT_EXPECT_EQ(test, !!m.pages[p], any);
 		KUNIT_EXPECT_EQ(test, !!m.pages[p], !!f->map.pages[p]);
@@ -1800,6 +1911,7 @@ static void dmr_test_heads_valid(struct kunit *test)
 static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_map_basic),
 	KUNIT_CASE(dmr_test_map_pages),
+	KUNIT_CASE(dmr_test_map_wide),
 	KUNIT_CASE(dmr_test_map_evict),
 	KUNIT_CASE(dmr_test_map_runs_and_recount),
 	KUNIT_CASE(dmr_test_unit_codec),

@@ -546,7 +546,7 @@ int dmr_slot_load(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
 		return r;
 	err->table = DMR_SLOT_MAP;
 	for (p = 0; p < l.map_blocks; ) {
-		u32 n = 0, i, j;
+		u32 n = 0, i;
 
 		/*
 		 * A block the CRC table records as all-zero is unmapped: the
@@ -568,11 +568,7 @@ int dmr_slot_load(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
 			return r;
 		}
 		for (i = 0; i < n; i++) {
-			const __le32 *src = (const __le32 *)((u8 *)io->bounce +
-							     (size_t)i * DMR_BLOCK_SIZE);
-			u64 first = (p + i) * DMR_MAP_ENTRIES_PER_BLOCK;
-			u64 cnt = min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK,
-					m->nr_logical - first);
+			const void *src = (u8 *)io->bounce + (size_t)i * DMR_BLOCK_SIZE;
 			u32 *page;
 
 			/* an unmapped block: no CRC to compute, no page */
@@ -590,8 +586,7 @@ int dmr_slot_load(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
 				err->block = p + i;
 				return -ENOMEM;
 			}
-			for (j = 0; j < cnt; j++)
-				page[j] = le32_to_cpu(src[j]);
+			dmr_map_block_decode(m, p + i, src, page);
 			r = io->loaded ? io->loaded(io->ctx, p + i) : 0;
 			if (r) {
 				err->block = p + i;
@@ -615,8 +610,7 @@ int dmr_slot_load(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
  */
 bool dmr_slot_map_zero(const struct dmr_map *m, u64 p)
 {
-	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
-	u64 n = min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK, m->nr_logical - first);
+	u64 n = dmr_map_page_len(m, p);
 
 	switch (dmr_map_page_state(m, p)) {
 	case DMR_PAGE_ABSENT:
@@ -624,7 +618,7 @@ bool dmr_slot_map_zero(const struct dmr_map *m, u64 p)
 	case DMR_PAGE_EVICTED:	/* the newest slot holds it, not as zeroes */
 		return false;
 	default:
-		return !memchr_inv(m->pages[p], 0, n * sizeof(u32));
+		return !memchr_inv(m->pages[p], 0, n * dmr_map_entry_size(m));
 	}
 }
 
@@ -633,18 +627,43 @@ bool dmr_slot_map_zero(const struct dmr_map *m, u64 p)
  * @m: the map
  * @p: map block, not out (a checkpoint copies an evicted page's block
  *	from the newest slot instead: dmr_write_map())
- * @block: one block, filled: little-endian entries, zero past the map's end
+ * @block: one block, filled: little-endian entries (32-bit, 64-bit in a
+ *	wide map), zero past the map's end
  *
  * Return: the block's CRC, its entry in the slot's CRC table.
  */
 u32 dmr_slot_map_encode(const struct dmr_map *m, u64 p, void *block)
 {
-	__le32 *dst = block;
-	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK, j;
+	u64 first = p << m->page_shift, e;
+	u32 j;
 
-	for (j = 0; j < DMR_MAP_ENTRIES_PER_BLOCK; j++)
-		dst[j] = cpu_to_le32(first + j < m->nr_logical ? dmr_map_get(m, first + j) : 0);
+	for (j = 0; j < dmr_map_per_page(m); j++) {
+		e = first + j < m->nr_logical ? dmr_map_get(m, first + j) : 0;
+		if (m->wide)
+			((__le64 *)block)[j] = cpu_to_le64(e);
+		else
+			((__le32 *)block)[j] = cpu_to_le32((u32)e);
+	}
 	return crc32c(~0U, block, DMR_BLOCK_SIZE);
+}
+
+/**
+ * dmr_map_block_decode() - a map block as a slot holds it, into a page
+ * @m: the map (its entries' width)
+ * @p: map block
+ * @block: its DMR_BLOCK_SIZE bytes, as dmr_slot_map_encode() wrote them
+ * @page: filled: the entries of @p's blocks in the map's width
+ */
+void dmr_map_block_decode(const struct dmr_map *m, u64 p, const void *block, u32 *page)
+{
+	u32 j, n = dmr_map_page_len(m, p);
+
+	for (j = 0; j < n; j++) {
+		if (m->wide)
+			((u64 *)page)[j] = le64_to_cpu(((const __le64 *)block)[j]);
+		else
+			page[j] = le32_to_cpu(((const __le32 *)block)[j]);
+	}
 }
 
 /**
@@ -864,7 +883,7 @@ bool dmr_heads_valid(const struct dmr_geometry *geo, const struct dmr_log_pos *p
 int dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u, u32 segment,
 		   u32 offset)
 {
-	u32 base = segment * m->seg_blocks + offset + 1;
+	u64 base = dmr_seg_pba(m, segment, offset + 1);
 	struct dmr_seg *s = &m->segs[segment];
 	u32 i;
 	u64 b;
@@ -1093,7 +1112,7 @@ bool dmr_unit_data_ok(const struct dmr_unit *u, const void *data)
  *
  * Return: the number of units checked.
  */
-u32 dmr_seg_verify(const u8 *buf, u64 block0, u32 data0, u32 seg_blocks,
+u32 dmr_seg_verify(const u8 *buf, u64 block0, u64 data0, u32 seg_blocks,
 		   u64 first_seq, const u8 *uuid, const struct dmr_map *m,
 		   struct dmr_unit *u, u8 *ok)
 {
@@ -1114,7 +1133,7 @@ u32 dmr_seg_verify(const u8 *buf, u64 block0, u32 data0, u32 seg_blocks,
 		 */
 		rcu_read_lock();
 		for (i = 0, live = 0; i < u->nr_blocks && !live; i++) {
-			u32 e = dmr_map_get(m, u->lba[i]);
+			u64 e = dmr_map_get(m, u->lba[i]);
 
 			live = e == DMR_MAP_MISS || e == data0 + off + 1 + i + 1;
 		}

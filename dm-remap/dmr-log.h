@@ -77,7 +77,7 @@ void dmr_unit_encode_body(const struct dmr_unit *u, const u8 *uuid, void *block)
 u32 dmr_unit_finish(void *block, const void *data);
 void dmr_unit_finish_csum(void *block, u32 data_csum);
 bool dmr_unit_data_ok(const struct dmr_unit *u, const void *data);
-u32 dmr_seg_verify(const u8 *buf, u64 block0, u32 data0, u32 seg_blocks,
+u32 dmr_seg_verify(const u8 *buf, u64 block0, u64 data0, u32 seg_blocks,
 		   u64 first_seq, const u8 *uuid, const struct dmr_map *m,
 		   struct dmr_unit *u, u8 *ok);
 bool __must_check dmr_units_finish(void *seg, u32 from, u32 to);
@@ -205,6 +205,7 @@ int __must_check dmr_slot_load(const struct dmr_slot_io *io,
 
 /* The slot encoders: the module's checkpoint writer and dmr_slot_write(). */
 bool dmr_slot_map_zero(const struct dmr_map *m, u64 p);
+void dmr_map_block_decode(const struct dmr_map *m, u64 p, const void *block, u32 *page);
 u32 dmr_slot_map_encode(const struct dmr_map *m, u64 p, void *block);
 u64 dmr_slot_table_encode(const struct dmr_map *m, const u32 *map_crc,
 			  enum dmr_slot_table t, u64 item, void *buf, u32 nr_blocks);

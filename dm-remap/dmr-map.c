@@ -124,29 +124,31 @@ static void dmr_seg_list(struct dmr_map *m, u32 seg)
 }
 
 /**
- * dmr_map_init() - set up an empty map over caller-allocated arrays
+ * dmr_map_init_wide() - set up an empty map over caller-allocated arrays
  * @m: the map
- * @pages: DIV_ROUND_UP(@nr_logical, DMR_MAP_ENTRIES_PER_BLOCK) page
- *	pointers
- * @flat: @nr_logical entries that back every page (the tools: all the map
- *	at once, as one array), or NULL: pages present in @pages are
+ * @wide: 8-byte entries, 512 a page (a device formatted --wide), else 4
+ * @pages: dmr_map_blocks(@nr_logical, @wide) page pointers
+ * @flat: @nr_logical entries (4 or 8 bytes each, per @wide) that back
+ *	every page (the tools: all the map at once, as one array, a page
+ *	every 4 KiB of it), or NULL: pages present in @pages are
  *	cleared and kept, the others stay NULL until dmr_map_reserve()
  *	allocates them with @m->page_alloc, which the caller sets after this
  * @nr_logical: logical blocks
  * @segs: @nr_segs entries
  * @nr_segs: segments
  * @seg_blocks: blocks per segment
- * @dirty: one byte per map block (DIV_ROUND_UP(@nr_logical, 1024))
+ * @dirty: one byte per map block
  * @lists: DMR_MAP_LISTS(@seg_blocks) entries
  *
  * Every map block starts dirty for both checkpoint slots, every segment
  * free (on the free list, in segment order), and segment states are
  * tracked.
  */
-void dmr_map_init(struct dmr_map *m, u32 **pages, u32 *flat, u64 nr_logical,
-		  struct dmr_seg *segs, u32 nr_segs, u32 seg_blocks, u8 *dirty,
-		  u32 *lists)
+void dmr_map_init_wide(struct dmr_map *m, bool wide, u32 **pages, u32 *flat,
+		       u64 nr_logical, struct dmr_seg *segs, u32 nr_segs,
+		       u32 seg_blocks, u8 *dirty, u32 *lists)
 {
+	u32 esize = wide ? DMR_MAP_ENTRY_SIZE_WIDE : DMR_MAP_ENTRY_SIZE;
 	u64 p;
 
 	m->pages = pages;
@@ -158,11 +160,11 @@ void dmr_map_init(struct dmr_map *m, u32 **pages, u32 *flat, u64 nr_logical,
 	m->segs = segs;
 	m->nr_segs = nr_segs;
 	m->seg_blocks = seg_blocks;
-	m->wide = false;
+	m->wide = wide;
+	m->page_shift = dmr_map_shift(wide);
 	m->mapped = 0;
 	m->dirty = dirty;
-	m->nr_map_blocks = div64_u64(nr_logical + DMR_MAP_ENTRIES_PER_BLOCK - 1,
-				     DMR_MAP_ENTRIES_PER_BLOCK);
+	m->nr_map_blocks = dmr_map_blocks(nr_logical, wide);
 	m->ckpt_seq = 0;
 	m->flush_seq = 0;
 	m->nr_free = nr_segs;
@@ -170,21 +172,27 @@ void dmr_map_init(struct dmr_map *m, u32 **pages, u32 *flat, u64 nr_logical,
 	m->track = true;
 	memset(&m->age, 0, sizeof(m->age));
 	if (flat)
-		memset(flat, 0, nr_logical * sizeof(*flat));
+		memset(flat, 0, nr_logical * esize);
 	for (p = 0; p < m->nr_map_blocks; p++) {
-		u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
-
 		if (flat)
-			pages[p] = flat + first;
+			pages[p] = flat + p * DMR_MAP_NARROW_ENTRIES;	/* 4 KiB a page */
 		else if (pages[p])	/* (a flat array's last page is short) */
-			memset(pages[p], 0, min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK,
-						  nr_logical - first) * sizeof(u32));
+			memset(pages[p], 0, (size_t)dmr_map_page_len(m, p) * esize);
 		m->nr_pages += !!pages[p];
 	}
 	memset(segs, 0, (size_t)nr_segs * sizeof(*segs));
 	memset(dirty, DMR_DIRTY_ALL, m->nr_map_blocks);
 	m->lists = lists;
 	dmr_map_lists_rebuild(m);
+}
+
+/* dmr_map_init_wide() of a map of 4-byte entries. */
+void dmr_map_init(struct dmr_map *m, u32 **pages, u32 *flat, u64 nr_logical,
+		  struct dmr_seg *segs, u32 nr_segs, u32 seg_blocks, u8 *dirty,
+		  u32 *lists)
+{
+	dmr_map_init_wide(m, false, pages, flat, nr_logical, segs, nr_segs, seg_blocks,
+			  dirty, lists);
 }
 
 /**
@@ -210,8 +218,8 @@ int dmr_map_reserve(struct dmr_map *m, u64 lba, u64 n)
 
 	if (!n)
 		return 0;
-	last = (lba + n - 1) >> DMR_MAP_PAGE_SHIFT;
-	for (p = lba >> DMR_MAP_PAGE_SHIFT; p <= last; p++) {
+	last = (lba + n - 1) >> m->page_shift;
+	for (p = lba >> m->page_shift; p <= last; p++) {
 		u32 *page;
 
 		if (m->pages[p])	/* resident, or out (DMR_PAGE_OUT) */
@@ -259,13 +267,10 @@ u32 *dmr_map_load_page(struct dmr_map *m, u64 p)
  */
 void dmr_map_load_zero(struct dmr_map *m, u64 p)
 {
-	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
-
 	switch (dmr_map_page_state(m, p)) {
 	case DMR_PAGE_RESIDENT:
-		/* (a flat array's last page is short: dmr_map_init()) */
-		memset(m->pages[p], 0, min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK,
-					     m->nr_logical - first) * sizeof(u32));
+		/* (a flat array's last page is short: dmr_map_init_wide()) */
+		memset(m->pages[p], 0, (size_t)dmr_map_page_len(m, p) * dmr_map_entry_size(m));
 		break;
 	case DMR_PAGE_EVICTED:
 		m->pages[p] = NULL;
@@ -301,15 +306,13 @@ void dmr_map_load_zero(struct dmr_map *m, u64 p)
  */
 u32 *dmr_map_evict(struct dmr_map *m, u64 p, unsigned int newest, bool *absent)
 {
-	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
 	u32 *page = m->pages[p];
 
 	if (dmr_map_page_state(m, p) != DMR_PAGE_RESIDENT ||
 	    (m->dirty[p] & DMR_DIRTY_SLOT(newest)))
 		return NULL;
-	/* (a flat array's last page is short: dmr_map_init()) */
-	*absent = !memchr_inv(page, 0, min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK,
-					     m->nr_logical - first) * sizeof(u32));
+	/* (a flat array's last page is short: dmr_map_init_wide()) */
+	*absent = !memchr_inv(page, 0, (size_t)dmr_map_page_len(m, p) * dmr_map_entry_size(m));
 	WRITE_ONCE(m->pages[p], *absent ? NULL : DMR_PAGE_OUT);
 	WRITE_ONCE(m->nr_pages, m->nr_pages - 1);	/* status reads it */
 	m->nr_out += !*absent;
@@ -332,13 +335,14 @@ u32 *dmr_map_evict(struct dmr_map *m, u64 p, unsigned int newest, bool *absent)
  */
 int dmr_map_page_in(struct dmr_map *m, u64 p, u32 *page)
 {
-	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK, limit = (u64)m->nr_segs * m->seg_blocks;
-	u32 n = min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK, m->nr_logical - first), i;
+	u64 limit = (u64)m->nr_segs * m->seg_blocks, e;
+	u32 n = dmr_map_page_len(m, p), i;
 
 	if (dmr_map_page_state(m, p) != DMR_PAGE_EVICTED)
 		return -ENOENT;
 	for (i = 0; i < n; i++) {
-		if (page[i] != DMR_UNMAPPED && page[i] - 1 >= limit)
+		e = dmr_page_entry(m, page, i);
+		if (e != DMR_UNMAPPED && e - 1 >= limit)
 			return -EINVAL;
 	}
 	/* the entries before the pointer: pairs with dmr_map_get() */
@@ -348,15 +352,16 @@ int dmr_map_page_in(struct dmr_map *m, u64 p, u32 *page)
 	return 0;
 }
 
-/* The entry of @lba, for changing it; its page must be there. */
-static u32 *dmr_map_slot(struct dmr_map *m, u64 lba)
+/* Store the entry of @lba; its page must be there. */
+static void dmr_map_store(struct dmr_map *m, u64 lba, u64 e)
 {
-	return &m->pages[lba >> DMR_MAP_PAGE_SHIFT][lba & (DMR_MAP_ENTRIES_PER_BLOCK - 1)];
+	dmr_page_set_entry(m, m->pages[lba >> m->page_shift],
+			   lba & (dmr_map_per_page(m) - 1), e);
 }
 
 static void dmr_map_dirty(struct dmr_map *m, u64 lba)
 {
-	m->dirty[div64_u64(lba, DMR_MAP_ENTRIES_PER_BLOCK)] = DMR_DIRTY_ALL;
+	m->dirty[lba >> m->page_shift] = DMR_DIRTY_ALL;
 }
 
 /*
@@ -382,7 +387,7 @@ static bool dmr_seg_empty_sealed(const struct dmr_seg *s)
  * one bucket (the common case: its flags, which the read path reads
  * without the lock, are not written), or to a prefree list once empty.
  */
-static void dmr_map_drop(struct dmr_map *m, u32 entry)
+static void dmr_map_drop(struct dmr_map *m, u64 entry)
 {
 	u32 seg = dmr_pba_segment(m, entry - 1);
 	struct dmr_seg *s = &m->segs[seg];
@@ -413,13 +418,14 @@ static void dmr_map_drop(struct dmr_map *m, u32 entry)
  * The block's previous location, if any, stops being valid.  Its page
  * must be there: dmr_map_reserve() first.
  */
-void dmr_map_set(struct dmr_map *m, u64 lba, u32 pba)
+void dmr_map_set(struct dmr_map *m, u64 lba, u64 pba)
 {
-	u32 *e = dmr_map_slot(m, lba), old = *e, seg = dmr_pba_segment(m, pba);
+	u64 old = dmr_map_get(m, lba);
+	u32 seg = dmr_pba_segment(m, pba);
 
 	if (old != DMR_UNMAPPED)
 		dmr_map_drop(m, old);
-	WRITE_ONCE(*e, pba + 1);	/* read locklessly: dmr-read.c */
+	dmr_map_store(m, lba, pba + 1);	/* read locklessly: dmr-read.c */
 	dmr_seg_unlist(m, seg);		/* a head's segment: on no list */
 	m->segs[seg].valid++;
 	dmr_seg_list(m, seg);
@@ -430,12 +436,12 @@ void dmr_map_set(struct dmr_map *m, u64 lba, u32 pba)
 /* Unmap a logical block (discard); a no-op if it is not mapped. */
 void dmr_map_unmap(struct dmr_map *m, u64 lba)
 {
-	u32 old = dmr_map_get(m, lba);
+	u64 old = dmr_map_get(m, lba);
 
 	if (old == DMR_UNMAPPED)
 		return;
 	dmr_map_drop(m, old);
-	WRITE_ONCE(*dmr_map_slot(m, lba), DMR_UNMAPPED);
+	dmr_map_store(m, lba, DMR_UNMAPPED);
 	dmr_map_dirty(m, lba);
 }
 
@@ -454,7 +460,7 @@ void dmr_map_unmap(struct dmr_map *m, u64 lba)
  *
  * Return: true if @lba now points at @dst.
  */
-bool dmr_move_commit(struct dmr_map *m, u64 lba, u32 src, u32 dst)
+bool dmr_move_commit(struct dmr_map *m, u64 lba, u64 src, u64 dst)
 {
 	struct dmr_seg *d = &m->segs[dmr_pba_segment(m, dst)];
 
@@ -500,15 +506,16 @@ void dmr_seg_birth_mix(struct dmr_seg *d, u64 birth)
  * @first DMR_MAP_MISS if @lba's page is out.  A run ends before a page
  * that is out.
  */
-u32 dmr_map_run(const struct dmr_map *m, u64 lba, u32 max, u32 *first)
+u32 dmr_map_run(const struct dmr_map *m, u64 lba, u32 max, u64 *first)
 {
-	u32 e = dmr_map_get(m, lba), n;
+	u64 e = dmr_map_get(m, lba);
+	u32 n;
 
 	*first = e;
 	if (e == DMR_MAP_MISS)
 		return 1;
 	for (n = 1; n < max; n++) {
-		u32 next = dmr_map_get(m, lba + n);
+		u64 next = dmr_map_get(m, lba + n);
 
 		if (next == DMR_MAP_MISS ||
 		    (e == DMR_UNMAPPED ? next != DMR_UNMAPPED : next != e + n))
@@ -539,10 +546,10 @@ int dmr_map_recount(struct dmr_map *m)
 		m->segs[s].valid = 0;
 	m->mapped = 0;
 	for (lba = 0; lba < m->nr_logical; lba++) {
-		u32 e;
+		u64 e;
 
-		if (!m->pages[lba >> DMR_MAP_PAGE_SHIFT]) {	/* all unmapped */
-			lba |= DMR_MAP_ENTRIES_PER_BLOCK - 1;
+		if (!m->pages[lba >> m->page_shift]) {	/* all unmapped */
+			lba |= dmr_map_per_page(m) - 1;
 			continue;
 		}
 		e = dmr_map_get(m, lba);
@@ -574,18 +581,19 @@ int dmr_map_recount(struct dmr_map *m)
  */
 int dmr_map_count_page(const struct dmr_map *m, u64 p, u32 *valid, u64 *mapped)
 {
-	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK, limit = (u64)m->nr_segs * m->seg_blocks;
-	u32 n = min_t(u64, DMR_MAP_ENTRIES_PER_BLOCK, m->nr_logical - first), i;
+	u64 limit = (u64)m->nr_segs * m->seg_blocks, e;
+	u32 n = dmr_map_page_len(m, p), i;
 	const u32 *page = m->pages[p];
 
 	if (dmr_map_page_state(m, p) == DMR_PAGE_EVICTED)
 		return -EINVAL;
 	for (i = 0; page && i < n; i++) {
-		if (page[i] == DMR_UNMAPPED)
+		e = dmr_page_entry(m, page, i);
+		if (e == DMR_UNMAPPED)
 			continue;
-		if (page[i] - 1 >= limit)
+		if (e - 1 >= limit)
 			return -EINVAL;
-		valid[dmr_pba_segment(m, page[i] - 1)]++;
+		valid[dmr_pba_segment(m, e - 1)]++;
 		(*mapped)++;
 	}
 	return 0;

@@ -20,12 +20,27 @@
 #define DMR_UNMAPPED	0U
 
 /*
+ * log2 of the map entries one map block (and one map page) holds: 1024
+ * 4-byte entries, or 512 8-byte ones in a wide map.
+ */
+static inline u32 dmr_map_shift(bool wide)
+{
+	return wide ? 9 : 10;
+}
+
+/* Map blocks (map pages) of @logical_blocks. */
+static inline u64 dmr_map_blocks(u64 logical_blocks, bool wide)
+{
+	return (logical_blocks + (1ULL << dmr_map_shift(wide)) - 1) >> dmr_map_shift(wide);
+}
+
+/*
  * What dmr_map_get() returns for a block whose map page is out of memory
  * (dmr_map_evict()): read it in (dmr_map_page_in()) and look again.  Never
- * a map entry: the geometry keeps pba + 1 below 0xffffffff
- * (dmr_geometry_init()).
+ * a map entry: the geometry keeps pba + 1 below 0xffffffff, or far below
+ * 2^64 in a wide map (dmr_geometry_compute_wide()).
  */
-#define DMR_MAP_MISS	0xffffffffU
+#define DMR_MAP_MISS	(~0ULL)
 
 /*
  * A map page's pointer while the page is out of memory: the newest
@@ -184,7 +199,7 @@ bool dmr_age_clock_valid(const struct dmr_age_clock *c);
 
 /**
  * struct dmr_map - the map and the segment table
- * @pages: per map block (DMR_MAP_ENTRIES_PER_BLOCK logical blocks, the
+ * @pages: per map block (dmr_map_per_page() logical blocks, the
  *	unit a checkpoint writes), its entries, or NULL while all are
  *	unmapped: a page is only allocated when a block of it is first
  *	mapped (dmr_map_reserve()), so a device's map memory follows what
@@ -202,10 +217,12 @@ bool dmr_age_clock_valid(const struct dmr_age_clock *c);
  * @segs: one entry per segment
  * @nr_segs: segments
  * @seg_blocks: blocks per segment
- * @wide: the log's units are wide (struct dmr_geometry's @wide): GC's
+ * @wide: the device is formatted --wide (struct dmr_geometry's @wide):
+ *	8-byte map entries, 512 a page, and wide log units, whose GC
  *	relocation units list half as many blocks (dmr_gc_move_cost())
+ * @page_shift: dmr_map_shift(@wide): a logical block's page and index
  * @mapped: logical blocks currently mapped
- * @dirty: per map block (DMR_MAP_ENTRIES_PER_BLOCK entries), the slots
+ * @dirty: per map block (dmr_map_per_page() entries), the slots
  *	whose copy of that block is out of date
  * @nr_map_blocks: entries in @dirty
  * @ckpt_seq: sequence number of the last checkpoint completed (the reuse
@@ -259,6 +276,7 @@ struct dmr_map {
 	u32 nr_segs;
 	u32 seg_blocks;
 	bool wide;
+	u32 page_shift;
 	u64 mapped;
 	u8 *dirty;
 	u64 nr_map_blocks;
@@ -277,12 +295,50 @@ struct dmr_map {
 void dmr_map_init(struct dmr_map *m, u32 **pages, u32 *flat, u64 nr_logical,
 		  struct dmr_seg *segs, u32 nr_segs, u32 seg_blocks, u8 *dirty,
 		  u32 *lists);
+void dmr_map_init_wide(struct dmr_map *m, bool wide, u32 **pages, u32 *flat,
+		       u64 nr_logical, struct dmr_seg *segs, u32 nr_segs,
+		       u32 seg_blocks, u8 *dirty, u32 *lists);
 int __must_check dmr_map_reserve(struct dmr_map *m, u64 lba, u64 n);
 
-/* log2 of DMR_MAP_ENTRIES_PER_BLOCK: a logical block's page and index */
-#define DMR_MAP_PAGE_SHIFT	10
-static_assert(DMR_MAP_ENTRIES_PER_BLOCK == 1U << DMR_MAP_PAGE_SHIFT,
-	      "a map page is one checkpoint map block");
+/* Entries of a map page (of a map block): 1024, or 512 in a wide map. */
+static inline u32 dmr_map_per_page(const struct dmr_map *m)
+{
+	return 1U << m->page_shift;
+}
+
+/* Bytes of one map entry: 4, or 8 in a wide map. */
+static inline u32 dmr_map_entry_size(const struct dmr_map *m)
+{
+	return m->wide ? DMR_MAP_ENTRY_SIZE_WIDE : DMR_MAP_ENTRY_SIZE;
+}
+
+/* The entries page @p holds (its last may be short). */
+static inline u32 dmr_map_page_len(const struct dmr_map *m, u64 p)
+{
+	u64 first = p << m->page_shift;
+
+	return min_t(u64, dmr_map_per_page(m), m->nr_logical - first);
+}
+
+/*
+ * Entry @i of a map page (4 KiB of 32-bit entries, or of 64-bit ones in
+ * a wide map), read once: the read path reads without the lock.
+ */
+static inline u64 dmr_page_entry(const struct dmr_map *m, const u32 *page, u32 i)
+{
+	if (m->wide)
+		return READ_ONCE(((const u64 *)page)[i]);
+	return READ_ONCE(page[i]);
+}
+
+/* Store entry @i of a map page, once (a lockless reader may look). */
+static inline void dmr_page_set_entry(const struct dmr_map *m, u32 *page, u32 i, u64 e)
+{
+	if (m->wide)
+		WRITE_ONCE(((u64 *)page)[i], e);
+	else
+		WRITE_ONCE(page[i], (u32)e);
+}
 
 /*
  * The map entry of @lba: DMR_UNMAPPED, pba + 1, or DMR_MAP_MISS if its
@@ -291,15 +347,15 @@ static_assert(DMR_MAP_ENTRIES_PER_BLOCK == 1U << DMR_MAP_PAGE_SHIFT,
  * dmr_map_page_in()), and the entry is read through the pointer read here
  * (an address dependency orders the two reads).
  */
-static inline u32 dmr_map_get(const struct dmr_map *m, u64 lba)
+static inline u64 dmr_map_get(const struct dmr_map *m, u64 lba)
 {
-	const u32 *p = READ_ONCE(m->pages[lba >> DMR_MAP_PAGE_SHIFT]);
+	const u32 *p = READ_ONCE(m->pages[lba >> m->page_shift]);
 
 	if (!p)
 		return DMR_UNMAPPED;
 	if (p == DMR_PAGE_OUT)
 		return DMR_MAP_MISS;
-	return READ_ONCE(p[lba & (DMR_MAP_ENTRIES_PER_BLOCK - 1)]);
+	return dmr_page_entry(m, p, lba & (dmr_map_per_page(m) - 1));
 }
 
 /* The state of map page @p (the map's lock, or the one thread changing it) */
@@ -315,11 +371,11 @@ void dmr_map_load_zero(struct dmr_map *m, u64 p);
 u32 *dmr_map_evict(struct dmr_map *m, u64 p, unsigned int newest, bool *absent);
 int __must_check dmr_map_page_in(struct dmr_map *m, u64 p, u32 *page);
 
-void dmr_map_set(struct dmr_map *m, u64 lba, u32 pba);
+void dmr_map_set(struct dmr_map *m, u64 lba, u64 pba);
 void dmr_map_unmap(struct dmr_map *m, u64 lba);
 void dmr_seg_birth_mix(struct dmr_seg *d, u64 birth);
-bool dmr_move_commit(struct dmr_map *m, u64 lba, u32 src, u32 dst);
-u32 dmr_map_run(const struct dmr_map *m, u64 lba, u32 max, u32 *first);
+bool dmr_move_commit(struct dmr_map *m, u64 lba, u64 src, u64 dst);
+u32 dmr_map_run(const struct dmr_map *m, u64 lba, u32 max, u64 *first);
 int __must_check dmr_map_recount(struct dmr_map *m);
 int dmr_map_count_page(const struct dmr_map *m, u64 p, u32 *valid, u64 *mapped);
 bool dmr_map_free_mapped(const struct dmr_map *m, u32 *seg);
@@ -368,9 +424,24 @@ static inline u32 dmr_seg_bucket_first(const struct dmr_map *m, u32 valid)
 	return m->lists[valid];
 }
 
-static inline u32 dmr_pba_segment(const struct dmr_map *m, u32 pba)
+/* The data-area block at offset @off of segment @seg (64-bit: wide maps). */
+static inline u64 dmr_seg_pba(const struct dmr_map *m, u32 seg, u32 off)
 {
-	return pba / m->seg_blocks;
+	return (u64)seg * m->seg_blocks + off;
+}
+
+static inline u32 dmr_pba_segment(const struct dmr_map *m, u64 pba)
+{
+	/* (a 32-bit division where it will do: the common case, and cheaper) */
+	if (pba <= 0xffffffffULL)
+		return lower_32_bits(pba) / m->seg_blocks;
+	return div64_u64(pba, m->seg_blocks);
+}
+
+/* The offset of data-area block @pba in its segment. */
+static inline u32 dmr_pba_offset(const struct dmr_map *m, u64 pba)
+{
+	return (u32)(pba - (u64)dmr_pba_segment(m, pba) * m->seg_blocks);
 }
 
 void dmr_seg_gc_refuse(struct dmr_map *m, u32 seg, u32 why);

@@ -150,7 +150,7 @@ void dmr_map_cache_start(struct dmr_target *rc)
 static int dmr_page_read(struct dmr_target *rc, u64 p, u32 *page)
 {
 	const struct dmr_geometry *geo = &rc->sb.geo;
-	unsigned int slot = rc->ckpt_slot ^ 1, i;	/* the last one written */
+	unsigned int slot = rc->ckpt_slot ^ 1;	/* the last one written */
 	struct dmr_ckpt_layout l;
 	int r;
 
@@ -161,8 +161,7 @@ static int dmr_page_read(struct dmr_target *rc, u64 p, u32 *page)
 		return r;
 	if (crc32c(~0U, page, DMR_BLOCK_SIZE) != rc->map_crc[p])
 		return -EILSEQ;
-	for (i = 0; i < DMR_MAP_ENTRIES_PER_BLOCK; i++)
-		page[i] = le32_to_cpu(((__le32 *)page)[i]);
+	dmr_map_block_decode(&rc->map, p, page, page);	/* in place */
 	return 0;
 }
 
@@ -212,12 +211,12 @@ static int dmr_page_fetch(struct dmr_target *rc, u64 p)
  */
 int dmr_map_need(struct dmr_target *rc, u64 lba, u64 n)
 {
-	u64 p, last = (lba + n - 1) >> DMR_MAP_PAGE_SHIFT;
+	u64 p, last = (lba + n - 1) >> rc->map.page_shift;
 	int r;
 
 	if (!rc->pc.cap)
 		return 0;
-	for (p = lba >> DMR_MAP_PAGE_SHIFT; p <= last; p++) {
+	for (p = lba >> rc->map.page_shift; p <= last; p++) {
 		if (dmr_page_clock_touch(&rc->pc, p))
 			continue;
 		if (dmr_map_page_state(&rc->map, p) == DMR_PAGE_EVICTED) {

@@ -470,7 +470,7 @@ u32 dmr_gc_victim(struct dmr_map *m, bool greedy, u64 now_seq)
  *
  * Return: DMR_HEAD_HOT or DMR_HEAD_COLD.
  */
-unsigned int dmr_temp_classify(struct dmr_temp *t, u32 old_entry,
+unsigned int dmr_temp_classify(struct dmr_temp *t, u64 old_entry,
 			       const struct dmr_map *m, u64 now_seq)
 {
 	const struct dmr_seg *s;

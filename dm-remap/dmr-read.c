@@ -39,13 +39,13 @@ void dmr_reader_put(struct dmr_target *rc, u32 seg)
  * segment.  Called by the worker, which owns the map, or locklessly by
  * dmr_map_read(), which checks the result (entries are WRITE_ONCE()).
  */
-static u32 dmr_lookup_run(struct dmr_target *rc, u64 lba, u32 max, u32 *entry)
+static u32 dmr_lookup_run(struct dmr_target *rc, u64 lba, u32 max, u64 *entry)
 {
 	u32 seg_blocks = dmr_seg_blocks(rc);
 	u32 run = dmr_map_run(&rc->map, lba, max, entry);
 
 	if (*entry != DMR_UNMAPPED)
-		run = min(run, seg_blocks - (*entry - 1) % seg_blocks);
+		run = min(run, seg_blocks - dmr_pba_offset(&rc->map, *entry - 1));
 	return run;
 }
 
@@ -115,7 +115,6 @@ static void dmr_clone_endio(struct bio *clone)
  */
 void dmr_do_read(struct dmr_target *rc, struct bio *bio)
 {
-	u32 seg_blocks = dmr_seg_blocks(rc);
 	u64 lba = dmr_read_lba(rc, bio);
 	int r;
 
@@ -126,8 +125,9 @@ void dmr_do_read(struct dmr_target *rc, struct bio *bio)
 		return;
 	}
 	while (bio->bi_iter.bi_size) {
-		u32 n = bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT, e, run, pba, seg;
+		u32 n = bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT, run, seg = 0, off = 0;
 		u32 on_disk = 0;
+		u64 e, pba;
 		struct dmr_clone *c;
 		struct bio *clone;
 		bool from_buf;
@@ -135,18 +135,21 @@ void dmr_do_read(struct dmr_target *rc, struct bio *bio)
 
 		run = dmr_lookup_run(rc, lba, n, &e);
 		pba = e - 1;
-		seg = pba / seg_blocks;
+		if (e != DMR_UNMAPPED) {
+			seg = dmr_pba_segment(&rc->map, pba);
+			off = dmr_pba_offset(&rc->map, pba);
+		}
 		buf = e == DMR_UNMAPPED ? NULL : dmr_mem_segment(rc, seg, &on_disk);
 		if (buf) {
-			run = dmr_mem_run(pba % seg_blocks, run, on_disk, &from_buf);
+			run = dmr_mem_run(off, run, on_disk, &from_buf);
 			if (!from_buf)
 				buf = NULL;
 		}
 		if (e == DMR_UNMAPPED) {
 			dmr_copy_to_bio(bio, NULL, run << DMR_BLOCK_SHIFT);
 		} else if (buf) {
-			dmr_copy_to_bio(bio, buf + (size_t)(pba % seg_blocks) *
-					DMR_BLOCK_SIZE, run << DMR_BLOCK_SHIFT);
+			dmr_copy_to_bio(bio, buf + (size_t)off * DMR_BLOCK_SIZE,
+					run << DMR_BLOCK_SHIFT);
 		} else {
 			clone = bio_alloc_clone(rc->dev->bdev, bio, GFP_NOIO, &rc->bs);
 			c = container_of(clone, struct dmr_clone, bio);
@@ -198,9 +201,8 @@ void dmr_do_read(struct dmr_target *rc, struct bio *bio)
 int dmr_map_read(struct dmr_target *rc, struct bio *bio)
 {
 	struct dmr_per_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
-	u32 seg_blocks = dmr_seg_blocks(rc);
-	u32 n = bio_sectors(bio) >> 3, e, e2, run, seg;
-	u64 lba = dmr_read_lba(rc, bio);
+	u32 n = bio_sectors(bio) >> 3, run, seg;
+	u64 lba = dmr_read_lba(rc, bio), e, e2;
 	unsigned int tries;
 
 	/* a map page that leaves is freed after a grace period (dmr-page.c) */
@@ -210,7 +212,7 @@ int dmr_map_read(struct dmr_target *rc, struct bio *bio)
 		/* a page out of memory (DMR_MAP_MISS): the worker reads it in */
 		if (e == DMR_UNMAPPED || e == DMR_MAP_MISS)
 			break;
-		seg = (e - 1) / seg_blocks;
+		seg = dmr_pba_segment(&rc->map, e - 1);
 		atomic_inc(&rc->readers[seg]);
 		smp_mb__after_atomic();	/* pairs with dmr_gc_free_ready() */
 		run = dmr_lookup_run(rc, lba, n, &e2);
@@ -228,7 +230,7 @@ int dmr_map_read(struct dmr_target *rc, struct bio *bio)
 remap:
 	rcu_read_unlock();
 	if (rc->pc.cap)		/* a hit: the page's second chance */
-		dmr_page_clock_ref(&rc->pc, lba >> DMR_MAP_PAGE_SHIFT);
+		dmr_page_clock_ref(&rc->pc, lba >> rc->map.page_shift);
 	pb->seg = seg;
 	if (run < n)
 		dm_accept_partial_bio(bio, run * DMR_SECTORS_PER_BLOCK);

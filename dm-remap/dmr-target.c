@@ -173,6 +173,14 @@ static int dmr_check_device(struct dmr_target *rc, struct dm_target *ti)
 		ti->error = "Device is smaller than its formatted size";
 		return -EINVAL;
 	}
+	/*
+	 * 64-bit map entries are read without the lock (dmr_map_read()): a
+	 * kernel whose longs are 32-bit could see one half written.
+	 */
+	if (geo->wide && BITS_PER_LONG < 64) {
+		ti->error = "64-bit block numbers need a 64-bit kernel";
+		return -EINVAL;
+	}
 	if ((rc->sb.feature_ro_compat & ~DMR_FEATURE_RO_COMPAT_SUPP) &&
 	    !rc->read_only) {
 		ti->error = "Unsupported read-only-compatible features: load with read_only";

@@ -10,6 +10,7 @@
 #include <kunit/test.h>
 
 #include "dmr-codec.h"
+#include "dmr-map.h"
 #include "dmr-table.h"
 
 /* ------------------------------------------------------------------ */
@@ -588,7 +589,7 @@ static void *dmr_test_block(struct kunit *test)
 static void dmr_test_geometry_grow(struct kunit *test)
 {
 	const u64 dev = 16384, limit = 4 * 16384;
-	struct dmr_geometry plain, g, big, at_limit, out;
+	struct dmr_geometry plain, g, big, at_limit, out, wide;
 	struct dmr_sb in, sbo;
 	void *block = dmr_test_block(test);
 
@@ -663,31 +664,86 @@ static void dmr_test_geometry_grow(struct kunit *test)
 	dmr_sb_encode(&in, block);
 	KUNIT_EXPECT_EQ(test, dmr_sb_decode(block, 0, &sbo), DMR_SB_BAD_GEOMETRY);
 	/*
-	 * Wide units (format 4, step 2): the feature bit is the geometry's
-	 * @wide, written from it and read into it, and a grow keeps it.
+	 * Wide (format 4): the feature bit is the geometry's @wide, written
+	 * from it and read into it; the layout follows it (8-byte map
+	 * entries: twice the map blocks in a slot), and a grow keeps it.
 	 */
-	in.geo = g;
-	in.geo.wide = true;
+	KUNIT_ASSERT_EQ(test, dmr_geometry_compute_wide(dev, limit, 64, 10, true, &wide),
+			DMR_GEO_OK);
+	KUNIT_EXPECT_TRUE(test, wide.wide);
+	KUNIT_EXPECT_GT(test, wide.ckpt_slot_blocks, g.ckpt_slot_blocks);
+	in.geo = wide;
 	in.feature_incompat = DMR_FEATURE_INCOMPAT_GROW;
 	dmr_sb_encode(&in, block);
 	KUNIT_ASSERT_EQ(test, dmr_sb_decode(block, 0, &sbo), DMR_SB_OK);
 	KUNIT_EXPECT_TRUE(test, sbo.geo.wide);
+	KUNIT_EXPECT_EQ(test, memcmp(&sbo.geo, &wide, sizeof(wide)), 0);
 	KUNIT_EXPECT_EQ(test, sbo.feature_incompat,
 			DMR_FEATURE_INCOMPAT_GROW | DMR_FEATURE_INCOMPAT_WIDE);
 	KUNIT_ASSERT_EQ(test, dmr_geometry_grow(&sbo.geo, 2 * dev, &out), DMR_GEO_OK);
 	KUNIT_EXPECT_TRUE(test, out.wide);
-	KUNIT_EXPECT_EQ(test, out.nr_segments, big.nr_segments);
-	KUNIT_EXPECT_EQ(test, dmr_geometry_for_length(&sbo.geo, 2 * dev, big.logical_blocks,
-						      &out), DMR_GROW_YES);
-	KUNIT_EXPECT_TRUE(test, out.wide);
+	KUNIT_EXPECT_EQ(test, out.data_offset, wide.data_offset);
+	KUNIT_EXPECT_EQ(test, out.nr_segments, (2 * dev - wide.data_offset) / 64);
+	KUNIT_EXPECT_EQ(test, dmr_geometry_for_length(&sbo.geo, 2 * dev, out.logical_blocks,
+						      &big), DMR_GROW_YES);
+	KUNIT_EXPECT_TRUE(test, big.wide);
+	/* the bit without its layout, or the layout without its bit */
+	in.geo = g;
+	in.geo.wide = true;
+	dmr_sb_encode(&in, block);
+	KUNIT_EXPECT_EQ(test, dmr_sb_decode(block, 0, &sbo), DMR_SB_BAD_GEOMETRY);
+	in.geo = wide;
 	in.geo.wide = false;
 	in.feature_incompat = DMR_FEATURE_INCOMPAT_GROW | DMR_FEATURE_INCOMPAT_WIDE;
 	dmr_sb_encode(&in, block);
-	KUNIT_ASSERT_EQ(test, dmr_sb_decode(block, 0, &sbo), DMR_SB_OK);
-	KUNIT_EXPECT_FALSE(test, sbo.geo.wide);
-	KUNIT_EXPECT_EQ(test, sbo.feature_incompat, DMR_FEATURE_INCOMPAT_GROW);
+	KUNIT_EXPECT_EQ(test, dmr_sb_decode(block, 0, &sbo), DMR_SB_BAD_GEOMETRY);
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmr_disk_superblock, grow_limit), 160UL);
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmr_disk_ckpt, nr_segments), 296UL);
+}
+
+/*
+ * Format 4's limits: 32-bit map entries stop below 2^32 data blocks (16
+ * TiB), 64-bit ones at 2^32 - 2 segments (4 PiB of 1 MiB segments) or a
+ * checkpoint slot of 2^32 blocks (the superblock's field); past either,
+ * too large comes before too small.  A wide geometry's slots hold 8-byte
+ * entries: twice the map blocks.
+ */
+static void dmr_test_geometry_wide_limits(struct kunit *test)
+{
+	const u64 tib = 1ULL << 28;	/* blocks */
+	struct dmr_geometry g, n;
+
+	KUNIT_EXPECT_EQ(test, dmr_geometry_compute_wide(32 * tib, 0, 2048, 10, false, &g),
+			DMR_GEO_TOO_LARGE);
+	KUNIT_ASSERT_EQ(test, dmr_geometry_compute_wide(32 * tib, 0, 2048, 10, true, &g),
+			DMR_GEO_OK);
+	KUNIT_EXPECT_TRUE(test, g.wide);
+	KUNIT_EXPECT_GT(test, g.logical_blocks, 1ULL << 32);
+	KUNIT_EXPECT_LT(test, g.nr_segments * g.segment_blocks, 32 * tib);
+	KUNIT_EXPECT_EQ(test, dmr_map_blocks(g.logical_blocks, true),
+			(g.logical_blocks + 511) / 512);
+	/* just under 16 TiB: narrow still, twice the map blocks when wide */
+	KUNIT_ASSERT_EQ(test, dmr_geometry_compute_wide(16 * tib - 8192, 0, 256, 10, false, &n),
+			DMR_GEO_OK);
+	KUNIT_ASSERT_EQ(test, dmr_geometry_compute_wide(16 * tib - 8192, 0, 256, 10, true, &g),
+			DMR_GEO_OK);
+	KUNIT_EXPECT_EQ(test, dmr_map_blocks(16 * tib - 8192, true),
+			2 * dmr_map_blocks(16 * tib - 8192, false));
+	KUNIT_EXPECT_GT(test, g.ckpt_slot_blocks, n.ckpt_slot_blocks);
+	KUNIT_EXPECT_GE(test, g.data_offset, n.data_offset);
+	/* 4 PiB of 1 MiB segments fits, 4 PiB + 64 TiB does not */
+	KUNIT_ASSERT_EQ(test, dmr_geometry_compute_wide(1ULL << 40, 0, 256, 10, true, &g),
+			DMR_GEO_OK);
+	KUNIT_EXPECT_GT(test, g.nr_segments, (1ULL << 32) - (1ULL << 25));
+	KUNIT_EXPECT_LT(test, g.nr_segments, (u64)DMR_NO_SEGMENT);
+	KUNIT_EXPECT_EQ(test, dmr_geometry_compute_wide((1ULL << 40) + (1ULL << 34), 0, 256,
+							10, true, &g), DMR_GEO_TOO_LARGE);
+	/* as a grow limit on a small device: too large, not too small */
+	KUNIT_EXPECT_EQ(test, dmr_geometry_compute_wide(1ULL << 20, (1ULL << 40) + (1ULL << 34),
+							256, 10, true, &g), DMR_GEO_TOO_LARGE);
+	/* 16 PiB of 1 GiB segments: few segments, but a slot of 2^33 blocks */
+	KUNIT_EXPECT_EQ(test, dmr_geometry_compute_wide(1ULL << 42, 0, DMR_MAX_SEGMENT_BLOCKS,
+							10, true, &g), DMR_GEO_TOO_LARGE);
 }
 
 static void dmr_test_sb_roundtrip(struct kunit *test)
@@ -792,7 +848,8 @@ static const struct dmr_corrupt_case dmr_corrupt_cases[] = {
 	{ "checksum field", 9, 0x80, false, false, 0, DMR_SB_BAD_CSUM },
 	{ "payload bit", 100, 0x04, false, false, 0, DMR_SB_BAD_CSUM },
 	{ "reserved tail", 4095, 0x01, false, false, 0, DMR_SB_BAD_CSUM },
-	{ "version 4", 12, 4, true, true, 0, DMR_SB_BAD_VERSION },
+	{ "version 5", 12, 5, true, true, 0, DMR_SB_BAD_VERSION },
+	{ "version 3", 12, 3, true, true, 0, DMR_SB_BAD_VERSION },
 	{ "version 2", 12, 2, true, true, 0, DMR_SB_BAD_VERSION },
 	{ "version 1", 12, 1, true, true, 0, DMR_SB_BAD_VERSION },
 	{ "version 0", 12, 0, true, true, 0, DMR_SB_BAD_VERSION },
@@ -891,6 +948,7 @@ static struct kunit_case dmr_pure_cases[] = {
 	KUNIT_CASE(dmr_test_birth_codec),
 	KUNIT_CASE_PARAM(dmr_test_geometry, dmr_geo_gen_params),
 	KUNIT_CASE(dmr_test_geometry_grow),
+	KUNIT_CASE(dmr_test_geometry_wide_limits),
 	KUNIT_CASE_PARAM(dmr_test_default_segment, dmr_seg_gen_params),
 	KUNIT_CASE_PARAM(dmr_test_map_memory, dmr_mem_gen_params),
 	KUNIT_CASE_PARAM(dmr_test_map_fits, dmr_fit_gen_params),

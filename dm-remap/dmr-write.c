@@ -590,7 +590,7 @@ static int dmr_order_before(struct dmr_target *rc, unsigned int hid, u64 lba, u3
 	int r;
 
 	for (i = 0; i < n; i++) {
-		u32 e = dmr_map_get(&rc->map, lba + i);
+		u64 e = dmr_map_get(&rc->map, lba + i);
 
 		if (e == DMR_UNMAPPED)
 			continue;
@@ -641,7 +641,8 @@ void dmr_do_write(struct dmr_target *rc, struct bio *bio)
 	hid = dmr_temp_classify(&rc->temp, dmr_map_get(&rc->map, lba), &rc->map, rc->seq);
 	h = &rc->heads[hid];
 	while (bio->bi_iter.bi_size) {
-		u32 n, i, pba, want = bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT;
+		u32 n, i, want = bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT;
+		u64 pba;
 
 		r = dmr_head_room(rc, hid, want, &n);
 		if (r)
@@ -655,7 +656,7 @@ void dmr_do_write(struct dmr_target *rc, struct bio *bio)
 			goto out;
 		dmr_copy_from_bio(bio, (u8 *)h->buf + (size_t)h->wp * DMR_BLOCK_SIZE,
 				  n << DMR_BLOCK_SHIFT);
-		pba = h->pos.segment * seg_blocks + h->wp;
+		pba = dmr_seg_pba(&rc->map, h->pos.segment, h->wp);
 		spin_lock(&rc->map_lock);
 		for (i = 0; i < n; i++) {
 			dmr_map_set(&rc->map, lba + i, pba + i);
@@ -691,7 +692,7 @@ static u32 dmr_discard_chunk(const struct dmr_target *rc)
 {
 	if (!rc->pc.cap)
 		return 1U << 30;
-	return min_t(u64, (u64)max(rc->pc.cap / 2, 1U) * DMR_MAP_ENTRIES_PER_BLOCK, 1U << 30);
+	return min_t(u64, (u64)max(rc->pc.cap / 2, 1U) << rc->map.page_shift, 1U << 30);
 }
 
 void dmr_do_discard(struct dmr_target *rc, struct bio *bio)

@@ -546,13 +546,13 @@ bool dmr_head_needs_next(u32 next_segment, u32 wp, u32 seg_blocks)
  * Rule 10 (dmr-write.c): a write of the block to another head must close
  * that unit first, so that the older copy is numbered first.
  */
-bool dmr_copy_in_open_unit(u32 entry, u32 seg_blocks, bool unit_open,
+bool dmr_copy_in_open_unit(u64 entry, u32 seg_blocks, bool unit_open,
 			   u32 segment, u32 unit_offset, u32 wp)
 {
-	u32 pba = entry - 1;
+	u64 pba = entry - 1, seg = div64_u64(pba, seg_blocks);
+	u32 off = (u32)(pba - seg * seg_blocks);
 
-	return unit_open && pba / seg_blocks == segment &&
-	       pba % seg_blocks > unit_offset && pba % seg_blocks < wp;
+	return unit_open && seg == segment && off > unit_offset && off < wp;
 }
 
 /**

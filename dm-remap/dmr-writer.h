@@ -181,7 +181,7 @@ u64 dmr_ckpt_log_seq_bound(const enum dmr_log_status st[DMR_CKPT_SLOTS],
 			   const struct dmr_ckpt c[DMR_CKPT_SLOTS], int slot);
 bool dmr_seq_window_full(u64 seq, u64 ckpt_log_seq);
 bool dmr_head_needs_next(u32 next_segment, u32 wp, u32 seg_blocks);
-bool dmr_copy_in_open_unit(u32 entry, u32 seg_blocks, bool unit_open,
+bool dmr_copy_in_open_unit(u64 entry, u32 seg_blocks, bool unit_open,
 			   u32 segment, u32 unit_offset, u32 wp);
 
 /* Map entries a discard unmaps under one hold of the map lock. */

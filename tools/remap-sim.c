@@ -134,9 +134,10 @@ static void usage(void)
 	       "  --gc-bitmap            with --map-cache: GC tells a block still valid\n"
 	       "                         by a bit per data block in memory, and looks\n"
 	       "                         the map up only for the blocks it moves\n"
-	       "  --wide                 a device formatted --wide: 64-bit numbers in\n"
-	       "                         every unit's summary (504 blocks a unit, 252\n"
-	       "                         relocated), as the module writes them\n"
+	       "  --wide                 a device formatted --wide: 64-bit block numbers\n"
+	       "                         in every unit's summary (504 blocks a unit, 252\n"
+	       "                         relocated) and in the map (8 bytes a block, 512\n"
+	       "                         a page: twice the checkpoints' map blocks)\n"
 	       "  --exact-cb             what-if: background victims by a scan of every\n"
 	       "                         segment (the best cost-benefit score), the\n"
 	       "                         reference for dmr_gc_victim()'s buckets\n"
@@ -375,7 +376,7 @@ struct sim {
 	bool paged;
 	bool gc_bitmap;		/* --gc-bitmap */
 	bool pc_over;		/* the cache holds more than pc.cap: checkpoint */
-	u32 *l2p;	/* the map's pages, one array (dmr_map_init()) */
+	u32 *l2p;	/* the map's pages, one array, 4 KiB a page (dmr_map_init_wide()) */
 	u32 *slot_img[2];	/* --map-cache: the map as each checkpoint slot holds it */
 	u64 map_pages_max;	/* --map-cache: most map pages in memory after a request */
 	u32 **pages;
@@ -510,13 +511,32 @@ static void flush_log(struct sim *s)
 	dmr_map_flush_done(&s->m);
 }
 
-/* Entries of map page @p (the last one is short) */
-static u32 page_entries(const struct sim *s, u64 p)
+/* Bytes of map page @p's entries (the last one is short) */
+static size_t page_bytes(const struct sim *s, u64 p)
 {
-	u64 first = p * DMR_MAP_ENTRIES_PER_BLOCK;
+	return (size_t)dmr_map_page_len(&s->m, p) * dmr_map_entry_size(&s->m);
+}
 
-	return s->m.nr_logical - first < DMR_MAP_ENTRIES_PER_BLOCK ?
-	       s->m.nr_logical - first : DMR_MAP_ENTRIES_PER_BLOCK;
+/* Map page @p's place in a flat array of pages (the map's, or a slot's) */
+static u32 *page_at(u32 *flat, u64 p)
+{
+	return flat + p * DMR_MAP_NARROW_ENTRIES;	/* 4 KiB a page */
+}
+
+/*
+ * The entry of @lba in the flat array behind the pages, whether its page
+ * is in or out (--gc-bitmap's stand-in for a bit per block), and where it
+ * is: a page's entries are 4 or 8 bytes, a page every 4 KiB, so entry
+ * @lba is at @lba times the entry's size.
+ */
+static u64 flat_entry(const struct sim *s, u64 lba)
+{
+	return s->m.wide ? ((const u64 *)s->l2p)[lba] : s->l2p[lba];
+}
+
+static const void *flat_addr(const struct sim *s, u64 lba)
+{
+	return (const u8 *)s->l2p + lba * dmr_map_entry_size(&s->m);
 }
 
 /*
@@ -526,20 +546,19 @@ static u32 page_entries(const struct sim *s, u64 p)
  */
 static void slot_write(struct sim *s, unsigned int slot, u64 p)
 {
-	u32 *dst = s->slot_img[slot] + p * DMR_MAP_ENTRIES_PER_BLOCK;
+	u32 *dst = page_at(s->slot_img[slot], p);
 
 	switch (dmr_map_page_state(&s->m, p)) {
 	case DMR_PAGE_ABSENT:
-		memset(dst, 0, page_entries(s, p) * sizeof(u32));
+		memset(dst, 0, page_bytes(s, p));
 		break;
 	case DMR_PAGE_RESIDENT:
-		memcpy(dst, s->m.pages[p], page_entries(s, p) * sizeof(u32));
+		memcpy(dst, s->m.pages[p], page_bytes(s, p));
 		break;
 	default:
 		if (s->m.dirty[p] & DMR_DIRTY_SLOT(slot ^ 1))
 			sim_fail(s, "map cache: a page out of memory is not in the newest slot");
-		memcpy(dst, s->slot_img[slot ^ 1] + p * DMR_MAP_ENTRIES_PER_BLOCK,
-		       page_entries(s, p) * sizeof(u32));
+		memcpy(dst, page_at(s->slot_img[slot ^ 1], p), page_bytes(s, p));
 		s->c.map_copied++;
 	}
 }
@@ -601,17 +620,17 @@ static void evict(struct sim *s, u32 p)
  */
 static void page_in(struct sim *s, u64 p)
 {
-	u32 *mem = s->l2p + p * DMR_MAP_ENTRIES_PER_BLOCK, *slot;
-	size_t bytes = page_entries(s, p) * sizeof(u32);
+	u32 *mem = page_at(s->l2p, p), *slot;
+	size_t bytes = page_bytes(s, p);
 	unsigned int i;
 
 	for (i = 0; i < 2; i++)
 		if (!(s->m.dirty[p] & DMR_DIRTY_SLOT(i)) &&
-		    memcmp(s->slot_img[i] + p * DMR_MAP_ENTRIES_PER_BLOCK, mem, bytes))
+		    memcmp(page_at(s->slot_img[i], p), mem, bytes))
 			sim_fail(s, "map cache: a page read back from a slot is not the one evicted");
 	if (s->m.dirty[p] & DMR_DIRTY_SLOT(s->ckpt_slot ^ 1))
 		sim_fail(s, "map cache: a page out of memory is dirty for the newest slot");
-	slot = s->slot_img[s->ckpt_slot ^ 1] + p * DMR_MAP_ENTRIES_PER_BLOCK;
+	slot = page_at(s->slot_img[s->ckpt_slot ^ 1], p);
 	memcpy(mem, slot, bytes);
 	if (dmr_map_page_in(&s->m, p, mem))
 		sim_fail(s, "map cache: a page read back points outside the data area");
@@ -627,7 +646,7 @@ static void page_in(struct sim *s, u64 p)
  */
 static void map_touch(struct sim *s, u64 lba, bool count)
 {
-	u32 page = lba >> DMR_MAP_PAGE_SHIFT, victim;
+	u32 page = lba >> s->m.page_shift, victim;
 
 	if (!s->paged)
 		return;
@@ -652,9 +671,9 @@ static void map_touch(struct sim *s, u64 lba, bool count)
  * The entry of @lba, its page in memory first (map_touch()); not counted
  * as a lookup if !@count (a user write's, counted with its first block).
  */
-static u32 map_lookup(struct sim *s, u64 lba, bool count)
+static u64 map_lookup(struct sim *s, u64 lba, bool count)
 {
-	u32 e;
+	u64 e;
 
 	map_touch(s, lba, count);
 	e = dmr_map_get(&s->m, lba);
@@ -671,7 +690,7 @@ static void map_ready(struct sim *s, u64 lba, bool count)
 {
 	map_touch(s, lba, count);
 	if (s->paged && (dmr_map_reserve(&s->m, lba, 1) ||
-			 dmr_map_page_state(&s->m, lba >> DMR_MAP_PAGE_SHIFT) !=
+			 dmr_map_page_state(&s->m, lba >> s->m.page_shift) !=
 			 DMR_PAGE_RESIDENT))
 		sim_fail(s, "map cache: a page to change is not in memory");
 }
@@ -758,7 +777,7 @@ static void gc_move(struct sim *s, unsigned int hid, u64 lba, u32 src)
 
 	head_room(s, hid, 1, s->single ? DMR_HEAD_GC : hid);
 	dst = h->seg * s->m.seg_blocks + h->wp;
-	if (dmr_map_page_state(&s->m, lba >> DMR_MAP_PAGE_SHIFT) != DMR_PAGE_RESIDENT)
+	if (dmr_map_page_state(&s->m, lba >> s->m.page_shift) != DMR_PAGE_RESIDENT)
 		sim_fail(s, "GC moves a block whose map page is not in memory");
 	if (!dmr_move_commit(&s->m, lba, src, dst))
 		return;
@@ -812,8 +831,8 @@ static void gc_collect(struct sim *s, u32 seg)
 		u32 lba = s->rev[base + i];
 
 		if (lba != SIM_NO_LBA) {
-			__builtin_prefetch(&s->l2p[lba], 1);
-			__builtin_prefetch(&s->m.dirty[lba / DMR_MAP_ENTRIES_PER_BLOCK], 1);
+			__builtin_prefetch(flat_addr(s, lba), 1);
+			__builtin_prefetch(&s->m.dirty[lba >> s->m.page_shift], 1);
 		}
 	}
 	for (i = 0; i < s->m.seg_blocks; i++) {
@@ -826,7 +845,7 @@ static void gc_collect(struct sim *s, u32 seg)
 		 * bit per block says (the simulator's own copy of the map
 		 * stands in for it), and only a block moved is looked up.
 		 */
-		if (s->gc_bitmap ? s->l2p[lba] == base + i + 1 :
+		if (s->gc_bitmap ? flat_entry(s, lba) == base + i + 1 :
 		    map_lookup(s, lba, true) == base + i + 1) {
 			map_ready(s, lba, s->gc_bitmap);	/* the move changes the map */
 			gc_move(s, block_head(s, hid, base + i), lba, base + i);
@@ -1038,7 +1057,7 @@ static void sim_check(struct sim *s)
 	if (!ok)
 		sim_fail(s, "map inconsistent (dmr_map_consistent)");
 	for (lba = 0; lba < s->m.nr_logical; lba++) {
-		u32 e = s->l2p[lba];
+		u64 e = flat_entry(s, lba);
 
 		if (e != DMR_UNMAPPED && s->rev[e - 1] != lba)
 			sim_fail(s, "map entry points at a block holding another lba");
@@ -1166,9 +1185,9 @@ static double separated_bound(double r, double h, double op)
 static void *sim_page_alloc(void *ctx, u64 page)
 {
 	struct sim *s = ctx;
-	u32 *mem = s->l2p + page * DMR_MAP_ENTRIES_PER_BLOCK;
+	u32 *mem = page_at(s->l2p, page);
 
-	memset(mem, 0, page_entries(s, page) * sizeof(u32));
+	memset(mem, 0, page_bytes(s, page));
 	return mem;
 }
 
@@ -1232,11 +1251,11 @@ static void write_until(const struct config *cfg, struct sim *s, struct workload
 	r[1] = wl_next(w, s->m.nr_logical);
 	while (s->c.user - start < target) {
 		struct req *next = &r[(i + 1) % 3], *after = &r[(i + 2) % 3];
-		u32 e;
+		u64 e;
 
 		*after = wl_next(w, s->m.nr_logical);
-		__builtin_prefetch(&s->l2p[after->lba]);
-		e = s->l2p[next->lba];
+		__builtin_prefetch(flat_addr(s, after->lba));
+		e = flat_entry(s, next->lba);
 		if (e != DMR_UNMAPPED)
 			__builtin_prefetch(&s->m.segs[dmr_pba_segment(&s->m, e - 1)]);
 		user_write(s, r[i % 3].lba, r[i % 3].nr);
@@ -1355,24 +1374,24 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	unsigned int i;
 
 	if (cfg->device_mib) {
-		st = dmr_geometry_compute(cfg->device_mib << (20 - DMR_BLOCK_SHIFT),
-					  cfg->seg_blocks, op, &geo);
+		st = dmr_geometry_compute_wide(cfg->device_mib << (20 - DMR_BLOCK_SHIFT), 0,
+					       cfg->seg_blocks, op, cfg->wide, &geo);
 	} else {
 		/* the smallest device of exactly this many segments */
 		u64 dev = (u64)cfg->segments * cfg->seg_blocks;
 
 		do {
-			st = dmr_geometry_compute(dev, cfg->seg_blocks, op, &geo);
+			st = dmr_geometry_compute_wide(dev, 0, cfg->seg_blocks, op, cfg->wide,
+						       &geo);
 			dev += cfg->seg_blocks;
 		} while ((st == DMR_GEO_OK || st == DMR_GEO_TOO_SMALL) &&
 			 (st != DMR_GEO_OK || geo.nr_segments < cfg->segments));
 	}
 	if (st != DMR_GEO_OK)
 		usage_error("%s", dmr_geo_strerror(st));
-	l2p_bytes = geo.logical_blocks * sizeof(*l2p);
+	dirty_bytes = dmr_map_blocks(geo.logical_blocks, geo.wide);
+	l2p_bytes = dirty_bytes * DMR_BLOCK_SIZE;	/* a page every 4 KiB */
 	rev_bytes = (size_t)geo.nr_segments * geo.segment_blocks * sizeof(*s->rev);
-	dirty_bytes = (geo.logical_blocks + DMR_MAP_ENTRIES_PER_BLOCK - 1) /
-		      DMR_MAP_ENTRIES_PER_BLOCK;
 	segs_bytes = (size_t)geo.nr_segments * sizeof(*s->m.segs);
 	filled_bytes = (geo.logical_blocks + 7) / 8;
 
@@ -1392,11 +1411,9 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	if (!lists)
 		die("out of memory");
 	memset(s->rev, 0xff, geo.nr_segments * geo.segment_blocks * sizeof(*s->rev));
-	dmr_map_init(&s->m, s->pages, l2p, geo.logical_blocks, s->m.segs,
-		     geo.nr_segments, geo.segment_blocks, dirty, lists);
-	/* a device formatted --wide: the module's rc->map.wide (dmr_io_init()) */
-	geo.wide = cfg->wide;
-	s->m.wide = cfg->wide;
+	/* a device formatted --wide: 8-byte entries and wide units (dmr_io_init()) */
+	dmr_map_init_wide(&s->m, geo.wide, s->pages, l2p, geo.logical_blocks, s->m.segs,
+			  geo.nr_segments, geo.segment_blocks, dirty, lists);
 	/* dmr_gc_setup(): the defaults, or the table's gc_low / gc_high */
 	dmr_gc_params_default(geo.nr_segments, &s->p);
 	if (cfg->gc.batch)

@@ -130,7 +130,7 @@ bad_option(const char *cmd, const char *optstring, char *const argv[])
 	usage_error("%s: unrecognised option '-%c'", cmd, optopt);
 }
 
-/* Parse "123", "64K", "4M", "1G", "2T" into bytes, at most 1 PiB; -1 on error. */
+/* Parse "123", "64K", "4M", "1G", "2T" into bytes, at most 4 EiB; -1 on error. */
 static long long parse_size(const char *s)
 {
 	const char *units = "KMGT", *u;
@@ -151,7 +151,7 @@ static long long parse_size(const char *s)
 	}
 	if (*end == 'i' && end[1] == 'B')
 		end += 2;
-	if (*end || v > (1ULL << 50) >> shift)
+	if (*end || v > (1ULL << 62) >> shift)
 		return -1;
 	return v << shift;
 }
@@ -520,11 +520,26 @@ static int cmd_format(int argc, char **argv)
 	if (limit_bytes && (uint64_t)limit_bytes / DMR_BLOCK_SIZE < d.bytes / DMR_BLOCK_SIZE)
 		die("%s: --grow-limit %s is smaller than the device (%" PRIu64 " bytes)",
 		    d.path, limit_arg, d.bytes);
-	gst = dmr_geometry_compute_limit(d.bytes / DMR_BLOCK_SIZE,
-					 limit_bytes / DMR_BLOCK_SIZE, seg_blocks, op, &sb.geo);
-	if (gst == DMR_GEO_TOO_LARGE && limit_bytes)
-		die("%s: --grow-limit too large (at most 16 TiB with 32-bit map entries)",
-		    d.path);
+	gst = dmr_geometry_compute_wide(d.bytes / DMR_BLOCK_SIZE, limit_bytes / DMR_BLOCK_SIZE,
+					seg_blocks, op, wide, &sb.geo);
+	/*
+	 * Past 16 TiB of data area (or of grow limit): 64-bit block numbers,
+	 * which a device that fits in 32 bits does without (they cost it
+	 * twice the map memory and 1-2% more writes).
+	 */
+	if (gst == DMR_GEO_TOO_LARGE && !wide) {
+		wide = true;
+		gst = dmr_geometry_compute_wide(d.bytes / DMR_BLOCK_SIZE,
+						limit_bytes / DMR_BLOCK_SIZE, seg_blocks, op, wide,
+						&sb.geo);
+		if (gst == DMR_GEO_OK)
+			printf("%s: past 16 TiB: 64-bit block numbers (as --wide: 8 bytes of "
+			       "map per block, modules before format 4 refuse it)\n", d.path);
+	}
+	if (gst == DMR_GEO_TOO_LARGE)
+		die("%s: %s too large: at most 2^32 - 2 segments (4 PiB of 1 MiB segments; "
+		    "a larger --segment-size reaches further)", d.path,
+		    limit_bytes ? "--grow-limit" : "device");
 	if (gst == DMR_GEO_TOO_SMALL && limit_bytes && sb.geo.data_offset >= sb.geo.device_blocks) {
 		fmt_bytes(sb.geo.data_offset * DMR_BLOCK_SIZE, hsize, sizeof(hsize));
 		die("%s: too small for the checkpoint slots of --grow-limit %s (%s)", d.path,
@@ -534,8 +549,6 @@ static int cmd_format(int argc, char **argv)
 		die("%s: %s", d.path, dmr_geo_strerror(gst));
 	if (limit_bytes)
 		sb.feature_incompat |= DMR_FEATURE_INCOMPAT_GROW;
-	/* the feature bit follows (dmr_sb_encode()) */
-	sb.geo.wide = wide;
 	check_memory(&d, &sb.geo, cache, force);
 	sb.version = DMR_FORMAT_VERSION;
 	sb.generation = 1;
@@ -1851,8 +1864,9 @@ static const struct command commands[] = {
 	  "signature, or whose map needs more kernel memory than this machine has,\n"
 	  "unless --force is given.  --map-cache: the memory is checked and printed\n"
 	  "for a table with that map_cache (create --map-cache MIB), not the whole\n"
-	  "map.  --wide: 64-bit block numbers in the log (format 4's first part:\n"
-	  "units of half as many blocks; modules before it refuse the device).\n",
+	  "map.  --wide: 64-bit block numbers (8 bytes of map per block, log units of\n"
+	  "half as many blocks), which a device (or --grow-limit) past 16 TiB gets\n"
+	  "without asking; modules before format 4 refuse such a device.\n",
 	  cmd_format },
 	{ "dump", "[--json] DEV",
 	  "print DEV's superblock copies and checkpoint headers",

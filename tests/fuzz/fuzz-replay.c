@@ -106,11 +106,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						 &geo) == DMR_GEO_OK);
 		l2p = calloc(geo.logical_blocks, sizeof(*l2p));
 		l2p2 = calloc(geo.logical_blocks, sizeof(*l2p2));
-		pages = calloc(geo.logical_blocks / DMR_MAP_ENTRIES_PER_BLOCK + 1, sizeof(*pages));
-		pages2 = calloc(geo.logical_blocks / DMR_MAP_ENTRIES_PER_BLOCK + 1, sizeof(*pages2));
+		pages = calloc(dmr_map_blocks(geo.logical_blocks, geo.wide) + 1, sizeof(*pages));
+		pages2 = calloc(dmr_map_blocks(geo.logical_blocks, geo.wide) + 1, sizeof(*pages2));
 		segs = calloc(geo.nr_segments, sizeof(*segs));
 		segs2 = calloc(geo.nr_segments, sizeof(*segs2));
-		dirty = calloc(geo.logical_blocks / DMR_MAP_ENTRIES_PER_BLOCK + 1, 1);
+		dirty = calloc(dmr_map_blocks(geo.logical_blocks, geo.wide) + 1, 1);
 		lists = calloc(DMR_MAP_LISTS(geo.segment_blocks), sizeof(*lists));
 		lists2 = calloc(DMR_MAP_LISTS(geo.segment_blocks), sizeof(*lists2));
 		FUZZ_ASSERT(l2p && l2p2 && pages && pages2 && segs && segs2 && dirty && lists && lists2);

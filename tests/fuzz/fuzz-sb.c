@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_ASSERT(g->logical_blocks < g->nr_segments * g->segment_blocks);
 	dmr_ckpt_layout(g, &l);
 	FUZZ_ASSERT(l.segtab_offset + l.segtab_blocks <= g->ckpt_slot_blocks);
-	FUZZ_ASSERT(l.map_blocks * DMR_MAP_ENTRIES_PER_BLOCK >= g->logical_blocks);
+	FUZZ_ASSERT((l.map_blocks << dmr_map_shift(g->wide)) >= g->logical_blocks);
 
 	/* round trip */
 	dmr_sb_encode(&sb, again);

@@ -123,8 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memcpy(slot_img[b], data + off, min_t(size_t, size - off, DMR_BLOCK_SIZE));
 	}
 	if (flags & FUZZ_FIX_CSUM)
-		fuzz_fix_slot((geo.logical_blocks + DMR_MAP_ENTRIES_PER_BLOCK - 1) /
-			      DMR_MAP_ENTRIES_PER_BLOCK);
+		fuzz_fix_slot(dmr_map_blocks(geo.logical_blocks, geo.wide));
 	if (dmr_ckpt_decode(slot_img[0], slot_base, fuzz_uuid, &c) != DMR_LOG_OK)
 		return 0;
 

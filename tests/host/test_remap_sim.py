@@ -334,7 +334,7 @@ def test_scale_waf_matches_smaller_scale(at_scale):
 
 
 def test_wide_units_cost():
-    """remap-sim --wide runs the module's writer and GC with wide units
+    """remap-sim --wide runs the module's writer, GC and map with wide units
     (format 4, remapctl format --wide): 504 blocks a unit, 252 relocated,
     so summaries take more of the segments and GC has less spare.  What
     it costs, 80/20 and uniform at 10% over-provisioning on 1 MiB

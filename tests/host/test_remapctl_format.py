@@ -87,9 +87,15 @@ for _n in range(256):
     crc32c.table.append(_c)
 
 
+def entries_per_block(d):
+    """Map entries a map block holds: 1024, or 512 with 64-bit block
+    numbers (feature wide, 2)."""
+    return 512 if int(d.get("feature_incompat", "0")) & 2 else 1024
+
+
 def layout(d):
     """dmr_ckpt_layout(): block offsets within a checkpoint slot."""
-    map_blocks = math.ceil(int(d["logical_blocks"]) / (BLOCK // 4))
+    map_blocks = math.ceil(int(d["logical_blocks"]) / entries_per_block(d))
     crc_blocks = math.ceil(map_blocks * 4 / BLOCK)
     segtab_blocks = math.ceil(int(d["nr_segments"]) * 16 / BLOCK)
     return dict(crc_offset=1, crc_blocks=crc_blocks,
@@ -109,7 +115,7 @@ def memory_bytes(d, cache_mib=0):
     # prefree lists, the free list), map block bookkeeping, eight segment
     # buffers (four log heads, three in flight, GC's), the bounce buffer
     sb = int(d["segment_blocks"])
-    pages = math.ceil(logical / 1024)
+    pages = math.ceil(logical / entries_per_block(d))
     # with a cache smaller than the map: 256 pages per MiB, and per map
     # block the CLOCK's ring entry (4), state and used byte
     held, clock = pages, 0
@@ -427,21 +433,41 @@ def test_format_predicts_write_amplification(tmp_path, op):
     assert full > t20 > t50 > 1
 
 
-def test_wide_sets_the_feature_and_nothing_else(tmp_path):
-    """--wide (format 4's wide log units) is the superblock's incompatible
-    feature bit 2, with --grow-limit's bit 1 beside it; the layout is
-    the same as without it (the map and the segment table are not wider
-    yet), and the fresh device checks clean."""
+def test_wide_sets_the_feature_and_its_layout(tmp_path):
+    """--wide (format 4's 64-bit block numbers) is the superblock's
+    incompatible feature bit 2, with --grow-limit's bit 1 beside it; the
+    map's entries take 8 bytes, so the checkpoint slots hold twice the
+    map blocks; the fresh device checks clean."""
     plain, wide, both = (sparse(tmp_path, 1 << 30, n) for n in ("p.img", "w.img", "b.img"))
     assert rc("format", plain).returncode == 0
     p = rc("format", "--wide", wide)
     assert p.returncode == 0, p.stderr
+    assert "past 16 TiB" not in p.stdout            # asked for, not needed
     assert rc("format", "--wide", "--grow-limit", "2G", both).returncode == 0
     dp, dw, db = dump(plain), dump(wide), dump(both)
     assert (dp["feature_incompat"], dw["feature_incompat"], db["feature_incompat"]) == \
         ("0", "2", "3")
-    for k in ("data_offset", "ckpt_slot_blocks", "nr_segments", "logical_blocks"):
-        assert dw[k] == dp[k], k
+    assert layout(dw)["map_blocks"] == -(-int(dw["logical_blocks"]) // 512)
+    assert layout(dp)["map_blocks"] == -(-int(dp["logical_blocks"]) // 1024)
+    assert int(dw["ckpt_slot_blocks"]) > int(dp["ckpt_slot_blocks"])
     c = rc("check", wide)
     assert c.returncode == 0 and "0 errors" in c.stdout, c.stdout
     assert rc("format", "--wide=1", plain).returncode == 2
+
+
+def test_past_16_tib_gets_64_bit_block_numbers(tmp_path):
+    """A device, or a grow limit, whose data area holds 2^32 blocks or
+    more is formatted with 64-bit block numbers without --wide, and says
+    so; the slots are sized for 8-byte entries of the limit (0.4% of it),
+    and the device checks clean."""
+    img = sparse(tmp_path, 200 * GiB)
+    mi = fake_meminfo(tmp_path, 256 << 20, 32 << 30)   # 256 GiB machine
+    p = rc("format", "--grow-limit", "32T", img, meminfo=mi)
+    assert p.returncode == 0, p.stderr
+    assert "past 16 TiB: 64-bit block numbers" in p.stdout
+    d = dump(img)
+    assert d["feature_incompat"] == "3"
+    slot = int(d["ckpt_slot_blocks"])
+    assert (32 << 40) // BLOCK * 8 // BLOCK < slot < (32 << 40) // BLOCK * 9 // BLOCK
+    c = rc("check", img)
+    assert c.returncode == 0 and "0 errors" in c.stdout, c.stdout

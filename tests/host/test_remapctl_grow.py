@@ -89,7 +89,9 @@ def test_format_grow_limit_places_the_slots_for_the_limit(tmp_path):
 @pytest.mark.parametrize("size, limit, why", [
     (256 * MIB, "100M", "is smaller than the device"),
     (256 * MIB, "1T", "too small for the checkpoint slots of --grow-limit 1T (2.0 GiB)"),
-    (40 << 30, "17T", "--grow-limit too large (at most 16 TiB"),
+    # past 16 TiB: 64-bit block numbers, whose slots take 0.4% of the limit
+    (40 << 30, "17T", "too small for the checkpoint slots of --grow-limit 17T"),
+    (10 << 40, "4500T", "--grow-limit too large: at most 2^32 - 2 segments"),
 ])
 def test_format_refuses_a_bad_limit_and_writes_nothing(tmp_path, size, limit, why):
     p = image(tmp_path / "a.img", size)

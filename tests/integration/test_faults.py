@@ -255,10 +255,13 @@ def test_map_larger_than_memory_refused():
 
 
 def test_device_above_format_limit_refused():
-    """Map entries are 32 bits: a device whose data area would have 2^32
-    blocks (16 TiB) or more cannot be formatted (--force only passes the
-    memory check), and nothing is written to it."""
-    img, p = _sparse_loop("toolarge", 17 << 40, ["--force"])
+    """Segment numbers are 32 bits: a device of 2^32 - 1 segments or more
+    (1 PiB of 256 KiB segments) cannot be formatted, even with 64-bit
+    block numbers (--force only passes the memory check), and nothing is
+    written to it.  (Past 16 TiB, below that, a device formats with 64-bit
+    block numbers: test_wide.py.)"""
+    img, p = _sparse_loop("toolarge", (1 << 50) + (1 << 44),
+                          ["--force", "--segment-size", "256K"])
     try:
         assert p.returncode == 1, p.stdout + p.stderr
         assert "too large" in p.stderr, p.stderr

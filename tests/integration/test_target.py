@@ -268,8 +268,9 @@ def _rewrite_both(ram, offset, value):
 
 
 def test_unsupported_version_refused(ram):
-    # a newer format, version 2 (three log heads) and version 1 (before GC)
-    for version in (4, 2, 1):
+    # a newer format, version 3 (before format 4's 64-bit block numbers),
+    # version 2 (three log heads) and version 1 (before GC)
+    for version in (5, 3, 2, 1):
         remapctl("format", "--force", ram)
         _rewrite_both(ram, 12, (version).to_bytes(4, "little"))
         _refused(ram, "unsupported format version")

@@ -37,12 +37,20 @@ fi
 
 # Copy this checkout's dm-remap sources into the tree (a copy, not a
 # symlink: kbuild's VPATH would otherwise pick up objects left in the
-# checkout by the out-of-tree module build).  -p keeps mtimes, so
-# unchanged files are not rebuilt.
-rm -rf "$src/drivers/dm-remap"
+# checkout by the out-of-tree module build).  A file is copied only when
+# its content differs, with a fresh mtime: unchanged files are not
+# rebuilt, and a changed one always is (keeping the checkout's mtime did
+# not: a file edited before another checkout's build, in another clone,
+# looked older than that build's objects and ran the other code).
 mkdir -p "$src/drivers/dm-remap"
-cp -p "$repo"/dm-remap/*.[ch] "$repo/dm-remap/Kbuild" "$repo/dm-remap/Kconfig" \
-	"$src/drivers/dm-remap/"
+for f in "$src"/drivers/dm-remap/*.[ch]; do
+	if [ -e "$f" ] && [ ! -e "$repo/dm-remap/${f##*/}" ]; then rm -f "$f"; fi
+done
+for f in "$repo"/dm-remap/*.[ch] "$repo/dm-remap/Kbuild" "$repo/dm-remap/Kconfig"; do
+	if ! cmp -s "$f" "$src/drivers/dm-remap/${f##*/}"; then
+		cp "$f" "$src/drivers/dm-remap/"
+	fi
+done
 grep -q 'drivers/dm-remap/Kconfig' "$src/drivers/Kconfig" ||
 	sed -i 's|^endmenu|source "drivers/dm-remap/Kconfig"\n\nendmenu|' "$src/drivers/Kconfig"
 grep -q 'dm-remap/' "$src/drivers/Makefile" ||
