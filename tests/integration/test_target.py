@@ -78,7 +78,7 @@ def test_status_fields_and_messages(ram):
     st = dm_status("st")
     assert st[2] == "remap" and len(st) == 3 + len(STATUS_FIELDS), st
     f = status_fields("st")
-    assert f["mode"] == "write" and f["version"] == 3
+    assert f["mode"] == "write" and f["version"] == 4     # DMR_FORMAT_VERSION
     assert f["logical_blocks"] == int(info["logical_blocks"])
     assert f["segment_sectors"] == int(info["segment_blocks"]) * 8
     assert f["segments"] == int(info["nr_segments"])
