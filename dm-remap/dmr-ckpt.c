@@ -527,7 +527,7 @@ int dmr_load(struct dmr_target *rc, const char **error)
 		return n;
 	}
 	rc->map.track = false;	/* segment states are rebuilt after replay */
-	rc->load_valid = kvcalloc(rc->map.nr_segs, sizeof(u32), GFP_KERNEL);
+	rc->load_valid = dmr_alloc_dev_array(rc, DMR_ARRAY_LOAD_VALID);
 	if (!rc->load_valid) {
 		*error = "Cannot allocate the map's pages";
 		return -ENOMEM;
@@ -663,6 +663,31 @@ int dmr_load(struct dmr_target *rc, const char **error)
 		       (unsigned long long)geo->device_blocks,
 		       (unsigned long long)geo->nr_segments,
 		       (unsigned long long)geo->logical_blocks);
+	} else if (rc->sb_copies_valid < DMR_SB_COPIES) {
+		/*
+		 * A copy that is damaged, or valid but stale (a crash between
+		 * the two writes of a grow left the old geometry in it), is
+		 * rewritten from the one loaded, in dmr_write_superblock()'s
+		 * order, before anything else is written: until both agree, a
+		 * later damage to the current copy would load the stale one,
+		 * whose geometry no longer covers the checkpoints and units on
+		 * the device.  The copy loaded stays valid at every point of
+		 * the rewrite, so a failed one leaves the device as it was: a
+		 * warning, not a failed load.
+		 */
+		unsigned int at_load = rc->sb_copies_valid;
+
+		r = dmr_write_superblock(rc);
+		/* status field sb_copies_ok: what the load found */
+		rc->sb_copies_valid = at_load;
+		if (r) {
+			rc->sb.blocknr = rc->sb_copy;
+			DMWARN("%s: cannot rewrite the superblock copy that is not current (%d)",
+			       rc->dev->name, r);
+		} else {
+			DMINFO("%s: superblock copies rewritten: both current again",
+			       rc->dev->name);
+		}
 	}
 	if (recovery) {
 		/* rule 4: the sequence jumped; record it before any new write */

@@ -137,6 +137,40 @@ dmr_geometry_for_length(const struct dmr_geometry *geo, u64 dev_blocks,
 
 u32 dmr_default_segment_blocks(u32 io_opt_bytes, u32 io_min_bytes);
 
+/*
+ * The arrays the module allocates in proportion to the device
+ * (dmr_array_elems(), dmr_array_elem_size()), all through
+ * dmr_alloc_array(): every one can be above INT_MAX bytes at the
+ * format's limits, where kvcalloc() refuses.
+ */
+enum dmr_array {
+	DMR_ARRAY_MAP_PAGES,	/* a page pointer per map block */
+	DMR_ARRAY_SEGS,		/* struct dmr_seg per segment */
+	DMR_ARRAY_READERS,	/* a reader count per segment */
+	DMR_ARRAY_LISTS,	/* DMR_MAP_LISTS() list heads */
+	DMR_ARRAY_DIRTY,	/* a dirty byte per map block */
+	DMR_ARRAY_MAP_CRC,	/* a CRC32C per map block */
+	DMR_ARRAY_LOAD_VALID,	/* a valid count per segment, while loading */
+	DMR_ARRAY_PC_RING,	/* map cache: a ring entry per map block */
+	DMR_ARRAY_PC_STATE,	/* map cache: a state byte per map block */
+	DMR_ARRAY_PC_REF,	/* map cache: a used byte per map block */
+	DMR_NR_ARRAYS,
+};
+
+/* The most kvcalloc() allocates: INT_MAX bytes (checked in dmr-io.c). */
+#define DMR_KVMALLOC_MAX	0x7fffffffULL
+
+/* How dmr_alloc_array() allocates an array (dmr_alloc_path()). */
+enum dmr_alloc_path {
+	DMR_ALLOC_KVCALLOC,	/* up to DMR_KVMALLOC_MAX bytes: kvcalloc() */
+	DMR_ALLOC_VMALLOC,	/* above: __vmalloc() */
+	DMR_ALLOC_TOO_BIG,	/* more than the address space: refused */
+};
+
+u64 dmr_map_cache_pages(const struct dmr_geometry *geo, u32 cache_mib);
+u64 dmr_array_elems(const struct dmr_geometry *geo, u32 cache_mib, enum dmr_array a);
+u32 dmr_array_elem_size(enum dmr_array a);
+enum dmr_alloc_path dmr_alloc_path(u64 n, u32 size, u64 max_bytes);
 u64 dmr_map_memory_bytes(const struct dmr_geometry *geo, u32 cache_mib);
 u32 dmr_birth_encode(u64 delta);
 u64 dmr_birth_decode(u32 code);
@@ -148,6 +182,9 @@ void dmr_sb_encode(const struct dmr_sb *sb, void *block);
 enum dmr_sb_status __must_check dmr_sb_decode(const void *block, u64 blocknr,
 					      struct dmr_sb *sb);
 const char *dmr_sb_strerror(enum dmr_sb_status st);
+const char *dmr_sb_version_remedy(u32 version);
+unsigned int dmr_sb_copies_current(const enum dmr_sb_status *st, const u64 *gen,
+				   unsigned int best);
 bool dmr_sb_has_magic(const void *block);
 
 #endif /* DMR_CODEC_H */

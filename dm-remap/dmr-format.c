@@ -285,30 +285,110 @@ u32 dmr_default_segment_blocks(u32 io_opt_bytes, u32 io_min_bytes)
 }
 
 /**
+ * dmr_map_cache_pages() - map pages a map_cache keeps in memory
+ * @geo: device geometry
+ * @cache_mib: the table option map_cache, 0 for none
+ *
+ * Return: the cache's pages, or 0 when there is no cache: none asked
+ * for, or one as large as the map (dmr_map_cache_init()).
+ */
+u64 dmr_map_cache_pages(const struct dmr_geometry *geo, u32 cache_mib)
+{
+	u64 cache = (u64)cache_mib * DMR_MAP_PAGES_PER_MIB;
+
+	return cache < dmr_map_blocks(geo->logical_blocks, geo->wide) ? cache : 0;
+}
+
+/**
+ * dmr_array_elems() - elements of one of the arrays sized by the device
+ * @geo: device geometry
+ * @cache_mib: the table option map_cache, 0 for none
+ * @a: the array
+ *
+ * Return: its elements; 0 for the map cache's arrays without a cache.
+ */
+u64 dmr_array_elems(const struct dmr_geometry *geo, u32 cache_mib, enum dmr_array a)
+{
+	u64 map_blocks = dmr_map_blocks(geo->logical_blocks, geo->wide);
+
+	switch (a) {
+	case DMR_ARRAY_SEGS:
+	case DMR_ARRAY_READERS:
+	case DMR_ARRAY_LOAD_VALID:
+		return geo->nr_segments;
+	case DMR_ARRAY_LISTS:
+		return DMR_MAP_LISTS(geo->segment_blocks);
+	case DMR_ARRAY_PC_RING:
+	case DMR_ARRAY_PC_STATE:
+	case DMR_ARRAY_PC_REF:
+		return dmr_map_cache_pages(geo, cache_mib) ? map_blocks : 0;
+	default:
+		return map_blocks;
+	}
+}
+
+/**
+ * dmr_array_elem_size() - bytes of an element of one of those arrays
+ * @a: the array
+ *
+ * Return: the size; the module checks its own types against it.
+ */
+u32 dmr_array_elem_size(enum dmr_array a)
+{
+	switch (a) {
+	case DMR_ARRAY_MAP_PAGES:
+		return sizeof(void *);
+	case DMR_ARRAY_SEGS:
+		return sizeof(struct dmr_seg);
+	case DMR_ARRAY_DIRTY:
+	case DMR_ARRAY_PC_STATE:
+	case DMR_ARRAY_PC_REF:
+		return 1;
+	default:	/* reader counts, list heads, CRCs, counts, ring entries */
+		return sizeof(u32);
+	}
+}
+
+/**
+ * dmr_alloc_path() - how an array of @n elements of @size bytes is allocated
+ * @n: elements
+ * @size: bytes each
+ * @max_bytes: the most the address space takes (ULONG_MAX)
+ *
+ * kvcalloc() refuses more than INT_MAX bytes (DMR_KVMALLOC_MAX), so
+ * larger arrays go to vmalloc directly (dmr_alloc_array()).
+ *
+ * Return: the path.
+ */
+enum dmr_alloc_path dmr_alloc_path(u64 n, u32 size, u64 max_bytes)
+{
+	if (size && n > max_bytes / size)
+		return DMR_ALLOC_TOO_BIG;
+	return n * size <= DMR_KVMALLOC_MAX ? DMR_ALLOC_KVCALLOC : DMR_ALLOC_VMALLOC;
+}
+
+/**
  * dmr_map_memory_bytes() - kernel memory the target needs for a device
  * @geo: device geometry
  * @cache_mib: the table option map_cache (MiB of map pages), 0 for none
  *
  * What the target allocates when it loads the device: the map (a u32 per
- * logical block, a u64 if @geo->wide, in pages of a map block each, and
- * a pointer per page:
- * struct dmr_map; the pages of blocks never mapped are not allocated, so
- * this is the most it takes, once every page holds a mapped block), the
- * segment table (a struct dmr_seg, with its links on
- * the map's segment lists, and a reader count per segment), the heads of
- * those lists (DMR_MAP_LISTS(), a u32 per valid count), a dirty byte and
- * a CRC32C per map block
- * (dmr_map_shift() entries), DMR_SEG_BUFFERS segment buffers
- * (one per log head, DMR_FLIGHT_SLOTS in flight, GC's read buffer) and the
- * checkpoint bounce buffer.  Small fixed allocations (the
- * target itself, log unit scratch) are left out.
+ * logical block, a u64 if @geo->wide, in pages of a map block each; the
+ * pages of blocks never mapped are not allocated, so this is the most it
+ * takes, once every page holds a mapped block), every array sized by the
+ * device (enum dmr_array: a pointer per map page, the segment table with
+ * its links on the map's segment lists, a reader count and the load's
+ * valid count per segment, the heads of those lists, a dirty byte and a
+ * CRC32C per map block), DMR_SEG_BUFFERS segment buffers (one per log
+ * head, DMR_FLIGHT_SLOTS in flight, GC's read buffer) and the checkpoint
+ * bounce buffer.  Small fixed allocations (the target itself, log unit
+ * scratch) are left out.
  *
  * With a map cache smaller than the map (dmr_map_cache_init()), only that
  * many pages are counted, and the cache's bookkeeping (a ring entry, a
  * state and a used byte per map block) is added.  The pages a replay
  * reads back may hold the cache over its size until the recovery
- * checkpoint, and the load counts valid blocks in a u32 per segment: both
- * are left out too (dmr_load()).
+ * checkpoint: those are left out (dmr_load()).
  *
  * All in 64 bits: above 2^29 logical blocks (about 2 TiB) the map alone is
  * more than INT_MAX bytes.
@@ -317,19 +397,17 @@ u32 dmr_default_segment_blocks(u32 io_opt_bytes, u32 io_min_bytes)
  */
 u64 dmr_map_memory_bytes(const struct dmr_geometry *geo, u32 cache_mib)
 {
-	u64 map_blocks = dmr_map_blocks(geo->logical_blocks, geo->wide);
-	u64 cache = (u64)cache_mib * DMR_MAP_PAGES_PER_MIB, pages = map_blocks, clock = 0;
+	u64 pages = dmr_map_cache_pages(geo, cache_mib), bytes;
+	int a;
 
-	if (cache && cache < map_blocks) {	/* ring, state, used */
-		pages = cache;
-		clock = map_blocks * (sizeof(u32) + 2);
-	}
-	return pages * DMR_BLOCK_SIZE + map_blocks * sizeof(u32 *) + clock +
-	       geo->nr_segments * (sizeof(struct dmr_seg) + sizeof(u32)) +
-	       (u64)DMR_MAP_LISTS(geo->segment_blocks) * sizeof(u32) +
-	       map_blocks * (1 + sizeof(u32)) +
-	       (u64)DMR_SEG_BUFFERS * geo->segment_blocks * DMR_BLOCK_SIZE +
-	       (u64)DMR_BOUNCE_BLOCKS * DMR_BLOCK_SIZE;
+	if (!pages)
+		pages = dmr_map_blocks(geo->logical_blocks, geo->wide);
+	bytes = pages * DMR_BLOCK_SIZE +
+		(u64)DMR_SEG_BUFFERS * geo->segment_blocks * DMR_BLOCK_SIZE +
+		(u64)DMR_BOUNCE_BLOCKS * DMR_BLOCK_SIZE;
+	for (a = 0; a < DMR_NR_ARRAYS; a++)
+		bytes += dmr_array_elems(geo, cache_mib, a) * dmr_array_elem_size(a);
+	return bytes;
 }
 
 /*
@@ -562,6 +640,50 @@ const char *dmr_sb_strerror(enum dmr_sb_status st)
 	default:
 		return "unknown superblock error";
 	}
+}
+
+/**
+ * dmr_sb_version_remedy() - what to do with a device of another format version
+ * @version: the version its superblock records (not DMR_FORMAT_VERSION)
+ *
+ * Nothing converts a device between versions: an older one's data is
+ * copied off with the release that wrote it, and the device reformatted;
+ * a newer one needs a newer module.
+ *
+ * Return: a static string, for the kernel log and remapctl.
+ */
+const char *dmr_sb_version_remedy(u32 version)
+{
+	if (version > DMR_FORMAT_VERSION)
+		return "load it with a newer dm-remap module";
+	return "copy the data off with its release, then reformat with this version's remapctl";
+}
+
+/**
+ * dmr_sb_copies_current() - superblock copies that are valid and current
+ * @st: each copy's dmr_sb_decode() status
+ * @gen: each copy's generation, read only where @st is DMR_SB_OK
+ * @best: the copy chosen: valid, with the highest generation
+ *
+ * A copy that does not decode, or that holds an older generation than
+ * @best, is not current.  An older valid copy is what a crash between
+ * the two writes of a grow (dmr_write_superblock()) leaves: the old
+ * geometry, valid, which nothing may load once the grown copy is
+ * damaged, since checkpoints and units past the old end are on the
+ * device.  A writable load rewrites every copy that is not current
+ * (dmr_load()).
+ *
+ * Return: 0 to DMR_SB_COPIES.
+ */
+unsigned int dmr_sb_copies_current(const enum dmr_sb_status *st, const u64 *gen,
+				   unsigned int best)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < DMR_SB_COPIES; i++)
+		if (st[i] == DMR_SB_OK && gen[i] == gen[best])
+			n++;
+	return n;
 }
 
 /**

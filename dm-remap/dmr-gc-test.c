@@ -2044,7 +2044,12 @@ static void dmr_gct_gc_head_birth(struct kunit *test)
 	dmr_seg_seal(&m, cold);
 	KUNIT_EXPECT_EQ(test, dmr_gc_head(&m, &m.segs[cold], 7001, &t), DMR_HEAD_GC);
 
-	/* moves mix the sources' births, weighted by the blocks held */
+	/*
+	 * moves mix the sources' births, weighted by the blocks held; on a
+	 * log without jumps (7000 is in the one above: dmr_gct_birth_mix_jump
+	 * mixes across jumps)
+	 */
+	m.age.nr = 0;
 	gch = dmr_seg_alloc(&m);
 	dmr_seg_open(&m, gch, 9000);
 	dmr_seg_set_head(&m.segs[gch], DMR_HEAD_GC_HOT);
@@ -2059,9 +2064,58 @@ static void dmr_gct_gc_head_birth(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, dmr_move_commit(&m, 3, hot * b + 9, gch * b + 4));
 	KUNIT_EXPECT_EQ(test, m.segs[gch].birth, 5666ULL);
 	/* an older source pulls the mean down */
-	dmr_seg_birth_mix(&m.segs[gch], 2000);
+	dmr_seg_birth_mix(&m.age, &m.segs[gch], 2000);
 	KUNIT_EXPECT_EQ(test, m.segs[gch].birth, 4750ULL);	/* 5666 - 3666 / 4 */
 	KUNIT_EXPECT_TRUE(test, dmr_map_consistent(&m));
+}
+
+/*
+ * Births from both sides of a recovery jump average on the clock without
+ * it (review 3, item 13): on raw sequence numbers the mean of 100 and
+ * 600 + J was 350 + J / 2, inside the skipped range, and the segment's
+ * age 0.
+ */
+static void dmr_gct_birth_mix_jump(struct kunit *test)
+{
+	const u64 J = 1ULL << 32;
+	struct dmr_age_clock c = { };
+	struct dmr_seg d = { };
+
+	dmr_age_clock_jump(&c, 500, 501 + J);	/* 501 ... 500 + J skipped */
+	d.valid = 1;
+	d.birth = 100;
+	dmr_seg_birth_mix(&c, &d, 600 + J);	/* 600 on the clock */
+	KUNIT_EXPECT_EQ(test, d.birth, 350ULL);
+	KUNIT_EXPECT_EQ(test, dmr_seq_age(&c, d.birth, 700 + J), 350ULL);
+	/* a mean past the jump lands past it: (400 + 1501) / 2 = 950 */
+	d.birth = 400;
+	dmr_seg_birth_mix(&c, &d, 1501 + J);
+	KUNIT_EXPECT_EQ(test, d.birth, 950 + J);
+	KUNIT_EXPECT_EQ(test, dmr_seq_age(&c, d.birth, 1501 + J), 551ULL);
+	/* exactly at the jump's end: the first sequence number after it */
+	d.birth = 400;
+	dmr_seg_birth_mix(&c, &d, 602 + J);	/* (400 + 602) / 2 = 501 */
+	KUNIT_EXPECT_EQ(test, d.birth, 501 + J);
+	/* weighted: 3 blocks at 100, one at 600 + J: 100 + 500 / 4 = 225 */
+	d.valid = 3;
+	d.birth = 100;
+	dmr_seg_birth_mix(&c, &d, 600 + J);
+	KUNIT_EXPECT_EQ(test, d.birth, 225ULL);
+	/* both after the jump, or no jump: the plain mean */
+	d.valid = 1;
+	d.birth = 1000 + J;
+	dmr_seg_birth_mix(&c, &d, 2000 + J);
+	KUNIT_EXPECT_EQ(test, d.birth, 1500 + J);
+	c.nr = 0;
+	d.birth = 100;
+	dmr_seg_birth_mix(&c, &d, 600 + J);
+	KUNIT_EXPECT_EQ(test, d.birth, 350 + J / 2);
+	/* two jumps (J, then 2J), the mean between them */
+	dmr_age_clock_jump(&c, 500, 501 + J);
+	dmr_age_clock_jump(&c, 1000 + J, 1001 + 3 * J);
+	d.birth = 100;
+	dmr_seg_birth_mix(&c, &d, 1300 + 3 * J);	/* 1300 on the clock */
+	KUNIT_EXPECT_EQ(test, d.birth, 700 + J);	/* (100 + 1300) / 2 = 700 */
 }
 
 static void dmr_gct_gc_active(struct kunit *test)
@@ -2426,6 +2480,7 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE(dmr_gct_victim_cost_benefit),
 	KUNIT_CASE(dmr_gct_victim_whole_device),
 	KUNIT_CASE(dmr_gct_age_clock),
+	KUNIT_CASE(dmr_gct_birth_mix_jump),
 	KUNIT_CASE(dmr_gct_batch_boundaries),
 	KUNIT_CASE(dmr_gct_ready_reusable),
 	KUNIT_CASE(dmr_gct_victim_after_recovery),

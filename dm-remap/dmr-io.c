@@ -58,33 +58,49 @@ void dmr_fail(struct dmr_target *rc, int err, const char *what)
  * Return: bytes of memory the map, segment table and buffers use now:
  * dmr_map_memory_bytes() at the map cache's size, with the map's pages in
  * memory counted instead of those it allows (read without the lock: the
- * worker may be adding one).
+ * worker may be adding one), and without the load's valid counts, freed
+ * when the load ends.
  */
 u64 dmr_map_memory(const struct dmr_target *rc)
 {
 	u64 most = rc->pc.cap ? rc->pc.cap : rc->map.nr_map_blocks;
+	u64 load = dmr_array_elems(&rc->sb.geo, 0, DMR_ARRAY_LOAD_VALID) *
+		   dmr_array_elem_size(DMR_ARRAY_LOAD_VALID);
 
-	return dmr_map_memory_bytes(&rc->sb.geo, rc->pc.cap ? rc->opts.map_cache : 0) -
+	return dmr_map_memory_bytes(&rc->sb.geo, rc->pc.cap ? rc->opts.map_cache : 0) - load -
 	       most * DMR_BLOCK_SIZE + READ_ONCE(rc->map.nr_pages) * DMR_BLOCK_SIZE;
 }
 
 /*
  * Zeroed array of @n elements of @size bytes.  kvcalloc() refuses more
  * than INT_MAX bytes, and the map of a device above 2 TiB of logical
- * space (2^29 blocks) is bigger than that, so those go to vmalloc
- * directly.  Freed with kvfree() either way.
+ * space (2^29 blocks) is bigger than that, as is every array of
+ * enum dmr_array at the format's limits, so those go to vmalloc directly
+ * (dmr_alloc_path()).  Freed with kvfree() either way.
  */
 static void *dmr_alloc_array(u64 n, size_t size)
 {
-	u64 bytes = n * size;
-
-	if (bytes <= INT_MAX)
+	BUILD_BUG_ON(DMR_KVMALLOC_MAX != INT_MAX);
+	switch (dmr_alloc_path(n, size, ULONG_MAX)) {
+	case DMR_ALLOC_KVCALLOC:
 		return kvcalloc(n, size, GFP_KERNEL | __GFP_RETRY_MAYFAIL | __GFP_NOWARN);
-	if (bytes > ULONG_MAX)
+	case DMR_ALLOC_VMALLOC:
+		/* a failure is an error for the table load, never the OOM killer */
+		return __vmalloc(n * size, GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN |
+				 __GFP_RETRY_MAYFAIL);
+	default:
 		return NULL;
-	/* a failure is an error for the table load, never the OOM killer */
-	return __vmalloc(bytes, GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN |
-			 __GFP_RETRY_MAYFAIL);
+	}
+}
+
+/*
+ * One of the arrays sized by the device (enum dmr_array), as
+ * dmr_map_memory_bytes() counts it.
+ */
+void *dmr_alloc_dev_array(const struct dmr_target *rc, enum dmr_array a)
+{
+	return dmr_alloc_array(dmr_array_elems(&rc->sb.geo, rc->opts.map_cache, a),
+			       dmr_array_elem_size(a));
 }
 
 /*
@@ -153,12 +169,17 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 		*error = "Map needs more than the kernel's vmalloc space";
 		return -ENOMEM;
 	}
-	pages = dmr_alloc_array(nr_map_blocks, sizeof(*pages));
-	segs = dmr_alloc_array(geo->nr_segments, sizeof(*segs));
-	dirty = dmr_alloc_array(nr_map_blocks, 1);
-	lists = dmr_alloc_array(DMR_MAP_LISTS(geo->segment_blocks), sizeof(u32));
-	rc->readers = dmr_alloc_array(geo->nr_segments, sizeof(atomic_t));
-	rc->map_crc = dmr_alloc_array(nr_map_blocks, sizeof(u32));
+	/* the element sizes dmr_map_memory_bytes() counts */
+	BUILD_BUG_ON(sizeof(*pages) != sizeof(void *));
+	BUILD_BUG_ON(sizeof(*rc->readers) != sizeof(u32));
+	BUILD_BUG_ON(sizeof(*lists) != sizeof(u32) || sizeof(*dirty) != 1);
+	BUILD_BUG_ON(sizeof(*rc->map_crc) != sizeof(u32));
+	pages = dmr_alloc_dev_array(rc, DMR_ARRAY_MAP_PAGES);
+	segs = dmr_alloc_dev_array(rc, DMR_ARRAY_SEGS);
+	dirty = dmr_alloc_dev_array(rc, DMR_ARRAY_DIRTY);
+	lists = dmr_alloc_dev_array(rc, DMR_ARRAY_LISTS);
+	rc->readers = dmr_alloc_dev_array(rc, DMR_ARRAY_READERS);
+	rc->map_crc = dmr_alloc_dev_array(rc, DMR_ARRAY_MAP_CRC);
 	rc->gc_buf = vmalloc(seg_bytes);
 	rc->bounce = vmalloc((size_t)DMR_BOUNCE_BLOCKS * DMR_BLOCK_SIZE);
 	rc->gc_unit = kvzalloc(sizeof(*rc->gc_unit), GFP_KERNEL);

@@ -466,29 +466,62 @@ bool dmr_move_commit(struct dmr_map *m, u64 lba, u64 src, u64 dst)
 
 	if (dmr_map_get(m, lba) != src + 1)
 		return false;
-	dmr_seg_birth_mix(d, m->segs[dmr_pba_segment(m, src)].birth);
+	dmr_seg_birth_mix(&m->age, d, m->segs[dmr_pba_segment(m, src)].birth);
 	dmr_map_set(m, lba, dst);
 	return true;
 }
 
+/* @seq on the clock without the recovery jumps (struct dmr_age_clock) */
+static u64 dmr_age_clock_compress(const struct dmr_age_clock *c, u64 seq)
+{
+	u64 t = seq;
+	u32 i;
+
+	for (i = 0; i < c->nr; i++)
+		if (c->at[i] <= seq)
+			t -= c->len[i];
+	return t;
+}
+
+/* The inverse: the sequence number of @t, never one a jump skipped. */
+static u64 dmr_age_clock_expand(const struct dmr_age_clock *c, u64 t)
+{
+	u32 i;
+
+	for (i = 0; i < c->nr; i++)
+		if (t >= c->at[i] - c->len[i])
+			t += c->len[i];
+	return t;
+}
+
 /**
  * dmr_seg_birth_mix() - a block moves into a segment: mix in its birth
+ * @c: the age clock
  * @d: the segment it moves to (a GC head's)
  * @birth: the birth of the segment it comes from
  *
  * The mean over the blocks @d holds, each weighted alike: @d->valid
- * blocks before this one.  The first block of a use sets it.
+ * blocks before this one.  The first block of a use sets it.  The mean
+ * is taken on the clock without the recovery jumps, as ages are
+ * (dmr_seq_age()): on raw sequence numbers, births from both sides of a
+ * jump would average to one inside the range it skipped, 2^31 past the
+ * older one, and the segment would look new (age 0).
  */
-void dmr_seg_birth_mix(struct dmr_seg *d, u64 birth)
+void dmr_seg_birth_mix(const struct dmr_age_clock *c, struct dmr_seg *d, u64 birth)
 {
-	u64 n = (u64)d->valid + 1;
+	u64 n = (u64)d->valid + 1, t, at;
 
-	if (d->valid == 0)
+	if (d->valid == 0) {
 		d->birth = birth;
-	else if (birth < d->birth)
-		d->birth -= div64_u64(d->birth - birth, n);
+		return;
+	}
+	t = dmr_age_clock_compress(c, d->birth);
+	at = dmr_age_clock_compress(c, birth);
+	if (at < t)
+		t -= div64_u64(t - at, n);
 	else
-		d->birth += div64_u64(birth - d->birth, n);
+		t += div64_u64(at - t, n);
+	d->birth = dmr_age_clock_expand(c, t);
 }
 
 /**

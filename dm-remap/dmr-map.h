@@ -373,7 +373,7 @@ int __must_check dmr_map_page_in(struct dmr_map *m, u64 p, u32 *page);
 
 void dmr_map_set(struct dmr_map *m, u64 lba, u64 pba);
 void dmr_map_unmap(struct dmr_map *m, u64 lba);
-void dmr_seg_birth_mix(struct dmr_seg *d, u64 birth);
+void dmr_seg_birth_mix(const struct dmr_age_clock *c, struct dmr_seg *d, u64 birth);
 bool dmr_move_commit(struct dmr_map *m, u64 lba, u64 src, u64 dst);
 u32 dmr_map_run(const struct dmr_map *m, u64 lba, u32 max, u64 *first);
 int __must_check dmr_map_recount(struct dmr_map *m);

@@ -32,10 +32,12 @@ static int dmr_read_block(struct block_device *bdev, u64 blocknr,
  * @bdev: the device
  * @sb: the chosen, decoded superblock
  * @copy: which copy was chosen
- * @nr_valid: how many copies validated
+ * @nr_valid: how many copies are valid and current (dmr_sb_copies_current())
  * @error: static message for ti->error on failure
  *
- * The valid copy with the highest generation wins.  When neither copy
+ * The valid copy with the highest generation wins; a copy that is not
+ * valid, or is valid with an older generation, is not current and a
+ * writable load rewrites it (dmr_load()).  When neither copy
  * validates, the error reported is the one of the most advanced check any
  * copy reached (a copy with good magic but a bad checksum says more than
  * one without magic).
@@ -47,6 +49,7 @@ int dmr_read_superblock(struct block_device *bdev, struct dmr_sb *sb,
 			const char **error)
 {
 	enum dmr_sb_status st[DMR_SB_COPIES], worst = DMR_SB_BAD_MAGIC;
+	u64 gen[DMR_SB_COPIES] = { };
 	struct dmr_sb *cand;
 	struct page *page;
 	int i, best = -1, r = 0;
@@ -77,7 +80,7 @@ int dmr_read_superblock(struct block_device *bdev, struct dmr_sb *sb,
 				worst = st[i];
 			continue;
 		}
-		(*nr_valid)++;
+		gen[i] = cand[i].generation;
 		if (best < 0 || cand[i].generation > cand[best].generation)
 			best = i;
 	}
@@ -91,6 +94,14 @@ int dmr_read_superblock(struct block_device *bdev, struct dmr_sb *sb,
 			*error = dmr_sb_strerror(worst);
 			r = -EINVAL;
 		}
+		/* ti->error is static: the versions and the remedy go to the log */
+		for (i = 0; worst == DMR_SB_BAD_VERSION && i < DMR_SB_COPIES; i++)
+			if (st[i] == DMR_SB_BAD_VERSION) {
+				DMERR("%pg: format version %u, this module reads %u: %s",
+				      bdev, cand[i].version, DMR_FORMAT_VERSION,
+				      dmr_sb_version_remedy(cand[i].version));
+				break;
+			}
 		goto out;
 	}
 	for (i = 0; i < DMR_SB_COPIES; i++)
@@ -98,6 +109,12 @@ int dmr_read_superblock(struct block_device *bdev, struct dmr_sb *sb,
 			DMWARN("%pg: superblock copy %d invalid (%s), using copy %d",
 			       bdev, i, st[i] == DMR_SB_NR_STATUS ? "read error" :
 			       dmr_sb_strerror(st[i]), best);
+	*nr_valid = dmr_sb_copies_current(st, gen, best);
+	for (i = 0; i < DMR_SB_COPIES; i++)
+		if (st[i] == DMR_SB_OK && cand[i].generation != cand[best].generation)
+			DMWARN("%pg: superblock copy %d is stale (generation %llu, %d has %llu)",
+			       bdev, i, (unsigned long long)cand[i].generation, best,
+			       (unsigned long long)cand[best].generation);
 	*sb = cand[best];
 	*copy = best;
 out:

@@ -42,22 +42,23 @@
  */
 int dmr_map_cache_init(struct dmr_target *rc)
 {
-	u64 nr = rc->map.nr_map_blocks, cap = (u64)rc->opts.map_cache * DMR_MAP_PAGES_PER_MIB;
+	u64 cap = dmr_map_cache_pages(&rc->sb.geo, rc->opts.map_cache);
 	u32 *ring;
 	u8 *state, *ref;
 
-	if (!cap || cap >= nr)
+	if (!cap)
 		return 0;
-	ring = kvcalloc(nr, sizeof(*ring), GFP_KERNEL | __GFP_NOWARN);
-	state = kvzalloc(nr, GFP_KERNEL | __GFP_NOWARN);
-	ref = kvzalloc(nr, GFP_KERNEL | __GFP_NOWARN);
+	/* a u32 and two bytes per map block: above INT_MAX bytes at the limit */
+	ring = dmr_alloc_dev_array(rc, DMR_ARRAY_PC_RING);
+	state = dmr_alloc_dev_array(rc, DMR_ARRAY_PC_STATE);
+	ref = dmr_alloc_dev_array(rc, DMR_ARRAY_PC_REF);
 	if (!ring || !state || !ref) {
 		kvfree(ring);
 		kvfree(state);
 		kvfree(ref);
 		return -ENOMEM;
 	}
-	dmr_page_clock_init(&rc->pc, ring, state, ref, cap, nr);
+	dmr_page_clock_init(&rc->pc, ring, state, ref, cap, rc->map.nr_map_blocks);
 	return 0;
 }
 

@@ -258,6 +258,41 @@ int dmr_options_parse(struct dmr_options *o, unsigned int argc, char **argv,
 }
 
 /**
+ * dmr_options_with_gc() - the options, with the watermarks in use now
+ * @in: the options the table gave
+ * @low: gc_low in use (the gc_low message may have changed it)
+ * @high: gc_high in use
+ * @def_low: the device's default gc_low (dmr_gc_params_default())
+ * @def_high: its default gc_high
+ * @out: @in, with the current watermarks
+ *
+ * `dmsetup table` shows a target's current arguments, and a reload of
+ * that line (`remapctl grow` makes one) must keep what the messages set.
+ * A watermark the table gave takes its current value in its place; one
+ * it did not give is added when it differs from the default.  Loading
+ * @out gives the same watermarks (dmr_gc_params_apply() moves the other
+ * one only when they cross, and the ones in use do not).
+ */
+void dmr_options_with_gc(const struct dmr_options *in, u32 low, u32 high,
+			 u32 def_low, u32 def_high, struct dmr_options *out)
+{
+	static const u8 ids[] = { DMR_OPT_GC_LOW, DMR_OPT_GC_HIGH };
+	const u32 cur[] = { low, high }, def[] = { def_low, def_high };
+	unsigned int i, j;
+
+	*out = *in;
+	out->gc_low = low;
+	out->gc_high = high;
+	for (i = 0; i < ARRAY_SIZE(ids); i++) {
+		for (j = 0; j < out->nr_given; j++)
+			if (out->order[j] == ids[i])
+				break;
+		if (j == out->nr_given && cur[i] != def[i] && out->nr_given < DMR_OPT_NR)
+			out->order[out->nr_given++] = ids[i];
+	}
+}
+
+/**
  * dmr_options_emit() - the optional arguments as `dmsetup table` shows them
  * @o: parsed options
  * @buf: output, NUL terminated

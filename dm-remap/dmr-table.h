@@ -67,6 +67,8 @@ int __must_check dmr_parse_u64(const char *s, u64 *val);
 void dmr_options_init(struct dmr_options *o);
 int __must_check dmr_options_parse(struct dmr_options *o, unsigned int argc,
 				   char **argv, const char **error);
+void dmr_options_with_gc(const struct dmr_options *in, u32 low, u32 high,
+			 u32 def_low, u32 def_high, struct dmr_options *out);
 int dmr_options_emit(const struct dmr_options *o, char *buf, size_t len);
 
 #endif /* DMR_TABLE_H */

@@ -14,9 +14,9 @@
  * Locking: see dmr.h.  The constructor, destructor and suspend hooks run
  * with no I/O in flight; the statistics are atomics.  @dmr_instances_lock
  * protects the list of instances, which the constructor uses to tell a
- * table reload (another instance of the same device in the same mapped
- * device) from a first load, and to refuse a second mapped device on a
- * device one already uses.  Each instance's @ctl_lock serialises the
+ * table reload (another instance of the same device in another table of
+ * the same mapped device) from a first load, and to refuse any other
+ * instance of a device one already uses (dmr_register()).  Each instance's @ctl_lock serialises the
  * checkpoint message with postsuspend, preresume and resume.
  */
 #include <linux/module.h>
@@ -35,16 +35,30 @@ static DEFINE_MUTEX(dmr_instances_lock);	/* protects dmr_instances */
 /*
  * Add @rc to the instances.  Device-mapper opens every table's devices
  * with the same holder, so a second mapped device can open a device a
- * live one already writes: that must be refused (-EBUSY), or two
+ * live one already writes, and one table can name a device twice; nor
+ * is the block device all there is to compare: a dm-linear slice from
+ * block 0, a second loop device over one image file or a cloned disk is
+ * the same dm-remap device (the same superblock uuid) under another
+ * block device.  Any of those must be refused (-EBUSY), or two
  * instances would append to one log.  Another instance of the same
- * device in the same mapped device is a table reload: @rc must not read
- * the metadata before the old instance's postsuspend wrote its last
- * checkpoint (*@shared is set, the load waits for preresume).
+ * device in another table of the same mapped device is a table reload
+ * (through an alias too): @rc must not read the metadata before the old
+ * instance's postsuspend wrote its last checkpoint (*@shared is set, the
+ * load waits for preresume).  dmr_instance_relation() decides; @rc->sb
+ * was read, and an instance's uuid does not change once registered.
  *
- * Return: 0 or -EBUSY.
+ * Return: 0 or -EBUSY, with *@error set.
  */
-static int dmr_register(struct dmr_target *rc, bool *shared)
+/* @md's name as dmsetup shows it, or its number before it has one */
+static void dmr_md_name(struct mapped_device *md, char name[DM_NAME_LEN])
 {
+	if (dm_copy_name_and_uuid(md, name, NULL))
+		strscpy(name, dm_device_name(md), DM_NAME_LEN);
+}
+
+static int dmr_register(struct dmr_target *rc, bool *shared, const char **error)
+{
+	char name[DM_NAME_LEN], o_name[DM_NAME_LEN];
 	struct mapped_device *md = dm_table_get_md(rc->ti->table);
 	struct dmr_target *o;
 	int r = 0;
@@ -52,12 +66,31 @@ static int dmr_register(struct dmr_target *rc, bool *shared)
 	*shared = false;
 	mutex_lock(&dmr_instances_lock);
 	list_for_each_entry(o, &dmr_instances, node) {
-		if (o->dev->bdev != rc->dev->bdev)
+		struct mapped_device *o_md = dm_table_get_md(o->ti->table);
+		bool same_table = o->ti->table == rc->ti->table;
+
+		switch (dmr_instance_relation(o->dev->bdev == rc->dev->bdev,
+					      !memcmp(o->sb.uuid, rc->sb.uuid,
+						      sizeof(rc->sb.uuid)),
+					      o_md == md, same_table)) {
+		case DMR_INSTANCE_UNRELATED:
 			continue;
-		if (dm_table_get_md(o->ti->table) != md)
-			r = -EBUSY;
-		else
+		case DMR_INSTANCE_RELOAD:
 			*shared = true;
+			continue;
+		case DMR_INSTANCE_REFUSE:
+			break;
+		}
+		/* a leaf lock (dm_hash_cells_mutex), taken under ours */
+		dmr_md_name(md, name);
+		dmr_md_name(o_md, o_name);
+		DMERR("%s: %s holds dm-remap device %pUb, which %s already uses as %s",
+		      name, rc->dev->name, rc->sb.uuid, same_table ? "this table" : o_name,
+		      o->dev->name);
+		*error = same_table ? "Device is used twice in this table" :
+			 "Device is in use by another dm-remap mapped device";
+		r = -EBUSY;
+		break;
 	}
 	if (!r)
 		list_add(&rc->node, &dmr_instances);
@@ -251,11 +284,9 @@ static int dmr_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	r = dmr_gc_setup(rc, &err);
 	if (r)
 		goto bad_io;
-	r = dmr_register(rc, &rc->deferred);
-	if (r) {
-		err = "Device is in use by another dm-remap mapped device";
+	r = dmr_register(rc, &rc->deferred, &err);
+	if (r)
 		goto bad_io;
-	}
 	if (!rc->deferred) {
 		r = dmr_load(rc, &err);
 		if (r)
@@ -478,7 +509,8 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 	struct dmr_target *rc = ti->private;
 	unsigned int sz = 0;
 	char opts[160], waf_load[32], waf_fmt[32];
-	struct dmr_gc_params p;
+	struct dmr_gc_params p, def;
+	struct dmr_options now;
 
 	switch (type) {
 	case STATUSTYPE_INFO:
@@ -528,8 +560,14 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 		       (long long)atomic64_read(&rc->stats.map_forced));
 		break;
 	case STATUSTYPE_TABLE:
+		/* the watermarks in use: the messages may have changed them */
+		spin_lock(&rc->map_lock);
+		p = rc->gc;
+		spin_unlock(&rc->map_lock);
+		dmr_gc_params_default(rc->sb.geo.nr_segments, &def);
+		dmr_options_with_gc(&rc->opts, p.low, p.high, def.low, def.high, &now);
 		DMEMIT("%s", rc->dev->name);
-		if (dmr_options_emit(&rc->opts, opts, sizeof(opts)) > 0)
+		if (dmr_options_emit(&now, opts, sizeof(opts)) > 0)
 			DMEMIT(" %s", opts);
 		break;
 	default:

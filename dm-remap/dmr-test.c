@@ -11,6 +11,7 @@
 
 #include "dmr-codec.h"
 #include "dmr-map.h"
+#include "dmr-policy.h"
 #include "dmr-table.h"
 
 /* ------------------------------------------------------------------ */
@@ -284,6 +285,75 @@ static void dmr_test_options_emit(struct kunit *test)
 	}
 }
 
+/* Split @line (copied into @copy) into @words; return their number. */
+static unsigned int dmr_split_words(const char *line, char *copy, size_t len,
+				    char **words)
+{
+	unsigned int argc = 0;
+	char *p = copy;
+
+	snprintf(copy, len, "%s", line);
+	while (p && *p && argc < DMR_MAX_WORDS) {
+		words[argc++] = p;
+		p = strchr(p, ' ');
+		if (p)
+			*p++ = '\0';
+	}
+	return argc;
+}
+
+/*
+ * `dmsetup table` shows the watermarks in use (the gc_low / gc_high
+ * messages change them): in their place when the table gave them, added
+ * when they differ from the defaults (5 and 5 here), and a reload of the
+ * line gives the same watermarks.
+ */
+static void dmr_test_options_with_gc(struct kunit *test)
+{
+	static const struct {
+		const char *table;
+		u32 low, high;
+		const char *want;
+	} cases[] = {
+		{ "", 5, 5, "" },
+		{ "", 5, 12, "2 gc_high 12" },
+		{ "", 9, 12, "4 gc_low 9 gc_high 12" },
+		{ "", 4, 5, "2 gc_low 4" },
+		{ "1 read_only", 9, 9, "5 read_only gc_low 9 gc_high 9" },
+		{ "2 gc_high 10", 8, 12, "4 gc_high 12 gc_low 8" },
+		{ "2 gc_high 10", 5, 10, "2 gc_high 10" },
+		/* given, now at the default: still emitted, with its value now */
+		{ "4 gc_low 7 gc_high 7", 5, 5, "4 gc_low 5 gc_high 5" },
+		{ "3 zero_copy gc_low 6", 6, 6, "5 zero_copy gc_low 6 gc_high 6" },
+	};
+	char copy[160], buf[160];
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *words[DMR_MAX_WORDS];
+		struct dmr_options in, given, out, back;
+		struct dmr_gc_params p = { .reserve = 4, .low = 5, .high = 5, .batch = 2 };
+		const char *err = NULL;
+		unsigned int argc;
+
+		argc = dmr_split_words(cases[i].table, copy, sizeof(copy), words);
+		KUNIT_ASSERT_EQ(test, dmr_options_parse(&in, argc, words, &err), 0);
+		given = in;
+		dmr_options_with_gc(&in, cases[i].low, cases[i].high, 5, 5, &out);
+		KUNIT_ASSERT_GE(test, dmr_options_emit(&out, buf, sizeof(buf)), 0);
+		KUNIT_EXPECT_STREQ(test, buf, cases[i].want);
+		/* the table's own options are untouched */
+		KUNIT_EXPECT_EQ(test, memcmp(&in, &given, sizeof(in)), 0);
+
+		/* a reload of that line: the same watermarks */
+		argc = dmr_split_words(buf, copy, sizeof(copy), words);
+		KUNIT_ASSERT_EQ(test, dmr_options_parse(&back, argc, words, &err), 0);
+		dmr_gc_params_apply(&p, back.gc_low, back.gc_high);
+		KUNIT_EXPECT_EQ(test, p.low, cases[i].low);
+		KUNIT_EXPECT_EQ(test, p.high, cases[i].high);
+	}
+}
+
 /* ------------------------------------------------------------------ */
 /* geometry */
 
@@ -409,8 +479,8 @@ static void dmr_test_default_segment(struct kunit *test)
  * @bytes: expected dmr_map_memory_bytes(), worked out by hand below as
  *	map (4096 per page of 1024 entries and the page's pointer, 8, with
  *	logical = (segments - 10) * segment_blocks * (100 - overprovision)
- *	/ 100) + segment table, with its list links, and reader counts
- *	((48 + 4) * segments) + the segment lists' heads
+ *	/ 100) + segment table, with its list links, reader counts and the
+ *	load's valid counts ((48 + 4 + 4) * segments) + the segment lists' heads
  *	(4 * (segment_blocks + 5)) + map block bookkeeping
  *	(5 * ceil(logical / 1024)): 4109 * ceil(logical / 1024) for the
  *	map's part + eight segment buffers (four heads,
@@ -434,25 +504,25 @@ struct dmr_mem_case {
 };
 
 static const struct dmr_mem_case dmr_mem_cases[] = {
-	/* 4109 * 12 + 3276 + 1044 + 8388608 + 262144 */
+	/* 4109 * 12 + 3528 + 1044 + 8388608 + 262144 */
 	/* 12 map blocks, a cache of 256 pages: none */
-	{ "64 MiB", 16384, 256, 10, 63, 12211, 8704380ULL, false, 1, 8704380ULL },
-	/* 4109 * 532925 + 114277072 + 1044 + 8388608 + 262144 */
+	{ "64 MiB", 16384, 256, 10, 63, 12211, 8704632ULL, false, 1, 8704632ULL },
+	/* 4109 * 532925 + 123067616 + 1044 + 8388608 + 262144 */
 	{ "2.1 TiB, 3% overprovision", 563714457ULL, 256, 3,
-	  2197636, 545714488ULL, 2312717693ULL, true, 0, 2312717693ULL },
-	/* 4109 * 529786 + 122439772 + 1044 + 8388608 + 262144 */
+	  2197636, 545714488ULL, 2321508237ULL, true, 0, 2321508237ULL },
+	/* 4109 * 529786 + 131858216 + 1044 + 8388608 + 262144 */
 	{ "2.25 TiB", 603979776ULL, 256, 10,
-	  2354611, 542500070ULL, 2307982242ULL, true, 0, 2307982242ULL },
-	/* 4109 * 1883720 + 54419092 + 8212 + 67108864 + 262144 */
+	  2354611, 542500070ULL, 2317400686ULL, true, 0, 2317400686ULL },
+	/* 4109 * 1883720 + 58605176 + 8212 + 67108864 + 262144 */
 	{ "8 TiB, 8 MiB segments", 1ULL << 31, 2048, 10,
-	  1046521, 1928929075ULL, 7862003792ULL, true,
-	  /* 4096 * 16384 + 19 * 1883720 + 54419092 + 8212 + 67108864 + 262144 */
-	  64, 224697856ULL },
-	/* 4109 * 3774872 + 872415180 + 1044 + 8388608 + 262144 */
+	  1046521, 1928929075ULL, 7866189876ULL, true,
+	  /* 4096 * 16384 + 19 * 1883720 + 58605176 + 8212 + 67108864 + 262144 */
+	  64, 228883940ULL },
+	/* 4109 * 3774872 + 939524040 + 1044 + 8388608 + 262144 */
 	{ "largest, ~16 TiB", 4303512319ULL, 256, 10,
-	  16777215, 3865468032ULL, 16392016024ULL, true,
-	  /* 4096 * 262144 + 19 * 3774872 + 872415180 + 1044 + 8388608 + 262144 */
-	  1024, 2026531368ULL },
+	  16777215, 3865468032ULL, 16459124884ULL, true,
+	  /* 4096 * 262144 + 19 * 3774872 + 939524040 + 1044 + 8388608 + 262144 */
+	  1024, 2093640228ULL },
 };
 
 static void dmr_mem_desc(const struct dmr_mem_case *c, char *desc)
@@ -479,6 +549,71 @@ static void dmr_test_map_memory(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, g.logical_blocks > (1ULL << 29), c->over_int_max);
 	KUNIT_EXPECT_EQ(test, g.logical_blocks * DMR_MAP_ENTRY_SIZE > DMR_TEST_INT_MAX,
 			c->over_int_max);
+}
+
+/*
+ * Every array the module sizes by the device, at the format's limits:
+ * 2^32 - 2 segments (of 256 KiB), and the largest map (4 PiB of 1 MiB
+ * segments, wide).  Each one above INT_MAX bytes (the load's valid
+ * counts, the map cache's ring, the map's page pointers) goes to vmalloc
+ * (dmr_alloc_path()), none is refused on a 64-bit kernel, and
+ * dmr_map_memory_bytes() counts them all, the load's valid counts too.
+ */
+static void dmr_test_arrays_at_limits(struct kunit *test)
+{
+	struct dmr_geometry segs = {
+		.nr_segments = 0xfffffffeULL, .segment_blocks = DMR_MIN_SEGMENT_BLOCKS,
+		.wide = true,
+	}, big, more;
+	u64 sum, total;
+	int a, i;
+
+	segs.logical_blocks = (segs.nr_segments - 10) * DMR_MIN_SEGMENT_BLOCKS / 10 * 9;
+	KUNIT_ASSERT_EQ(test, dmr_geometry_compute_wide(1ULL << 40, 0, 256, 10, true, &big),
+			DMR_GEO_OK);
+	for (i = 0; i < 2; i++) {
+		const struct dmr_geometry *g = i ? &big : &segs;
+
+		sum = 0;
+		for (a = 0; a < DMR_NR_ARRAYS; a++) {
+			u64 n = dmr_array_elems(g, 1, a);
+			u32 size = dmr_array_elem_size(a);
+
+			KUNIT_EXPECT_GT(test, n, 0ULL);
+			KUNIT_EXPECT_NE(test, dmr_alloc_path(n, size, ~0ULL), DMR_ALLOC_TOO_BIG);
+			if (n * size > DMR_KVMALLOC_MAX)
+				KUNIT_EXPECT_EQ(test, dmr_alloc_path(n, size, ~0ULL),
+						DMR_ALLOC_VMALLOC);
+			if (a < DMR_ARRAY_PC_RING)
+				sum += n * size;
+		}
+		/* the arrays, the map's pages, eight segment buffers, the bounce */
+		total = sum + dmr_map_blocks(g->logical_blocks, true) * DMR_BLOCK_SIZE +
+			8ULL * g->segment_blocks * DMR_BLOCK_SIZE + 64 * DMR_BLOCK_SIZE;
+		KUNIT_EXPECT_EQ(test, dmr_map_memory_bytes(g, 0), total);
+	}
+	/* the ones above INT_MAX at the limits */
+	KUNIT_EXPECT_EQ(test, dmr_array_elems(&segs, 0, DMR_ARRAY_LOAD_VALID) * 4,
+			0x3fffffff8ULL);
+	KUNIT_EXPECT_EQ(test, dmr_alloc_path(0xfffffffeULL, 4, ~0ULL), DMR_ALLOC_VMALLOC);
+	KUNIT_EXPECT_EQ(test, dmr_alloc_path(dmr_array_elems(&segs, 0, DMR_ARRAY_SEGS),
+					     dmr_array_elem_size(DMR_ARRAY_SEGS), ~0ULL),
+			DMR_ALLOC_VMALLOC);
+	KUNIT_EXPECT_GT(test, dmr_array_elems(&big, 1, DMR_ARRAY_PC_RING) * 4, DMR_KVMALLOC_MAX);
+	KUNIT_EXPECT_EQ(test, dmr_alloc_path(dmr_array_elems(&big, 1, DMR_ARRAY_PC_RING), 4,
+					     ~0ULL), DMR_ALLOC_VMALLOC);
+	/* no cache, none of its arrays */
+	KUNIT_EXPECT_EQ(test, dmr_array_elems(&big, 0, DMR_ARRAY_PC_RING), 0ULL);
+	/* a segment more costs its entry, reader count and load count */
+	more = segs;
+	more.nr_segments++;
+	KUNIT_EXPECT_EQ(test, dmr_map_memory_bytes(&more, 0) - dmr_map_memory_bytes(&segs, 0),
+			(u64)sizeof(struct dmr_seg) + 4 + 4);
+	/* the boundary, and a 32-bit address space */
+	KUNIT_EXPECT_EQ(test, dmr_alloc_path(DMR_KVMALLOC_MAX, 1, ~0ULL), DMR_ALLOC_KVCALLOC);
+	KUNIT_EXPECT_EQ(test, dmr_alloc_path(DMR_KVMALLOC_MAX + 1, 1, ~0ULL), DMR_ALLOC_VMALLOC);
+	KUNIT_EXPECT_EQ(test, dmr_alloc_path(1ULL << 62, 8, ~0ULL), DMR_ALLOC_TOO_BIG);
+	KUNIT_EXPECT_EQ(test, dmr_alloc_path(1ULL << 30, 4, 0xffffffffULL), DMR_ALLOC_TOO_BIG);
 }
 
 /**
@@ -909,6 +1044,57 @@ static void dmr_test_sb_strerror(struct kunit *test)
 }
 
 /*
+ * A superblock of another format version is refused, decodes its
+ * version (for the kernel log's message), and the remedy depends on
+ * which side of this version it is (dmr_sb_version_remedy()).
+ */
+/*
+ * Issue 40 item 4: a copy that is damaged, or valid with an older
+ * generation (a crash between the two writes of a grow), is not current;
+ * a writable load rewrites it.  Generations as a grow leaves them: 7 the
+ * old superblock, 8 the grown one.
+ */
+static void dmr_test_sb_copies_current(struct kunit *test)
+{
+	enum dmr_sb_status ok2[2] = { DMR_SB_OK, DMR_SB_OK };
+	enum dmr_sb_status bad1[2] = { DMR_SB_OK, DMR_SB_BAD_CSUM };
+	enum dmr_sb_status rerr0[2] = { DMR_SB_NR_STATUS, DMR_SB_OK };
+	u64 same[2] = { 8, 8 }, stale1[2] = { 8, 7 }, stale0[2] = { 7, 8 };
+
+	KUNIT_EXPECT_EQ(test, dmr_sb_copies_current(ok2, same, 0), 2U);
+	KUNIT_EXPECT_EQ(test, dmr_sb_copies_current(ok2, same, 1), 2U);
+	/* the grown copy first, the old one not yet rewritten: either order */
+	KUNIT_EXPECT_EQ(test, dmr_sb_copies_current(ok2, stale1, 0), 1U);
+	KUNIT_EXPECT_EQ(test, dmr_sb_copies_current(ok2, stale0, 1), 1U);
+	/* a damaged copy or a read error: whatever its (unread) generation */
+	KUNIT_EXPECT_EQ(test, dmr_sb_copies_current(bad1, same, 0), 1U);
+	KUNIT_EXPECT_EQ(test, dmr_sb_copies_current(rerr0, same, 1), 1U);
+}
+
+static void dmr_test_sb_other_version(struct kunit *test)
+{
+	static const u32 versions[] = { 1, 2, 3, DMR_FORMAT_VERSION + 1, 0xffffffffU };
+	void *block = dmr_test_block(test);
+	struct dmr_sb in, out;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(versions); i++) {
+		dmr_make_sb(&in, 0);
+		in.version = versions[i];
+		dmr_sb_encode(&in, block);
+		KUNIT_EXPECT_EQ(test, dmr_sb_decode(block, 0, &out), DMR_SB_BAD_VERSION);
+		KUNIT_EXPECT_EQ(test, out.version, versions[i]);
+	}
+	for (i = 1; i < DMR_FORMAT_VERSION; i++)
+		KUNIT_EXPECT_NOT_NULL(test, strstr(dmr_sb_version_remedy(i),
+						   "reformat with this version's remapctl"));
+	KUNIT_EXPECT_NOT_NULL(test, strstr(dmr_sb_version_remedy(DMR_FORMAT_VERSION + 1),
+					   "newer dm-remap module"));
+	KUNIT_EXPECT_NOT_NULL(test, strstr(dmr_sb_version_remedy(0xffffffffU),
+					   "newer dm-remap module"));
+}
+
+/*
  * The birth's 16-bit float in the segment table (dmr_birth_encode()):
  * exact below 2^11, rounded down by less than 2^-11 above, monotonic,
  * and clamped at its largest value.
@@ -945,12 +1131,14 @@ static struct kunit_case dmr_pure_cases[] = {
 	KUNIT_CASE_PARAM(dmr_test_parse_u64, dmr_u64_gen_params),
 	KUNIT_CASE_PARAM(dmr_test_options, dmr_opt_gen_params),
 	KUNIT_CASE(dmr_test_options_emit),
+	KUNIT_CASE(dmr_test_options_with_gc),
 	KUNIT_CASE(dmr_test_birth_codec),
 	KUNIT_CASE_PARAM(dmr_test_geometry, dmr_geo_gen_params),
 	KUNIT_CASE(dmr_test_geometry_grow),
 	KUNIT_CASE(dmr_test_geometry_wide_limits),
 	KUNIT_CASE_PARAM(dmr_test_default_segment, dmr_seg_gen_params),
 	KUNIT_CASE_PARAM(dmr_test_map_memory, dmr_mem_gen_params),
+	KUNIT_CASE(dmr_test_arrays_at_limits),
 	KUNIT_CASE_PARAM(dmr_test_map_fits, dmr_fit_gen_params),
 	KUNIT_CASE(dmr_test_fit_strerror),
 	KUNIT_CASE(dmr_test_crc32c_kat),
@@ -959,6 +1147,8 @@ static struct kunit_case dmr_pure_cases[] = {
 	KUNIT_CASE(dmr_test_sb_layout),
 	KUNIT_CASE_PARAM(dmr_test_sb_corruption, dmr_corrupt_gen_params),
 	KUNIT_CASE(dmr_test_sb_strerror),
+	KUNIT_CASE(dmr_test_sb_other_version),
+	KUNIT_CASE(dmr_test_sb_copies_current),
 	{}
 };
 

@@ -19,6 +19,7 @@
  */
 #include <linux/bio.h>
 #include <linux/blkdev.h>
+#include <linux/sched/mm.h>
 
 #include "dmr.h"
 
@@ -111,6 +112,14 @@ void dmr_worker(struct work_struct *work)
 	struct dmr_worker_state s = { };
 	struct bio_list batch = BIO_EMPTY_LIST;
 	unsigned long flags;
+	/*
+	 * Every allocation the worker makes, its own and those of the
+	 * kernel functions it calls (a map page read back, a first write to
+	 * a 4 MiB region, the RCU free of an evicted page), is GFP_NOIO from
+	 * here on: reclaim must not wait for writeback that would queue
+	 * behind this very worker (swap or dirty pages on dm-remap).
+	 */
+	unsigned int noio = memalloc_noio_save();
 
 	for (;;) {
 		dmr_worker_sample(rc, &batch, &s);
@@ -152,6 +161,7 @@ void dmr_worker(struct work_struct *work)
 			dmr_map_trim(rc);
 			break;
 		case DMR_WORKER_IDLE:
+			memalloc_noio_restore(noio);
 			return;
 		}
 	}

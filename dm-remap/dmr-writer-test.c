@@ -164,6 +164,50 @@ static void dmr_test_message_checkpoint_verdict(struct kunit *test)
 			-EROFS);
 }
 
+/*
+ * Every combination of (same block device, same superblock uuid, same
+ * mapped device, same table): a match is a reload only from another
+ * table of the same mapped device.  Same table but another mapped device
+ * cannot happen; it is refused all the same.
+ */
+static void dmr_test_instance_relation(struct kunit *test)
+{
+	static const struct {
+		bool bdev, uuid, md, table;
+		enum dmr_instance_rel want;
+	} cases[] = {
+		{ false, false, false, false, DMR_INSTANCE_UNRELATED },
+		{ false, false, false, true, DMR_INSTANCE_UNRELATED },
+		{ false, false, true, false, DMR_INSTANCE_UNRELATED },
+		{ false, false, true, true, DMR_INSTANCE_UNRELATED },
+		/* an alias or clone in another mapped device */
+		{ false, true, false, false, DMR_INSTANCE_REFUSE },
+		{ false, true, false, true, DMR_INSTANCE_REFUSE },
+		/* a reload naming an alias */
+		{ false, true, true, false, DMR_INSTANCE_RELOAD },
+		/* an alias and the disk in one table */
+		{ false, true, true, true, DMR_INSTANCE_REFUSE },
+		/* the same disk in another mapped device */
+		{ true, false, false, false, DMR_INSTANCE_REFUSE },
+		{ true, false, false, true, DMR_INSTANCE_REFUSE },
+		{ true, false, true, false, DMR_INSTANCE_RELOAD },
+		{ true, false, true, true, DMR_INSTANCE_REFUSE },
+		{ true, true, false, false, DMR_INSTANCE_REFUSE },
+		{ true, true, false, true, DMR_INSTANCE_REFUSE },
+		/* the plain reload */
+		{ true, true, true, false, DMR_INSTANCE_RELOAD },
+		/* two targets over one disk in one table */
+		{ true, true, true, true, DMR_INSTANCE_REFUSE },
+	};
+	unsigned int i;
+
+	/* 4 * case + relation: a failure names its case */
+	for (i = 0; i < ARRAY_SIZE(cases); i++)
+		KUNIT_EXPECT_EQ(test, 4 * i + dmr_instance_relation(cases[i].bdev, cases[i].uuid,
+								    cases[i].md, cases[i].table),
+				4 * i + cases[i].want);
+}
+
 /* A discard unmaps in bounded steps, whatever its size. */
 static void dmr_test_unmap_step(struct kunit *test)
 {
@@ -943,6 +987,7 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_worker_commit_bound),
 	KUNIT_CASE(dmr_test_worker_drains),
 	KUNIT_CASE(dmr_test_message_checkpoint_verdict),
+	KUNIT_CASE(dmr_test_instance_relation),
 	KUNIT_CASE(dmr_test_unmap_step),
 	KUNIT_CASE(dmr_test_flush_carrier),
 	KUNIT_CASE(dmr_test_discard_at_segment_end),

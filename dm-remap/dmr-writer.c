@@ -243,6 +243,34 @@ int dmr_message_checkpoint_verdict(int mode, bool active, bool stopping)
 }
 
 /**
+ * dmr_instance_relation() - what another instance is to one being built
+ * @same_bdev: both opened the same block device
+ * @same_uuid: their superblocks have the same uuid: the same dm-remap
+ *	device, possibly through an alias (a dm-linear slice from block 0,
+ *	a second loop device over one image file, a cloned disk)
+ * @same_md: both belong to the same mapped device
+ * @same_table: both belong to the same table of it
+ *
+ * An instance of the same dm-remap device (either match) is a table
+ * reload only from another table of the same mapped device: the new
+ * instance then loads at preresume, after the old one's postsuspend wrote
+ * its last checkpoint (rule 8 in dmr-write.c).  Anywhere else (another
+ * mapped device, or twice in one table) both would go live on one log,
+ * and the new one is refused.
+ *
+ * Return: the relation.
+ */
+enum dmr_instance_rel dmr_instance_relation(bool same_bdev, bool same_uuid,
+					    bool same_md, bool same_table)
+{
+	if (!same_bdev && !same_uuid)
+		return DMR_INSTANCE_UNRELATED;
+	if (same_md && !same_table)
+		return DMR_INSTANCE_RELOAD;
+	return DMR_INSTANCE_REFUSE;
+}
+
+/**
  * dmr_head_unwritten() - does a flush have to write something of a head?
  * @unit_open: the head has an open unit
  * @u: that unit

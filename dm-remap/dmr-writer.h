@@ -142,6 +142,22 @@ struct dmr_worker_state {
 enum dmr_worker_step dmr_worker_next(const struct dmr_worker_state *s,
 				     enum dmr_worker_phase *phase);
 int dmr_message_checkpoint_verdict(int mode, bool active, bool stopping);
+
+/**
+ * enum dmr_instance_rel - another instance, to one being built (dmr_instance_relation())
+ * @DMR_INSTANCE_UNRELATED: another device
+ * @DMR_INSTANCE_RELOAD: the same device in another table of the same
+ *	mapped device: a table reload, which loads at preresume
+ * @DMR_INSTANCE_REFUSE: the same device elsewhere: refused (-EBUSY)
+ */
+enum dmr_instance_rel {
+	DMR_INSTANCE_UNRELATED,
+	DMR_INSTANCE_RELOAD,
+	DMR_INSTANCE_REFUSE,
+};
+
+enum dmr_instance_rel dmr_instance_relation(bool same_bdev, bool same_uuid,
+					    bool same_md, bool same_table);
 bool dmr_head_unwritten(bool unit_open, const struct dmr_unit *u, u32 offset,
 			u32 written);
 int dmr_flush_carrier(const bool *unwritten, unsigned int nr);

@@ -359,6 +359,7 @@ void dmr_io_exit(struct dmr_target *rc);
 int dmr_rw(struct dmr_target *rc, blk_opf_t opf, u64 blocknr, u32 nr, void *buf);
 void dmr_fail(struct dmr_target *rc, int err, const char *what);
 u64 dmr_map_memory(const struct dmr_target *rc);
+void *dmr_alloc_dev_array(const struct dmr_target *rc, enum dmr_array a);
 
 /* Functions defined in dmr-worker.c */
 void dmr_queue_bio(struct dmr_target *rc, struct bio *bio);

@@ -273,7 +273,14 @@ def test_unsupported_version_refused(ram):
     for version in (5, 3, 2, 1):
         remapctl("format", "--force", ram)
         _rewrite_both(ram, 12, (version).to_bytes(4, "little"))
+        log = Kmsg()
         _refused(ram, "unsupported format version")
+        # the log names both versions and the remedy (review 3, item 12)
+        remedy = ("load it with a newer dm-remap module" if version > 4 else
+                  "copy the data off with its release, "
+                  "then reformat with this version's remapctl")
+        assert f"format version {version}, this module reads 4: {remedy}" \
+            in log.text(), log.text()
 
 
 def test_incompat_feature_refused(ram):
