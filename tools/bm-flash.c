@@ -5,6 +5,7 @@
  *   bm-flash [--bs LIST] [--threads LIST] [--seconds S] [--size BYTES]
  *            [--read-only | --write-only] [--json | --csv] [--force]
  *            [--max-bytes N] [--seed N] [--check] DEVICE
+ *   bm-flash --version | --help
  *
  * A re-implementation of the method of EasyCo's bm-flash, the benchmark
  * behind the papers this project started from: blocking, block-aligned
@@ -39,7 +40,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dmr-format.h"	/* DMR_FORMAT_VERSION, for --version */
 #include "dmr-probe.h"
+
+/* dkms.conf's PACKAGE_VERSION, from tools/Makefile (as remapctl's) */
+#ifndef DMR_TOOLS_VERSION
+#define DMR_TOOLS_VERSION "unknown"
+#endif
 
 #define MAX_LIST	32
 #define MIN_BS		512U
@@ -146,6 +153,8 @@ static void help(void)
 	       "  --seed N         seed of the offset and data generators (default 1)\n"
 	       "  --check          only check that a write test of DEVICE would be\n"
 	       "                   allowed (exit 0) or refused (exit 1); no I/O\n"
+	       "  --version        print the version of the tools and of the on-disk\n"
+	       "                   format, and exit\n"
 	       "  --help           show this help\n"
 	       "\n"
 	       "Write tests overwrite the data on DEVICE with random bytes.  DEVICE may\n"
@@ -295,7 +304,7 @@ static void set_defaults(struct options *o)
 static void parse_args(struct options *o, int argc, char **argv)
 {
 	enum { O_BS = 256, O_THREADS, O_SECONDS, O_SIZE, O_RO, O_WO, O_JSON, O_CSV,
-	       O_FORCE, O_SEED, O_CHECK, O_MAX_BYTES, O_HELP };
+	       O_FORCE, O_SEED, O_CHECK, O_MAX_BYTES, O_HELP, O_VERSION };
 	static const struct option lopts[] = {
 		{ "bs", required_argument, NULL, O_BS },
 		{ "threads", required_argument, NULL, O_THREADS },
@@ -310,6 +319,7 @@ static void parse_args(struct options *o, int argc, char **argv)
 		{ "check", no_argument, NULL, O_CHECK },
 		{ "max-bytes", required_argument, NULL, O_MAX_BYTES },
 		{ "help", no_argument, NULL, O_HELP },
+		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool ro = false, wo = false;
@@ -317,7 +327,7 @@ static void parse_args(struct options *o, int argc, char **argv)
 
 	set_defaults(o);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hV", lopts, NULL)) != -1) {
 		switch (c) {
 		case O_BS:
 			parse_bs_list(o, optarg);
@@ -362,6 +372,12 @@ static void parse_args(struct options *o, int argc, char **argv)
 		case 'h':
 		case O_HELP:
 			help();
+			exit(0);
+		case 'V':
+		case O_VERSION:
+			/* as remapctl --version: the package's and the format's */
+			printf("%s (dm-remap) %s, on-disk format version %u\n", prog,
+			       DMR_TOOLS_VERSION, DMR_FORMAT_VERSION);
 			exit(0);
 		case ':':
 			usage_error("option '%s' needs an argument", argv[optind - 1]);

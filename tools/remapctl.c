@@ -3,7 +3,8 @@
  * remapctl - format and manage dm-remap devices.
  *
  *   remapctl format DEV [--segment-size SIZE] [--overprovision PCT]
- *                       [--label TEXT] [--force]
+ *                       [--label TEXT] [--grow-limit SIZE] [--map-cache MIB]
+ *                       [--wide] [--max-memory SIZE] [--force]
  *   remapctl dump [--json] DEV
  *   remapctl check DEV [--repair]
  *   remapctl status [NAME] [--json]
@@ -12,10 +13,15 @@
  *   remapctl probe DEV
  *   remapctl create NAME DEV [--read-only] [--ignore-discard]
  *                            [--checkpoint-interval SECS]
- *                            [--no-discard-passdown] [--gc-low N] [--map-cache MIB]
- *                            [--gc-high N] [--zero-copy]
+ *                            [--no-discard-passdown] [--gc-low N] [--gc-high N]
+ *                            [--map-cache MIB]
+ *   remapctl grow NAME
  *   remapctl remove NAME
- *   remapctl --help | help [COMMAND]
+ *   remapctl --help | help [COMMAND] | --version
+ *
+ * create still takes --zero-copy (-z), retired and left out of its usage:
+ * the module accepts zero_copy and ignores it, so old remaptab lines and
+ * scripts keep working.
  *
  * Every command takes -h and --help (its synopsis and what it does, on
  * standard output, exit 0, nothing else done) and its options before or
@@ -31,7 +37,9 @@
  * from /proc/meminfo.  Test hook: the environment variable DMR_MEMINFO
  * names a file read instead of /proc/meminfo, so tests/host can fake a
  * machine's memory.  Likewise DMR_SYSFS_BLOCK and DMR_DEV_DIR stand for
- * /sys/class/block and /dev when activate looks for a UUID=.
+ * /sys/class/block and /dev when activate looks for a UUID=, and
+ * DMR_SYSFS_ROOT for /sys when check --repair looks for a loop device on
+ * an image.
  *
  * Exit status: 0 success, 1 failure or refusal, 2 bad usage; check exits
  * as fsck does (dmr-check.h): 0 clean, 1 corrected, 4 errors left, 8 the
@@ -68,6 +76,11 @@
 #include "dmr-writer.h"
 
 const char *dmr_prog = "remapctl";
+
+/* dkms.conf's PACKAGE_VERSION, from tools/Makefile */
+#ifndef DMR_TOOLS_VERSION
+#define DMR_TOOLS_VERSION "unknown"
+#endif
 
 /*
  * The commands, their synopses and what each does: "remapctl --help"
@@ -176,9 +189,10 @@ static void open_device(struct device *d, const char *path, int flags, bool excl
 		die("%s: not a block device or regular file", path);
 	d->fd = open(path, flags | (d->is_blk && excl ? O_EXCL : 0));
 	if (d->fd < 0) {
+		/* in use: always refused, --force or not (as mke2fs, cryptsetup) */
 		if (errno == EBUSY)
-			die("%s: device is in use (mounted, or held by another device); "
-			    "use --force to override", path);
+			die("%s: device is in use (mounted, held by another device or open "
+			    "exclusively); refusing to touch it", path);
 		die("%s: %s", path, strerror(errno));
 	}
 	d->io_opt = d->io_min = 0;
@@ -380,41 +394,130 @@ static int read_meminfo(const char **path, uint64_t *mem, uint64_t *vmalloc)
 }
 
 /*
- * Refuse, unless @force, a geometry whose map the module could never load
- * on this machine (dmr_map_fits()) with a map cache of @cache MiB (0: the
- * whole map); with @force, warn and go on (the device may be meant for a
- * bigger machine).
+ * Refuse, unless @force, a geometry whose map the module could not load
+ * here with a map cache of @cache MiB (0: the whole map): the map at
+ * @geo's grow limit if it has one (what the device will need once grown),
+ * against @max bytes (--max-memory), by default half of MemTotal, since
+ * the map is kernel memory that is never swapped out and the machine
+ * needs the rest (dmr_map_fits(), and the vmalloc space).  With @force,
+ * warn and go on (the device may be meant for a bigger machine).
  */
 static void check_memory(const struct device *d, const struct dmr_geometry *geo,
-			 u32 cache, bool force)
+			 u32 cache, bool force, uint64_t max)
 {
-	uint64_t need = dmr_map_memory_bytes(geo, cache), mem, vmalloc;
-	char hneed[32], hhave[32], msg[256];
+	uint64_t need = dmr_map_memory_bytes(geo, cache), mem, vmalloc, budget;
+	char hneed[32], hhave[32], hmem[32], msg[384];
+	struct dmr_geometry at_limit;
 	const char *path;
 	enum dmr_fit fit;
 
+	if (geo->grow_limit && dmr_geometry_grow(geo, geo->grow_limit, &at_limit) == DMR_GEO_OK)
+		need = dmr_map_memory_bytes(&at_limit, cache);
 	fmt_bytes(need, hneed, sizeof(hneed));
-	if (read_meminfo(&path, &mem, &vmalloc)) {
+	if (read_meminfo(&path, &mem, &vmalloc) && !max) {
 		fprintf(stderr,
 			"%s: warning: cannot read MemTotal from %s; the map needs %s (not checked)\n",
 			dmr_prog, path, hneed);
 		return;
 	}
-	fit = dmr_map_fits(need, mem, vmalloc);
+	budget = max ? max : mem / 2;
+	fit = dmr_map_fits(need, budget, vmalloc);
 	if (fit == DMR_FIT_OK)
 		return;
-	fmt_bytes(fit == DMR_FIT_NO_MEMORY ? mem : vmalloc, hhave, sizeof(hhave));
-	snprintf(msg, sizeof(msg),
-		 "the map of this device needs %s of kernel memory, more than this %s %s%s",
-		 hneed, fit == DMR_FIT_NO_MEMORY ? "machine's" : "kernel's", hhave,
-		 fit == DMR_FIT_NO_MEMORY ? " of RAM" : " of vmalloc space");
+	fmt_bytes(fit == DMR_FIT_NO_MEMORY ? budget : vmalloc, hhave, sizeof(hhave));
+	fmt_bytes(mem, hmem, sizeof(hmem));
+	if (fit == DMR_FIT_NO_VMALLOC)
+		snprintf(msg, sizeof(msg), "the map of this device%s needs %s of kernel memory, "
+			 "more than this kernel's %s of vmalloc space",
+			 geo->grow_limit ? " at its grow limit" : "", hneed, hhave);
+	else if (max)
+		snprintf(msg, sizeof(msg), "the map of this device%s needs %s of kernel memory, "
+			 "more than the %s --max-memory allows",
+			 geo->grow_limit ? " at its grow limit" : "", hneed, hhave);
+	else
+		snprintf(msg, sizeof(msg), "the map of this device%s needs %s of kernel memory, "
+			 "more than %s, half of this machine's %s of RAM (--max-memory allows "
+			 "more)", geo->grow_limit ? " at its grow limit" : "", hneed, hhave, hmem);
 	if (!force)
-		die("%s: %s; the module could not load it here (%s)", d->path, msg,
+		die("%s: %s; refusing to format it (%s)", d->path, msg,
 		    cache ? "give it a smaller --map-cache, or use --force to format it "
 		    "for a bigger machine" : "give it a --map-cache, or use --force to "
 		    "format it for a bigger machine");
 	fprintf(stderr, "%s: warning: %s: %s; formatting anyway (--force)\n",
 		dmr_prog, d->path, msg);
+}
+
+/*
+ * The smallest device, in blocks, that formats with these parameters
+ * (dmr_geometry_compute_wide()'s: its metadata and the fewest segments
+ * fit).  The metadata grows with the device, so that size is the least
+ * fixed point of "the metadata of a device of n blocks and the fewest
+ * segments": iterated from below, it is reached without passing it.
+ * Return: the size, or 0 if no device formats (past the grow limit).
+ */
+static uint64_t min_device_blocks(uint64_t limit, u32 seg_blocks, u32 op, bool wide)
+{
+	const uint64_t segs = DMR_RESERVED_SEGMENTS + DMR_MIN_USER_SEGMENTS;
+	uint64_t n = segs * seg_blocks, next;
+	enum dmr_geo_status st;
+	struct dmr_geometry g;
+
+	for (;;) {
+		st = dmr_geometry_compute_wide(n, limit, seg_blocks, op, wide, &g);
+		if (st == DMR_GEO_OK)
+			return n;
+		if (st != DMR_GEO_TOO_SMALL)
+			return 0;
+		/* too small: the metadata and the segments need more than n */
+		next = g.data_offset + segs * seg_blocks;
+		if (next <= n)
+			return 0;
+		n = next;
+	}
+}
+
+/* A device too small for its segment size: say the least size that formats. */
+static void __attribute__((noreturn))
+too_small(const struct device *d, uint64_t limit, u32 seg_blocks, u32 op, bool wide)
+{
+	uint64_t min = min_device_blocks(limit, seg_blocks, op, wide);
+	char hmin[32], hseg[32];
+
+	fmt_bytes((uint64_t)seg_blocks * DMR_BLOCK_SIZE, hseg, sizeof(hseg));
+	if (!min)
+		die("%s: device too small for this segment size (%s), and the grow limit "
+		    "leaves no room for more", d->path, hseg);
+	fmt_bytes(min * DMR_BLOCK_SIZE, hmin, sizeof(hmin));
+	die("%s: device too small for this segment size: segments of %s need a device "
+	    "of at least %s (%" PRIu64 " bytes), this one has %" PRIu64 " bytes", d->path,
+	    hseg, hmin, min * DMR_BLOCK_SIZE, d->bytes);
+}
+
+/*
+ * A device formatted with 64-bit block numbers: say so when format chose
+ * them (@auto_wide), and what the checkpoint slots, sized for 8-byte map
+ * entries, take: about 0.4% of the device, or of its grow limit.
+ */
+static void print_wide(const struct device *d, const struct dmr_geometry *geo,
+		       bool auto_wide)
+{
+	uint64_t slots = (uint64_t)DMR_CKPT_SLOTS * geo->ckpt_slot_blocks;
+	uint64_t sized = geo->grow_limit ? geo->grow_limit : geo->device_blocks;
+	char hslots[32], hsized[32];
+
+	if (auto_wide)
+		printf("%s: past 16 TiB: 64-bit block numbers%s (as --wide: 8 bytes of map "
+		       "per block, modules before format 4 refuse it)\n", d->path,
+		       geo->grow_limit ? ", for its grow limit" : "");
+	fmt_bytes(slots * DMR_BLOCK_SIZE, hslots, sizeof(hslots));
+	fmt_bytes(sized * DMR_BLOCK_SIZE, hsized, sizeof(hsized));
+	if (geo->grow_limit)
+		printf("checkpoint slots: %s, %.1f%% of the grow limit's %s (%.1f%% of the "
+		       "device now)\n", hslots, 100.0 * slots / sized, hsized,
+		       100.0 * slots / geo->device_blocks);
+	else
+		printf("checkpoint slots: %s, %.1f%% of the device\n", hslots,
+		       100.0 * slots / sized);
 }
 
 static int cmd_format(int argc, char **argv)
@@ -426,14 +529,15 @@ static int cmd_format(int argc, char **argv)
 		{ "grow-limit", required_argument, NULL, 'g' },
 		{ "map-cache", required_argument, NULL, 'M' },	/* no short option */
 		{ "wide", no_argument, NULL, 'W' },		/* no short option */
+		{ "max-memory", required_argument, NULL, 'X' },	/* no short option */
 		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	long long seg_bytes = 0, limit_bytes = 0;
+	long long seg_bytes = 0, limit_bytes = 0, max_mem = 0;
 	u64 op = DMR_DEFAULT_OVERPROVISION, cache = 0;
 	const char *label = "", *limit_arg = NULL;
-	bool force = false, wide = false;
+	bool force = false, wide = false, auto_wide = false;
 	struct device d;
 	struct dmr_sb sb;
 	enum dmr_geo_status gst;
@@ -448,8 +552,12 @@ static int cmd_format(int argc, char **argv)
 		switch (c) {
 		case 's':
 			seg_bytes = parse_size(optarg);
-			if (seg_bytes <= 0 || seg_bytes % DMR_BLOCK_SIZE)
-				usage_error("invalid --segment-size '%s' (a multiple of 4K)", optarg);
+			if (seg_bytes <= 0 || seg_bytes % DMR_BLOCK_SIZE ||
+			    seg_bytes / DMR_BLOCK_SIZE < DMR_MIN_SEGMENT_BLOCKS ||
+			    seg_bytes / DMR_BLOCK_SIZE > DMR_MAX_SEGMENT_BLOCKS)
+				usage_error("invalid --segment-size '%s' (bytes, with an "
+					    "optional K, M or G suffix or KiB, MiB, GiB: a "
+					    "multiple of 4K from 256K to 1G)", optarg);
 			break;
 		case 'o':
 			if (dmr_parse_u64(optarg, &op) || op < DMR_MIN_OVERPROVISION ||
@@ -477,6 +585,11 @@ static int cmd_format(int argc, char **argv)
 		case 'W':
 			wide = true;
 			break;
+		case 'X':
+			max_mem = parse_size(optarg);
+			if (max_mem <= 0)
+				usage_error("invalid --max-memory '%s' (a size: 512M, 16G)", optarg);
+			break;
 		case 'f':
 			force = true;
 			break;
@@ -495,15 +608,12 @@ static int cmd_format(int argc, char **argv)
 		die("out of memory");
 	memset(zero, 0, DMR_BLOCK_SIZE);
 
-	open_device(&d, argv[optind], O_RDWR, !force);
+	/* exclusive even with --force: that overrides signatures only */
+	open_device(&d, argv[optind], O_RDWR, true);
 	sig = find_signature(&d);
 	if (sig && !force)
 		die("%s holds a %s signature; refusing to format it (use --force)",
 		    d.path, sig);
-	if (sig)
-		fprintf(stderr, "%s: overwriting %s signature on %s (--force)\n",
-			dmr_prog, sig, d.path);
-	free(sig);
 
 	stripe_blocks = d.io_opt % DMR_BLOCK_SIZE ? 0 : d.io_opt / DMR_BLOCK_SIZE;
 	if (seg_bytes) {
@@ -517,39 +627,39 @@ static int cmd_format(int argc, char **argv)
 	}
 
 	memset(&sb, 0, sizeof(sb));
+	/* a value this device cannot take is bad usage too (EXIT STATUS: 2) */
 	if (limit_bytes && (uint64_t)limit_bytes / DMR_BLOCK_SIZE < d.bytes / DMR_BLOCK_SIZE)
-		die("%s: --grow-limit %s is smaller than the device (%" PRIu64 " bytes)",
-		    d.path, limit_arg, d.bytes);
+		usage_error("%s: --grow-limit %s is smaller than the device (%" PRIu64 " bytes)",
+			    d.path, limit_arg, d.bytes);
 	gst = dmr_geometry_compute_wide(d.bytes / DMR_BLOCK_SIZE, limit_bytes / DMR_BLOCK_SIZE,
 					seg_blocks, op, wide, &sb.geo);
 	/*
 	 * Past 16 TiB of data area (or of grow limit): 64-bit block numbers,
 	 * which a device that fits in 32 bits does without (they cost it
-	 * twice the map memory and 1-2% more writes).
+	 * twice the map memory and 1-2% more writes).  Said with the result.
 	 */
 	if (gst == DMR_GEO_TOO_LARGE && !wide) {
-		wide = true;
+		wide = auto_wide = true;
 		gst = dmr_geometry_compute_wide(d.bytes / DMR_BLOCK_SIZE,
 						limit_bytes / DMR_BLOCK_SIZE, seg_blocks, op, wide,
 						&sb.geo);
-		if (gst == DMR_GEO_OK)
-			printf("%s: past 16 TiB: 64-bit block numbers (as --wide: 8 bytes of "
-			       "map per block, modules before format 4 refuse it)\n", d.path);
 	}
 	if (gst == DMR_GEO_TOO_LARGE)
-		die("%s: %s too large: at most 2^32 - 2 segments (4 PiB of 1 MiB segments; "
-		    "a larger --segment-size reaches further)", d.path,
-		    limit_bytes ? "--grow-limit" : "device");
+		dmr_exit_msg(limit_bytes ? 2 : 1, "%s: %s too large: at most 2^32 - 2 segments "
+			     "(4 PiB of 1 MiB segments; a larger --segment-size reaches further)",
+			     d.path, limit_bytes ? "--grow-limit" : "device");
 	if (gst == DMR_GEO_TOO_SMALL && limit_bytes && sb.geo.data_offset >= sb.geo.device_blocks) {
 		fmt_bytes(sb.geo.data_offset * DMR_BLOCK_SIZE, hsize, sizeof(hsize));
 		die("%s: too small for the checkpoint slots of --grow-limit %s (%s)", d.path,
 		    limit_arg, hsize);
 	}
+	if (gst == DMR_GEO_TOO_SMALL)
+		too_small(&d, limit_bytes / DMR_BLOCK_SIZE, seg_blocks, op, wide);
 	if (gst != DMR_GEO_OK)
 		die("%s: %s", d.path, dmr_geo_strerror(gst));
 	if (limit_bytes)
 		sb.feature_incompat |= DMR_FEATURE_INCOMPAT_GROW;
-	check_memory(&d, &sb.geo, cache, force);
+	check_memory(&d, &sb.geo, cache, force, max_mem);
 	sb.version = DMR_FORMAT_VERSION;
 	sb.generation = 1;
 	sb.ctime = time(NULL);
@@ -557,6 +667,21 @@ static int cmd_format(int argc, char **argv)
 	snprintf(sb.label, sizeof(sb.label), "%s", label);
 	if (getrandom(sb.uuid, sizeof(sb.uuid), 0) != sizeof(sb.uuid))
 		die("cannot get random bytes for the uuid");
+
+	/*
+	 * --force: every signature libblkid finds is erased, not just those
+	 * the blocks written below happen to cover (an md superblock at the
+	 * end of the device, a backup elsewhere), and each is named.
+	 */
+	if (sig) {
+		if (!strcmp(sig, "dm-remap"))
+			fprintf(stderr, "%s: %s: overwriting its dm-remap superblock (--force)\n",
+				dmr_prog, d.path);
+		if (dmr_wipe_signatures(d.fd, d.path, stderr, dmr_prog) < 0)
+			die("%s: wiping its signatures failed", d.path);
+		sync_device(&d);
+	}
+	free(sig);
 
 	/*
 	 * Ordering: first destroy both old superblocks, then clear the
@@ -587,8 +712,14 @@ static int cmd_format(int argc, char **argv)
 	       d.path, (uint64_t)sb.geo.nr_segments, hseg, sb.geo.overprovision);
 	printf("logical size: %" PRIu64 " sectors (%s)\n",
 	       (uint64_t)sb.geo.logical_blocks * DMR_SECTORS_PER_BLOCK, hsize);
-	printf("table: 0 %" PRIu64 " remap %s\n",
-	       (uint64_t)sb.geo.logical_blocks * DMR_SECTORS_PER_BLOCK, d.path);
+	/* what create --map-cache would load: the cache is the table's */
+	printf("table: 0 %" PRIu64 " remap %s", (uint64_t)sb.geo.logical_blocks *
+	       DMR_SECTORS_PER_BLOCK, d.path);
+	if (cache)
+		printf(" 2 map_cache %" PRIu64, cache);
+	putchar('\n');
+	if (sb.geo.wide)
+		print_wide(&d, &sb.geo, auto_wide);
 	fmt_bytes(dmr_map_memory_bytes(&sb.geo, cache), hsize, sizeof(hsize));
 	if (cache && dmr_map_memory_bytes(&sb.geo, cache) != dmr_map_memory_bytes(&sb.geo, 0))
 		printf("kernel memory when loaded: %s with map_cache %" PRIu64
@@ -621,9 +752,14 @@ static int cmd_format(int argc, char **argv)
 	return 0;
 }
 
-/* Load the best superblock; print per-copy status when verbose. */
+/*
+ * Load the best superblock; print per-copy status when verbose.  A device
+ * whose only superblocks are of another format version is refused here,
+ * with why and what to do (dmr_sb_version_msg()).
+ */
 static int load_sb(struct device *d, struct dmr_sb *out, bool verbose)
 {
+	u32 other = 0;
 	struct dmr_sb sb;
 	void *buf;
 	int i, best = -1;
@@ -641,8 +777,17 @@ static int load_sb(struct device *d, struct dmr_sb *out, bool verbose)
 			*out = sb;
 			best = i;
 		}
+		if (st == DMR_SB_BAD_VERSION)
+			other = sb.version;
 	}
 	free(buf);
+	if (best < 0 && other) {
+		char msg[512];
+
+		/* not "no superblock": say which format, and what to do */
+		dmr_sb_version_msg(msg, sizeof(msg), other);
+		die("%s: %s", d->path, msg);
+	}
 	return best;
 }
 
@@ -860,6 +1005,46 @@ static int check_flush(void *ctx)
 }
 
 /*
+ * The loop device whose backing file is the regular file @st (as losetup -j
+ * finds it), into @out; sysfs's /sys/block/loopN/loop/backing_file, under
+ * DMR_SYSFS_ROOT instead of /sys if set (a test hook: a fake sysfs tree).
+ * Return: true if one is attached.
+ */
+static bool loop_backed(const struct stat *st, char *out, size_t len)
+{
+	const char *root = getenv("DMR_SYSFS_ROOT") ? : "/sys";
+	char path[PATH_MAX], file[PATH_MAX];
+	struct dirent *e;
+	bool found = false;
+	struct stat bst;
+	DIR *dir;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/block", root);
+	dir = opendir(path);
+	if (!dir)
+		return false;
+	while (!found && (e = readdir(dir))) {
+		if (strncmp(e->d_name, "loop", 4))
+			continue;
+		snprintf(path, sizeof(path), "%s/block/%s/loop/backing_file", root, e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(file, sizeof(file), f)) {
+			file[strcspn(file, "\n")] = '\0';
+			found = !stat(file, &bst) && bst.st_dev == st->st_dev &&
+				bst.st_ino == st->st_ino;
+		}
+		fclose(f);
+		if (found)
+			snprintf(out, len, "/dev/%s", e->d_name);
+	}
+	closedir(dir);
+	return found;
+}
+
+/*
  * After a repair, check again without writing, as fsck's second pass: the
  * repair is reported as done only if what it wrote checks clean.
  */
@@ -902,6 +1087,7 @@ static int cmd_check(int argc, char **argv)
 	};
 	static const char sopts[] = "rh";
 	struct dmr_check ck = { .out = stdout };
+	char loopdev[PATH_MAX];
 	bool repair = false;
 	struct device d = {};
 	struct stat st;
@@ -930,6 +1116,11 @@ static int cmd_check(int argc, char **argv)
 		dmr_exit_msg(DMR_CHECK_OPERATIONAL, "%s: not a block device or regular file",
 			     d.path);
 	d.is_blk = S_ISBLK(st.st_mode);
+	/* an image has no O_EXCL: the loop device a target may sit on */
+	if (repair && !d.is_blk && loop_backed(&st, loopdev, sizeof(loopdev)))
+		dmr_exit_msg(DMR_CHECK_OPERATIONAL, "%s: image in use: %s is attached to it "
+			     "(losetup -j); detach it (losetup -d) before check --repair",
+			     d.path, loopdev);
 	d.fd = open(d.path, (repair ? O_RDWR : O_RDONLY) | (d.is_blk ? O_EXCL : 0));
 	if (d.fd < 0)
 		dmr_exit_msg(DMR_CHECK_OPERATIONAL, "%s: %s", d.path, errno == EBUSY ?
@@ -1104,7 +1295,7 @@ static void print_status_json(const char *name, char *const f[NR_STATUS],
  */
 static int status_one(const char *name, bool json, const char *sep)
 {
-	char out[4096], *f[3 + NR_STATUS + 1], *save = NULL, *tok, *end;
+	char out[4096], *f[3 + NR_STATUS], *save = NULL, *tok, *end;
 	char *const args[] = { "dmsetup", "status", (char *)name, NULL };
 	unsigned long long v[NR_STATUS] = {};
 	unsigned int n = 0, i;
@@ -1113,16 +1304,28 @@ static int status_one(const char *name, bool json, const char *sep)
 		fprintf(stderr, "%s: %s: dmsetup status failed\n", dmr_prog, name);
 		return 1;
 	}
-	for (tok = strtok_r(out, " \n", &save); tok && n < ARRAY_SIZE(f);
-	     tok = strtok_r(NULL, " \n", &save))
-		f[n++] = tok;
+	/*
+	 * A newer module appends fields (never reorders them): those past
+	 * the ones this remapctl knows are counted and ignored.
+	 */
+	for (tok = strtok_r(out, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+		if (n < ARRAY_SIZE(f))
+			f[n] = tok;
+		n++;
+	}
 	if (n < 3 || strcmp(f[2], "remap")) {
 		fprintf(stderr, "%s: %s: not a dm-remap device\n", dmr_prog, name);
 		return 1;
 	}
-	if (n != 3 + NR_STATUS) {
-		fprintf(stderr, "%s: %s: %u status fields, this remapctl knows %zu (another "
-			"module version?)\n", dmr_prog, name, n - 3, NR_STATUS);
+	if (n < 3 + NR_STATUS) {
+		/* an older module: field 2 is its on-disk format version */
+		fprintf(stderr, "%s: %s: the module's status has %u field%s (its on-disk "
+			"format version: %s), this remapctl reads %zu (dm-remap %s, on-disk "
+			"format version %u): an older module; use the remapctl of its "
+			"release, or load this release's module\n", dmr_prog, name, n - 3,
+			n - 3 == 1 ? "" : "s",
+			n > 3 + ST_VERSION ? f[3 + ST_VERSION] : "not given", NR_STATUS,
+			DMR_TOOLS_VERSION, DMR_FORMAT_VERSION);
 		return 1;
 	}
 	for (i = 0; i < NR_STATUS; i++) {
@@ -1228,7 +1431,7 @@ static int cmd_create(int argc, char **argv)
 		{ "no-discard-passdown", no_argument, NULL, 'p' },
 		{ "gc-low", required_argument, NULL, 'l' },
 		{ "gc-high", required_argument, NULL, 'H' },	/* no short option */
-		{ "zero-copy", no_argument, NULL, 'z' },
+		{ "zero-copy", no_argument, NULL, 'z' },	/* retired, not in the usage */
 		{ "map-cache", required_argument, NULL, 'M' },	/* no short option */
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1380,7 +1583,17 @@ static int cmd_grow(int argc, char **argv)
 		if (run_capture(args, out, sizeof(out)))
 			die("%s: dmsetup table failed", name);
 	}
-	/* one line: 0 LEN remap DEV [OPTIONS] */
+	/*
+	 * One line: 0 LEN remap DEV [OPTIONS].  The reload below (and its
+	 * rollback) is built from that line alone: a table of more lines would
+	 * lose the others, so it is refused, nothing changed.
+	 */
+	for (i = 0, p = out; *p; p++)
+		if (*p == '\n' && p[1] && p[1] != '\n')
+			i++;
+	if (i)
+		die("%s: its table has %d lines; only a table of one remap line can grow "
+		    "(nothing changed)", name, i + 1);
 	out[strcspn(out, "\n")] = '\0';
 	p = out;
 	for (i = 0; i < 4; i++) {
@@ -1499,23 +1712,32 @@ static int cmd_remove(int argc, char **argv)
 #define REMAPTAB_ARGS	32
 
 
-/* Does @path hold a dm-remap superblock with this uuid?  Never dies. */
 /*
  * The first valid superblock copy on @path, into @sb.  Reads two blocks
- * and writes nothing.  Return: true if one is valid.
+ * and writes nothing; never dies.  @other (may be NULL): the format
+ * version of a copy of another version, 0 if none.
+ * Return: true if one is valid.
  */
-static bool probe_sb(const char *path, struct dmr_sb *sb)
+static bool probe_sb(const char *path, struct dmr_sb *sb, u32 *other)
 {
+	enum dmr_sb_status st;
 	void *buf;
 	bool found = false;
 	int fd, i;
 
+	if (other)
+		*other = 0;
 	if (posix_memalign(&buf, DMR_BLOCK_SIZE, DMR_BLOCK_SIZE))
 		return false;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	for (i = 0; fd >= 0 && i < DMR_SB_COPIES && !found; i++)
-		found = pread(fd, buf, DMR_BLOCK_SIZE, (off_t)i * DMR_BLOCK_SIZE) ==
-			DMR_BLOCK_SIZE && dmr_sb_decode(buf, i, sb) == DMR_SB_OK;
+	for (i = 0; fd >= 0 && i < DMR_SB_COPIES && !found; i++) {
+		if (pread(fd, buf, DMR_BLOCK_SIZE, (off_t)i * DMR_BLOCK_SIZE) != DMR_BLOCK_SIZE)
+			break;
+		st = dmr_sb_decode(buf, i, sb);
+		found = st == DMR_SB_OK;
+		if (st == DMR_SB_BAD_VERSION && other)
+			*other = sb->version;
+	}
 	if (fd >= 0)
 		close(fd);
 	free(buf);
@@ -1527,7 +1749,7 @@ static bool probe_uuid(const char *path, const char *want)
 	struct dmr_sb sb;
 	char u[40];
 
-	if (!probe_sb(path, &sb))
+	if (!probe_sb(path, &sb, NULL))
 		return false;
 	uuid_str(sb.uuid, u);
 	return !strcasecmp(u, want);
@@ -1552,71 +1774,88 @@ static bool has_holders(const char *dir)
 }
 
 /*
- * The block device holding dm-remap uuid @want, into @out.  A device that
- * another one holds (a RAID-1 member whose metadata is at its end shows
- * the array's first blocks; a dm-linear slice from block 0 shows its
- * disk's) is not a candidate; two candidates are ambiguous, and nothing is
- * picked: creating over the wrong one would write under the other.
- * Return: 1 found, 0 none, -1 ambiguous (a message printed).
+ * The block devices holding dm-remap uuid @want, the way a UUID= line is
+ * resolved (at boot, and for activate --device alike): every device of
+ * /sys/class/block whose superblock carries it.  A device that another
+ * one holds (a RAID-1 member whose metadata is at its end shows the
+ * array's first blocks; a dm-linear slice from block 0 shows its disk's)
+ * is not a candidate.  At most @max of them into @cands.
+ * Return: how many were found (at most @max).
  */
-static int find_uuid(const char *want, char *out, size_t len)
+static int find_uuid(const char *want, char cands[][PATH_MAX], int max)
 {
 	const char *sysdir = getenv("DMR_SYSFS_BLOCK") ? : "/sys/class/block";
 	const char *devdir = getenv("DMR_DEV_DIR") ? : "/dev";
-	char path[PATH_MAX], first[PATH_MAX] = "";
+	char path[PATH_MAX];
 	struct dirent *e;
 	int found = 0;
 	DIR *dir = opendir(sysdir);
 
 	if (!dir)
 		return 0;
-	while ((e = readdir(dir))) {
+	while (found < max && (e = readdir(dir))) {
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", sysdir, e->d_name);
 		if (has_holders(path))
 			continue;
-		snprintf(out, len, "%s/%s", devdir, e->d_name);
-		if (!probe_uuid(out, want))
-			continue;
-		if (found++) {
-			fprintf(stderr, "%s: UUID=%s: on %s and %s (and maybe more): name the "
-				"device by its path\n", dmr_prog, want, first, out);
-			found = -1;
-			break;
-		}
-		snprintf(first, sizeof(first), "%s", out);
+		snprintf(cands[found], PATH_MAX, "%s/%s", devdir, e->d_name);
+		if (probe_uuid(cands[found], want))
+			found++;
 	}
 	closedir(dir);
-	if (found == 1)
-		snprintf(out, len, "%s", first);
 	return found;
+}
+
+/* Whether paths @a and @b are the same block device (or the same file). */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (stat(a, &sa) || stat(b, &sb))
+		return false;
+	if (S_ISBLK(sa.st_mode) || S_ISBLK(sb.st_mode))
+		return S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode) && sa.st_rdev == sb.st_rdev;
+	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/*
+ * The device a UUID= line names, from the @n candidates find_uuid() gave
+ * (@cands): the one candidate, and for activate --device (@only) only if
+ * that candidate is @only itself.  Two candidates are ambiguous: creating
+ * over the wrong one (a dd clone) would write under the other, so nothing
+ * is picked, whichever of them udev reported first.
+ * Return: the device, or NULL with the reason in @why.
+ */
+static const char *uuid_pick(char cands[][PATH_MAX], int n, const char *only,
+			     char *why, size_t len)
+{
+	if (n > 1)
+		snprintf(why, len, "on %s and %s (and maybe more): not created; name the "
+			 "device by its path", cands[0], cands[1]);
+	else if (!n && only)
+		snprintf(why, len, "%s carries it, but it is not a block device the uuid "
+			 "resolves to: not created; name the device by its path", only);
+	else if (!n)
+		snprintf(why, len, "no block device holds it");
+	else if (only && !same_file(cands[0], only))
+		snprintf(why, len, "resolves to %s, not %s: not created", cands[0], only);
+	else
+		return only ? only : cands[0];
+	return NULL;
 }
 
 /*
  * Whether the remaptab DEV field @spec names the device @only (activate
- * --device): a UUID= that @only's superblock carries, or a path to the
- * same block device (or file); the device to create over into @out.
+ * --device): a UUID= that @only's superblock carries (resolved afterwards
+ * by find_uuid() and uuid_pick(), as any UUID= is), or a path to the same
+ * block device (or file).
  */
-static bool same_device(const char *spec, const char *only, char *out, size_t len)
+static bool same_device(const char *spec, const char *only)
 {
-	struct stat a, b;
-
-	if (stat(only, &b))
-		return false;
-	if (!strncasecmp(spec, "UUID=", 5)) {
-		if (!probe_uuid(only, spec + 5))
-			return false;
-		snprintf(out, len, "%s", only);
-		return true;
-	}
-	if (stat(spec, &a))
-		return false;
-	if (S_ISBLK(a.st_mode) ? !S_ISBLK(b.st_mode) || a.st_rdev != b.st_rdev :
-	    a.st_dev != b.st_dev || a.st_ino != b.st_ino)
-		return false;
-	snprintf(out, len, "%s", spec);
-	return true;
+	if (!strncasecmp(spec, "UUID=", 5))
+		return probe_uuid(only, spec + 5);
+	return same_file(spec, only);
 }
 
 /* Whether block device @path is held by md or dm (a member, a slice). */
@@ -1710,7 +1949,7 @@ static int cmd_activate(int argc, char **argv, bool activate)
 			continue;
 		}
 		/* --device: only the lines naming that device; the others are not ours */
-		if (only && !same_device(w[1], only, dev, sizeof(dev)))
+		if (only && !same_device(w[1], only))
 			continue;
 		matched++;
 		if (!activate) {
@@ -1724,24 +1963,29 @@ static int cmd_activate(int argc, char **argv, bool activate)
 			done++;
 			continue;
 		}
-		if (only) {
-			/* dev: set by same_device(); a member or a slice is not it */
-			if (dev_held(only)) {
-				fprintf(stderr, "%s: %s:%u: %s: %s is held by another device (a RAID "
-					"member?): not created\n", dmr_prog, tab, lineno, w[0], only);
-				bad++;
-				continue;
-			}
-		} else if (!strncasecmp(w[1], "UUID=", 5)) {
-			int r = find_uuid(w[1] + 5, dev, sizeof(dev));
+		/* --device: a member or a slice is not it */
+		if (only && dev_held(only)) {
+			fprintf(stderr, "%s: %s:%u: %s: %s is held by another device (a RAID "
+				"member?): not created\n", dmr_prog, tab, lineno, w[0], only);
+			bad++;
+			continue;
+		}
+		if (!strncasecmp(w[1], "UUID=", 5)) {
+			char cands[2][PATH_MAX], why[3 * PATH_MAX];
+			int nc = find_uuid(w[1] + 5, cands, ARRAY_SIZE(cands));
+			const char *pick = uuid_pick(cands, nc, only, why, sizeof(why));
 
-			if (r <= 0) {
+			if (!pick) {
 				fprintf(stderr, "%s: %s:%u: %s: %s\n", dmr_prog, tab, lineno, w[1],
-					r ? "not created" : "no block device holds it");
+					why);
 				bad++;
 				continue;
 			}
+			/* both are paths of at most PATH_MAX - 1 */
+			memcpy(dev, pick, strnlen(pick, sizeof(dev) - 1));
+			dev[strnlen(pick, sizeof(dev) - 1)] = '\0';
 		} else {
+			/* --device: the line's own path, as it names the device */
 			snprintf(dev, sizeof(dev), "%s", w[1]);
 		}
 		args[na++] = self;
@@ -1818,6 +2062,7 @@ static int cmd_probe(int argc, char **argv)
 	};
 	static const char sopts[] = "h";
 	struct dmr_sb sb;
+	u32 other;
 	char u[40];
 	int c;
 
@@ -1833,8 +2078,16 @@ static int cmd_probe(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		usage_error("probe needs exactly one device");
-	if (!probe_sb(argv[optind], &sb))
+	if (!probe_sb(argv[optind], &sb, &other)) {
+		char msg[512];
+
+		/* a device udev will not activate: say why (nothing on stdout) */
+		if (!other)
+			return 1;
+		dmr_sb_version_msg(msg, sizeof(msg), other);
+		fprintf(stderr, "%s: %s: %s\n", dmr_prog, argv[optind], msg);
 		return 1;
+	}
 	uuid_str(sb.uuid, u);
 	printf("DMR_UUID=%s\nDMR_VERSION=%u\n", u, sb.version);
 	return 0;
@@ -1852,19 +2105,22 @@ static int cmd_deactivate(int argc, char **argv)
 
 static const struct command commands[] = {
 	{ "format", "DEV [--segment-size SIZE] [--overprovision PCT] [--label TEXT]\n"
-	  "[--grow-limit SIZE] [--map-cache MIB] [--wide] [--force]",
+	  "[--grow-limit SIZE] [--map-cache MIB] [--wide] [--max-memory SIZE] [--force]",
 	  "write a fresh superblock and an empty checkpoint on DEV",
 	  "Write a fresh superblock and an empty checkpoint.  SIZE takes a K, M, G\n"
 	  "or T suffix (powers of 1024); the default segment size is the smallest\n"
 	  "whole number of full RAID stripes of at least 1 MiB.  PCT is the share of\n"
 	  "the data area kept spare for garbage collection.  --grow-limit: room for\n"
 	  "the device to grow online (remapctl grow) up to SIZE; the checkpoint slots\n"
-	  "are sized for it (about 0.2% of SIZE).  format refuses a device that is\n"
-	  "in use or holds a filesystem, RAID, LVM, partition table or dm-remap\n"
-	  "signature, or whose map needs more kernel memory than this machine has,\n"
-	  "unless --force is given.  --map-cache: the memory is checked and printed\n"
-	  "for a table with that map_cache (create --map-cache MIB), not the whole\n"
-	  "map.  --wide: 64-bit block numbers (8 bytes of map per block, log units of\n"
+	  "are sized for it (about 0.2% of SIZE; 0.4% with 64-bit block numbers,\n"
+	  "which a SIZE past 16 TiB gets, as --wide).  format refuses a device that is\n"
+	  "in use (even with --force), and unless --force is given one that holds\n"
+	  "a filesystem, RAID, LVM, partition table or dm-remap signature, or whose\n"
+	  "map (at the grow limit) needs more kernel memory than --max-memory SIZE\n"
+	  "allows, by default half of this machine's RAM.  --map-cache: the memory\n"
+	  "is checked and printed for a table with that map_cache (create\n"
+	  "--map-cache MIB), not the whole map, and the table line printed has it.\n"
+	  "--wide: 64-bit block numbers (8 bytes of map per block, log units of\n"
 	  "half as many blocks), which a device (or --grow-limit) past 16 TiB gets\n"
 	  "without asking; modules before format 4 refuse such a device.\n",
 	  cmd_format },
@@ -1910,13 +2166,10 @@ static const struct command commands[] = {
 	  "partition that appears.\n",
 	  cmd_probe },
 	{ "create", "NAME DEV [--read-only] [--ignore-discard] [--checkpoint-interval SECS]\n"
-	  "[--no-discard-passdown] [--gc-low N] [--gc-high N] [--zero-copy]\n"
-	  "[--map-cache MIB]",
+	  "[--no-discard-passdown] [--gc-low N] [--gc-high N] [--map-cache MIB]",
 	  "create one target over a formatted device",
 	  "Create the dm-remap target NAME over the formatted DEV (dmsetup create),\n"
-	  "the options in its table line in the order given.  --zero-copy is\n"
-	  "retired: the module accepts zero_copy and ignores it (a warning), since\n"
-	  "that path measured slower than the copying one.\n",
+	  "the options in its table line in the order given.\n",
 	  cmd_create },
 	{ "grow", "NAME",
 	  "give an active target the space its device grew by",
@@ -1976,6 +2229,11 @@ int main(int argc, char **argv)
 		if (argc > 3 || !find_command(argv[2]))
 			usage_error("help takes one command name");
 		command_help(argv[2]);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("%s (dm-remap) %s, on-disk format version %u\n", dmr_prog,
+		       DMR_TOOLS_VERSION, DMR_FORMAT_VERSION);
 		return 0;
 	}
 	cmd = find_command(argv[1]);

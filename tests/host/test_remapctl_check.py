@@ -108,7 +108,8 @@ def test_both_superblocks_damaged(fmt):
     assert p.returncode == ERRORS           # nothing to repair from
     assert errors(p) == ["error: no valid superblock: copy 0: superblock checksum mismatch; "
                          "copy 1: superblock checksum mismatch"]
-    assert "repaired" not in p.stdout.replace("0 repaired", "")
+    assert not re.search(r"^repaired:", p.stdout, re.M)
+    assert "not repaired: 1 problem above" in p.stdout    # what remapctl(8) promises
 
 
 def test_device_that_shrank(fmt):
@@ -147,6 +148,45 @@ def test_damaged_header_of_the_only_slot(fmt):
     assert errors(p) == [
         "error: checkpoint slot 0 header: torn or corrupted summary",
         "error: no valid checkpoint header: the module refuses this device"]
+
+
+def test_random_header_is_damaged_not_never_written(fmt):
+    """A slot header of random bytes (no magic) is damaged, not "never
+    written" (only the zeroes format leaves are); --repair rewrites that
+    slot from the one the module loads, and says so."""
+    import random
+    img, d = fmt
+    noise = random.Random(16).randbytes(BLOCK)
+    with open(img, "r+b") as f:
+        f.seek(slot_block(d, 1, "header") * BLOCK)
+        f.write(noise)
+    p = check(img)
+    assert p.returncode == ERRORS, p.stdout
+    assert "note: checkpoint slot 1: never written" not in p.stdout
+    assert errors(p) == ["error: checkpoint slot 1 header: damaged (no checkpoint "
+                         "magic, and not the zeroes of a slot never written)"], p.stdout
+    p = check("--repair", img)
+    assert p.returncode == CORRECTED, p.stdout
+    assert "repaired: checkpoint slot 1" in p.stdout, p.stdout
+    assert check(img).returncode == CLEAN
+
+
+def test_repair_says_what_it_leaves(fmt):
+    """When --repair leaves a problem (here the only checkpoint slot's
+    header is random bytes: nothing to rewrite it from), a "not repaired:"
+    line says so, as remapctl(8) promises; a fresh slot 1 is "never
+    written" (zeroes), a note."""
+    import random
+    img, d = fmt
+    p = check(img)
+    assert "note: checkpoint slot 1: never written" in p.stdout, p.stdout
+    with open(img, "r+b") as f:
+        f.seek(slot_block(d, 0, "header") * BLOCK)
+        f.write(random.Random(17).randbytes(BLOCK))
+    p = check("--repair", img)
+    assert p.returncode == ERRORS, p.stdout
+    assert "error: checkpoint slot 0 header: damaged" in p.stdout, p.stdout
+    assert re.search(r"^not repaired: \d+ problems? above", p.stdout, re.M), p.stdout
 
 
 def test_mapped_count_against_header(fmt):
@@ -254,11 +294,41 @@ def test_status_human(tmp_path):
     assert "map cache:        31 pages read back, 29 evicted, 4 checkpoints forced" in out
 
 
+def test_status_of_a_newer_module_ignores_the_fields_it_adds(tmp_path):
+    """A module newer than remapctl appends fields: status reads the ones
+    it knows, as it would the same status without them (human and JSON)."""
+    for args in ((), ("--json",)):
+        want = status(fake_status(tmp_path, STATUS), "fast", *args)
+        assert want.returncode == 0, want.stderr
+        for extra in (" 7", " 7 x 1.5 -3"):
+            p = status(fake_status(tmp_path, STATUS + extra), "fast", *args)
+            assert p.returncode == 0, p.stderr
+            assert (p.stdout, p.stderr) == (want.stdout, ""), p.stdout
+
+
+def test_status_of_an_older_module_says_which_versions(tmp_path):
+    """Fewer fields than remapctl reads (an older module): refused, the
+    message giving both counts, the module's format version (status
+    field 2) and remapctl's own (remapctl --version)."""
+    from test_remapctl_format import REMAPCTL
+    ver = subprocess.run([REMAPCTL, "--version"], capture_output=True, text=True).stdout
+    pkg, fmt = re.fullmatch(r"remapctl \(dm-remap\) (\S+), on-disk format version (\d+)\n",
+                            ver).groups()
+    older = " ".join(STATUS.split()[:3 + 32])          # before the map cache's fields
+    p = status(fake_status(tmp_path, older), "fast")
+    assert p.returncode == 1 and p.stdout == "", p.stdout
+    assert p.stderr == (f"remapctl: fast: the module's status has 32 fields (its on-disk "
+                        f"format version: 3), this remapctl reads 35 (dm-remap {pkg}, "
+                        f"on-disk format version {fmt}): an older module; use the remapctl "
+                        "of its release, or load this release's module\n"), p.stderr
+    p = status(fake_status(tmp_path, "0 100 remap write"), "fast")
+    assert p.returncode == 1 and "has 1 field (its on-disk format version: not given)" \
+        in p.stderr, p.stderr
+
+
 def test_status_refusals(tmp_path):
     p = status(fake_status(tmp_path, "0 100 linear 8:0 0"), "lin")
     assert p.returncode == 1 and "not a dm-remap device" in p.stderr
-    p = status(fake_status(tmp_path, STATUS + " 7"), "fast")
-    assert p.returncode == 1 and "36 status fields, this remapctl knows 35" in p.stderr
     p = status(fake_status(tmp_path, STATUS.replace(" 77 ", " 7x ")), "fast")
     assert p.returncode == 1 and "field 9 (flushes) is not a number" in p.stderr
     p = status(fake_status(tmp_path, "", rc_=1), "gone")
@@ -442,8 +512,11 @@ def test_activate_one_device(tmp_path):
     removes only its lines' devices."""
     import subprocess
     from test_remapctl_format import REMAPCTL
+    devdir, sysdir = tmp_path / "dev", tmp_path / "sys"
+    devdir.mkdir()
+    (sysdir / "vdb").mkdir(parents=True)
     a = sparse(tmp_path, 64 << 20, "a.img")
-    b = sparse(tmp_path, 64 << 20, "b.img")
+    b = sparse(devdir, 64 << 20, "vdb")             # what UUID= resolves to
     other = sparse(tmp_path, 1 << 20, "other.img")
     assert rc("format", a).returncode == 0 and rc("format", b).returncode == 0
     da, db = dump(a), dump(b)
@@ -453,6 +526,7 @@ def test_activate_one_device(tmp_path):
                    f"slow UUID={db['uuid']}\n"
                    f"slower {tmp_path / 'b-link'} read-only\n")
     log, env = fake_dm(tmp_path)
+    env.update(DMR_SYSFS_BLOCK=str(sysdir), DMR_DEV_DIR=str(devdir))
 
     def act(*args):
         return subprocess.run([REMAPCTL, *args, "--remaptab", str(tab)],
@@ -472,9 +546,55 @@ def test_activate_one_device(tmp_path):
         f"create fast --table 0 {da['logical_sectors']} remap {a}"]
     log.unlink()
     log, env = fake_dm(tmp_path, active=True)
+    env.update(DMR_SYSFS_BLOCK=str(sysdir), DMR_DEV_DIR=str(devdir))
     p = act("deactivate", "--device", b)
     assert log.read_text().splitlines() == ["remove --retry slower",
                                               "remove --retry slow"], p.stdout
+
+
+def test_activate_device_resolves_the_uuid_as_the_boot_path(tmp_path):
+    """activate --device DEV with a UUID= line resolves the uuid as the
+    boot path does (every block device that carries it and that nothing
+    holds), and creates only when that is DEV alone: of two disks carrying
+    the uuid (a dd clone), whichever udev reports first is refused, naming
+    both; once the clone is held (a RAID member), the other is created, and
+    the held one is refused."""
+    import shutil
+    import subprocess
+    from test_remapctl_format import REMAPCTL
+    devdir, sysdir = tmp_path / "dev", tmp_path / "sys"
+    devdir.mkdir()
+    sparse(devdir, 64 << 20, "sda")
+    sda, sdb = str(devdir / "sda"), str(devdir / "sdb")
+    assert rc("format", sda).returncode == 0
+    d = dump(sda)
+    shutil.copy(sda, sdb)                          # dd if=sda of=sdb
+    for name in ("sda", "sdb"):
+        (sysdir / name).mkdir(parents=True)
+    tab = tmp_path / "remaptab"
+    tab.write_text(f"fast UUID={d['uuid']}\n")
+    log, env = fake_dm(tmp_path)
+    env.update(DMR_SYSFS_BLOCK=str(sysdir), DMR_DEV_DIR=str(devdir))
+
+    def activate(dev):
+        return subprocess.run([REMAPCTL, "activate", "--remaptab", str(tab),
+                               "--device", dev], capture_output=True, text=True,
+                              env=env, timeout=60)
+    for dev in (sda, sdb):
+        p = activate(dev)
+        assert p.returncode == 1, p.stdout + p.stderr
+        assert f"remaptab:1: UUID={d['uuid']}: on " in p.stderr, p.stderr
+        assert sda in p.stderr and sdb in p.stderr and "not created" in p.stderr
+        assert not log.exists()
+    (sysdir / "sdb" / "holders").mkdir()
+    (sysdir / "sdb" / "holders" / "md0").touch()
+    p = activate(sdb)
+    assert p.returncode == 1 and f"resolves to {sda}, not {sdb}" in p.stderr, p.stderr
+    assert not log.exists()
+    p = activate(sda)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert log.read_text().splitlines() == [
+        f"create fast --table 0 {d['logical_sectors']} remap {sda}"]
 
 
 def test_install_puts_the_boot_unit_in_place(tmp_path):
@@ -517,6 +637,31 @@ def test_install_puts_the_boot_unit_in_place(tmp_path):
             assert name.split("@")[0] not in v.stdout + v.stderr, v.stdout + v.stderr
 
 
+def test_units_name_documentation_every_install_has(tmp_path):
+    """The units' Documentation= names man pages only: both the package
+    (which gzips /usr/share/doc, so a file:// of dm-remap.rst there names
+    nothing) and make install put those in place, under tmp_path here."""
+    import subprocess
+    repo = Path(__file__).resolve().parents[2]
+    root = tmp_path / "root"
+    for args in (["-C", str(repo / "tools"), "install", "SYSTEMDDIR=/lib/systemd/system",
+                  "UDEVDIR=/lib/udev/rules.d"], ["-C", str(repo), "install-man",
+                                                  f"BUILD={tmp_path / 'man'}"]):
+        p = subprocess.run(["make", "-s", *args, f"DESTDIR={root}", "PREFIX=/usr"],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+    for unit in ("dm-remap.service", "dm-remap-activate@.service"):
+        text = (root / "lib/systemd/system" / unit).read_text()
+        uris = re.search(r"^Documentation=(.*)$", text, re.M)[1].split()
+        assert uris, text
+        for uri in uris:
+            m = re.fullmatch(r"man:([\w.-]+)\((\d)\)", uri)
+            assert m, f"{unit}: Documentation={uri} is not a man page"
+            page = root / "usr/share/man" / f"man{m[2]}" / f"{m[1]}.{m[2]}"
+            assert page.exists() or Path(f"{page}.gz").exists(), (unit, uri)
+    assert "man:dm-remap(4)" in (root / "lib/systemd/system/dm-remap.service").read_text()
+
+
 def test_probe(fmt, tmp_path):
     """remapctl probe: udev's IMPORT{program} lines for a dm-remap device
     (the uuid dump shows), nothing and exit 1 for anything else."""
@@ -530,6 +675,42 @@ def test_probe(fmt, tmp_path):
     p = rc("probe", str(tmp_path / "absent"))
     assert p.returncode == 1 and p.stdout == ""
     assert rc("probe").returncode == 2
+
+
+def set_sb_version(img, version):
+    """Both superblock copies as a remapctl of format VERSION wrote them:
+    the version field (byte 12) and the checksum over bytes [12, 4096)."""
+    from test_remapctl_format import crc32c
+    with open(img, "r+b") as f:
+        for copy in range(2):
+            f.seek(copy * BLOCK)
+            sb = bytearray(f.read(BLOCK))
+            sb[12:16] = struct.pack("<I", version)
+            sb[8:12] = struct.pack("<I", crc32c(bytes(sb[12:])) ^ 0x5B1C0DE1)
+            f.seek(copy * BLOCK)
+            f.write(sb)
+
+
+@pytest.mark.parametrize("version", [3, 5])
+def test_unsupported_format_version_is_explained(fmt, tmp_path, version):
+    """A superblock of another format version (an older format 3, or a
+    newer one): probe (udev's activation) exits 1 and says why on stderr,
+    nothing on stdout; dump and create say the same; check cannot check
+    it (exit 8).  The message names both versions and the remedy."""
+    img, d = fmt
+    set_sb_version(img, version)
+    supported = d["version"]
+    want = [f"format version {version}", f"supports version {supported}",
+            "nothing converts"]
+    want.append("copy the data off" if version < int(supported) else "newer")
+    p = rc("probe", img)
+    assert p.returncode == 1 and p.stdout == "", (p.stdout, p.stderr)
+    assert img in p.stderr and all(w in p.stderr for w in want), p.stderr
+    for args in (["dump", img], ["create", "fast", img]):
+        p = rc(*args)
+        assert p.returncode == 1 and all(w in p.stderr for w in want), (args, p.stderr)
+    p = check(img)
+    assert p.returncode == OPERATIONAL and all(w in p.stdout for w in want), p.stdout
 
 
 def test_fallback_slot_problems_reported_once(fmt):

@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-REMAPCTL = str(Path(__file__).resolve().parents[2] / "tools" / "remapctl")
+# DMR_TEST_REMAPCTL: another build to run these tests against (a test
+# hook, to show a test fails on an older remapctl); unset: the tree's own
+REMAPCTL = os.environ.get("DMR_TEST_REMAPCTL") or \
+    str(Path(__file__).resolve().parents[2] / "tools" / "remapctl")
 BLOCK = 4096
 NR_HEADS = 4          # DMR_NR_HEADS (dm-remap/dmr-format.h)
 GiB = 1 << 30
@@ -110,8 +113,8 @@ def memory_bytes(d, cache_mib=0):
     logical, segs = int(d["logical_blocks"]), int(d["nr_segments"])
     # the map's pages (4 KiB per 1024 logical blocks, all of them: the
     # most the target holds) and their pointers (8), segment table
-    # (48-byte struct dmr_seg, with its birth and list links) and
-    # reader counts (4), the segment lists' heads (4 per valid count, 3
+    # (48-byte struct dmr_seg, with its birth and list links), reader
+    # counts (4) and the load's valid counts (4), the segment lists' heads (4 per valid count, 3
     # prefree lists, the free list), map block bookkeeping, eight segment
     # buffers (four log heads, three in flight, GC's), the bounce buffer
     sb = int(d["segment_blocks"])
@@ -121,7 +124,7 @@ def memory_bytes(d, cache_mib=0):
     held, clock = pages, 0
     if 0 < cache_mib * 256 < pages:
         held, clock = cache_mib * 256, pages * 6
-    return (held * BLOCK + pages * 8 + clock + segs * (48 + 4) + (sb + 5) * 4 +
+    return (held * BLOCK + pages * 8 + clock + segs * (48 + 4 + 4) + (sb + 5) * 4 +
             pages * 5 + 8 * sb * BLOCK + 64 * BLOCK)
 
 
@@ -303,7 +306,8 @@ def test_refuses_map_larger_than_ram_unless_forced(tmp_path):
     assert p.returncode == 1, p.stdout
     assert p.stdout == ""
     assert p.stderr.startswith(f"remapctl: {img}: the map of this device needs 2.2 GiB "
-                               "of kernel memory, more than this machine's 1.0 GiB of RAM")
+                               "of kernel memory, more than 512.0 MiB, half of this "
+                               "machine's 1.0 GiB of RAM")
     assert "--force" in p.stderr
     # refused before anything was written
     assert os.stat(img).st_blocks == 0
@@ -339,9 +343,9 @@ def test_map_cache_formats_what_the_whole_map_cannot(tmp_path):
     assert need < 1 << 30 < memory_bytes(d)
     assert (f"kernel memory when loaded: {fmt_bytes(need)} with map_cache 64 "
             "(create --map-cache 64)\n") in p.stdout, p.stdout
-    # the exact boundary, in kB of MemTotal
+    # the exact boundary, in kB of MemTotal, of which half may be the map's
     other = sparse(tmp_path, 2400 * GiB, "other.img")
-    below, above = (need - 1) // 1024, -(-need // 1024)
+    below, above = (need - 1) // 512, -(-need // 512)
     p = rc("format", "--map-cache", "64", other, meminfo=fake_meminfo(tmp_path, below))
     assert p.returncode == 1 and f"needs {fmt_bytes(need)}" in p.stderr, p.stderr
     p = rc("format", "--map-cache", "64", other, meminfo=fake_meminfo(tmp_path, above))
@@ -358,18 +362,48 @@ def test_map_cache_formats_what_the_whole_map_cannot(tmp_path):
 
 
 def test_refusal_boundary_is_exact(img, tmp_path):
-    """MemTotal (kB) just below the need is refused, just above it fits."""
+    """Half of MemTotal (kB) just below the need is refused, just above it
+    fits."""
     assert rc("format", img).returncode == 0
     need = memory_bytes(dump(img))
-    below, above = (need - 1) // 1024, -(-need // 1024)   # kB
+    below, above = (need - 1) // 512, -(-need // 512)     # kB
     p = rc("format", "--force", img, meminfo=fake_meminfo(tmp_path, below))
-    assert p.returncode == 0 and "more than this machine's" in p.stderr
+    assert p.returncode == 0 and "half of this machine's" in p.stderr
     other = sparse(tmp_path, 64 << 20, "other.img")
     p = rc("format", other, meminfo=fake_meminfo(tmp_path, below))
     assert p.returncode == 1 and f"needs {fmt_bytes(need)}" in p.stderr
     p = rc("format", other, meminfo=fake_meminfo(tmp_path, above))
     assert p.returncode == 0, p.stderr
     assert "warning" not in p.stderr
+
+
+def test_memory_is_checked_at_the_grow_limit_against_half_of_ram(tmp_path):
+    """--grow-limit: the map is checked at the limit, not at the device's
+    size, against half of MemTotal; the refusal gives both numbers, and
+    --max-memory allows more (or less)."""
+    img = sparse(tmp_path, 128 * GiB)                  # room for 20T's slots
+    mi = fake_meminfo(tmp_path, 24 << 20, 32 << 40)     # 24 GiB of RAM
+    p = rc("format", "--grow-limit", "20T", img, meminfo=mi)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    m = re.search(r"the map of this device at its grow limit needs ([\d.]+ GiB) of kernel "
+                  r"memory, more than 12\.0 GiB, half of this machine's 24\.0 GiB of RAM "
+                  r"\(--max-memory allows more\)", p.stderr)
+    assert m and float(m.group(1).split()[0]) > 24, p.stderr
+    assert rc("dump", img).returncode == 1                # nothing written
+    p = rc("format", "--grow-limit", "20T", "--max-memory", "64G", img, meminfo=mi)
+    assert p.returncode == 0, p.stderr
+    assert f"kernel memory {m.group(1)}" in p.stdout, p.stdout
+    # half, not all: a map of 60% of RAM is refused; --max-memory lowers it too
+    sized = sparse(tmp_path, 64 << 20, "sized.img")
+    assert rc("format", sized).returncode == 0
+    need = memory_bytes(dump(sized))                    # other's map, in bytes
+    other = sparse(tmp_path, 64 << 20, "other.img")
+    p = rc("format", other, meminfo=fake_meminfo(tmp_path, need * 10 // 6 // 1024))
+    assert p.returncode == 1 and "half of this machine's" in p.stderr, p.stderr
+    p = rc("format", "--max-memory", str(need - 1), other, meminfo=mi)
+    assert p.returncode == 1 and "--max-memory allows" in p.stderr, p.stderr
+    p = rc("format", "--max-memory", "lots", other)
+    assert p.returncode == 2 and "invalid --max-memory" in p.stderr
 
 
 def test_refuses_map_larger_than_vmalloc(img, tmp_path):
@@ -455,6 +489,92 @@ def test_wide_sets_the_feature_and_its_layout(tmp_path):
     assert rc("format", "--wide=1", plain).returncode == 2
 
 
+@pytest.mark.parametrize("opts", [[], ["-s", "256K"], ["-s", "4M"], ["--wide"],
+                                  ["--grow-limit", "1G"]])
+def test_too_small_names_the_least_size_that_formats(tmp_path, opts):
+    """A device too small for its segment size: the message gives the
+    least size that formats with the same options, and that size is exact
+    (the oracle is format itself: at it, it formats; a block less, not)."""
+    small = sparse(tmp_path, 4 << 20, "small.img")
+    p = rc("format", *opts, small)
+    assert p.returncode == 1 and p.stdout == "", (p.stdout, p.stderr)
+    m = re.fullmatch(rf"remapctl: {re.escape(small)}: device too small for this segment "
+                     r"size: segments of (\S+ \S+) need a device of at least (\S+ \S+) "
+                     r"\((\d+) bytes\), this one has 4194304 bytes\n", p.stderr)
+    assert m, p.stderr
+    least = int(m.group(3))
+    assert m.group(2) == fmt_bytes(least) and least % BLOCK == 0
+    at = sparse(tmp_path, least, "at.img")
+    p = rc("format", *opts, at)
+    assert p.returncode == 0, p.stderr
+    assert m.group(1) == fmt_bytes(int(dump(at)["segment_blocks"]) * BLOCK)
+    below = sparse(tmp_path, least - BLOCK, "below.img")
+    p = rc("format", *opts, below)
+    assert p.returncode == 1 and f"at least {m.group(2)} ({least} bytes)" in p.stderr
+
+
+@pytest.mark.parametrize("size", ["100K", "128K", "252K", "2G", "1028M"])
+def test_segment_size_out_of_range_is_bad_usage(img, size):
+    """A --segment-size outside 256 KiB to 1 GiB is a bad value: exit 2,
+    as EXIT STATUS says, before the device is touched; the bounds pass."""
+    p = rc("format", "--segment-size", size, img)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert f"invalid --segment-size '{size}'" in p.stderr and "256K to 1G" in p.stderr
+    assert "Try 'remapctl --help'" in p.stderr
+    assert rc("format", "--segment-size", "256K", img).returncode == 0
+    # 1G segments on a 64 MiB image: too small, a refusal (1), not bad usage
+    assert rc("format", "--force", "--segment-size", "1G", img).returncode == 1
+
+
+def test_map_cache_is_in_the_table_line(img, tmp_path):
+    """format --map-cache N prints the table line create --map-cache N
+    loads (a stand-in dmsetup records it), map_cache N included."""
+    p = rc("format", "--map-cache", "64", img)
+    assert p.returncode == 0, p.stderr
+    shown = re.search(r"^table: (.*)$", p.stdout, re.M)[1]
+    sectors = dump(img)["logical_sectors"]
+    assert shown == f"0 {sectors} remap {img} 2 map_cache 64", p.stdout
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "dmsetup.args"
+    (bindir / "dmsetup").write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {log}\n')
+    (bindir / "dmsetup").chmod(0o755)
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+    c = subprocess.run([REMAPCTL, "create", "--map-cache", "64", "fast", img],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert c.returncode == 0, c.stderr
+    assert log.read_text().splitlines() == ["create", "fast", "--table", shown]
+    # without it, the plain line
+    other = sparse(tmp_path, 64 << 20, "other.img")
+    p = rc("format", other)
+    assert f"table: 0 {dump(other)['logical_sectors']} remap {other}\n" in p.stdout
+
+
+def slots_line(d):
+    """format's line on the checkpoint slots of a 64-bit device, from dump."""
+    slots = 2 * int(d["ckpt_slot_blocks"])
+    dev, limit = int(d["device_blocks"]), int(d["grow_limit"])
+    if limit:
+        return (f"checkpoint slots: {fmt_bytes(slots * BLOCK)}, "
+                f"{100 * slots / limit:.1f}% of the grow limit's {fmt_bytes(limit * BLOCK)} "
+                f"({100 * slots / dev:.1f}% of the device now)\n")
+    return f"checkpoint slots: {fmt_bytes(slots * BLOCK)}, {100 * slots / dev:.1f}% of the device\n"
+
+
+def test_wide_says_what_the_checkpoint_slots_take(tmp_path):
+    """--wide: format prints the checkpoint slots' space, about 0.4% of the
+    device (8-byte map entries, two slots), and no "past 16 TiB" (asked
+    for); a narrow device gets no such line."""
+    wide, plain = sparse(tmp_path, 1 << 30, "w.img"), sparse(tmp_path, 1 << 30, "p.img")
+    p = rc("format", "--wide", wide)
+    assert p.returncode == 0, p.stderr
+    line = slots_line(dump(wide))
+    assert line in p.stdout and "0.4% of the device" in line, p.stdout
+    assert "past 16 TiB" not in p.stdout
+    p = rc("format", plain)
+    assert p.returncode == 0 and "checkpoint slots" not in p.stdout, p.stdout
+
+
 def test_past_16_tib_gets_64_bit_block_numbers(tmp_path):
     """A device, or a grow limit, whose data area holds 2^32 blocks or
     more is formatted with 64-bit block numbers without --wide, and says
@@ -464,9 +584,13 @@ def test_past_16_tib_gets_64_bit_block_numbers(tmp_path):
     mi = fake_meminfo(tmp_path, 256 << 20, 32 << 30)   # 256 GiB machine
     p = rc("format", "--grow-limit", "32T", img, meminfo=mi)
     assert p.returncode == 0, p.stderr
-    assert "past 16 TiB: 64-bit block numbers" in p.stdout
+    assert f"{img}: past 16 TiB: 64-bit block numbers, for its grow limit (as --wide" \
+        in p.stdout, p.stdout
     d = dump(img)
     assert d["feature_incompat"] == "3"
+    # the slots, sized for the limit: 0.4% of it, and of this device now
+    line = slots_line(d)
+    assert line in p.stdout and "0.4% of the grow limit's 32.0 TiB" in line, p.stdout
     slot = int(d["ckpt_slot_blocks"])
     assert (32 << 40) // BLOCK * 8 // BLOCK < slot < (32 << 40) // BLOCK * 9 // BLOCK
     c = rc("check", img)

@@ -18,7 +18,10 @@ from pathlib import Path
 
 import pytest
 
-REMAPCTL = str(Path(__file__).resolve().parents[2] / "tools" / "remapctl")
+# DMR_TEST_REMAPCTL: another build to run these tests against (a test
+# hook, to show a test fails on an older remapctl); unset: the tree's own
+REMAPCTL = os.environ.get("DMR_TEST_REMAPCTL") or \
+    str(Path(__file__).resolve().parents[2] / "tools" / "remapctl")
 MIB = 1 << 20
 
 
@@ -86,17 +89,20 @@ def test_format_grow_limit_places_the_slots_for_the_limit(tmp_path):
     assert "grows online (remapctl grow) up to a device of 1.0 GiB" in out
 
 
-@pytest.mark.parametrize("size, limit, why", [
-    (256 * MIB, "100M", "is smaller than the device"),
-    (256 * MIB, "1T", "too small for the checkpoint slots of --grow-limit 1T (2.0 GiB)"),
+@pytest.mark.parametrize("size, limit, code, why", [
+    # a limit this device cannot take is a bad value: bad usage (2)
+    (256 * MIB, "100M", 2, "is smaller than the device"),
+    (10 << 40, "4500T", 2, "--grow-limit too large: at most 2^32 - 2 segments"),
+    # a device too small for the limit's slots is refused (1)
+    (256 * MIB, "1T", 1, "too small for the checkpoint slots of --grow-limit 1T (2.0 GiB)"),
     # past 16 TiB: 64-bit block numbers, whose slots take 0.4% of the limit
-    (40 << 30, "17T", "too small for the checkpoint slots of --grow-limit 17T"),
-    (10 << 40, "4500T", "--grow-limit too large: at most 2^32 - 2 segments"),
+    (40 << 30, "17T", 1, "too small for the checkpoint slots of --grow-limit 17T"),
 ])
-def test_format_refuses_a_bad_limit_and_writes_nothing(tmp_path, size, limit, why):
+def test_format_refuses_a_bad_limit_and_writes_nothing(tmp_path, size, limit, code, why):
     p = image(tmp_path / "a.img", size)
     r = rc("format", "--grow-limit", limit, p)
-    assert r.returncode == 1 and why in r.stderr, r.stderr
+    assert r.returncode == code and why in r.stderr, (r.returncode, r.stderr)
+    assert ("Try 'remapctl --help'" in r.stderr) == (code == 2), r.stderr
     assert rc("dump", p).returncode != 0             # no superblock written
 
 
@@ -171,3 +177,20 @@ def test_grow_puts_the_old_table_back_when_resume_fails(tmp_path):
     c = calls(log)
     assert [x[0] for x in c] == ["reload", "resume", "reload", "resume"]
     assert c[2] == ["reload", "fast", "--table", old]
+
+
+@pytest.mark.parametrize("second", ["linear {other} 0", "remap {other}"])
+def test_grow_refuses_a_table_of_more_than_one_line(tmp_path, second):
+    """A table whose remap line is followed by another (a linear tail, a
+    second remap): grow builds the reload, and its rollback, from the first
+    line alone, so the rest would be lost.  It is refused, naming the
+    device and the number of lines, and dmsetup is asked nothing more."""
+    p, d = formatted(tmp_path, "a.img", 256 * MIB, "--grow-limit", "1G")
+    n = int(d["logical_sectors"])
+    second = second.format(other=image(tmp_path / "other.img", 16 * MIB))
+    log, env = fake_dmsetup(tmp_path, f"0 {n} remap {p}\n{n} 2048 {second}")
+    image(p, 512 * MIB)
+    r = rc("grow", "fast", env=env)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "fast: its table has 2 lines" in r.stderr, r.stderr
+    assert calls(log) == []

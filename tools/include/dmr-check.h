@@ -50,4 +50,10 @@ struct dmr_check {
 
 int dmr_check_run(struct dmr_check *ck);
 
+/*
+ * Why a superblock of format @version (not DMR_FORMAT_VERSION) is not
+ * read, and what to do, into @buf: the one wording of every command.
+ */
+void dmr_sb_version_msg(char *buf, size_t len, u32 version);
+
 #endif /* DMR_CHECK_H */

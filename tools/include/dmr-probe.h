@@ -3,6 +3,9 @@
 #ifndef DMR_PROBE_H
 #define DMR_PROBE_H
 
+#include <stdio.h>
+
 int dmr_probe_signature(const char *path, char **found);
+int dmr_wipe_signatures(int fd, const char *path, FILE *report, const char *prog);
 
 #endif /* DMR_PROBE_H */

@@ -147,6 +147,16 @@ static void progress(struct check_state *s, const char *what, u64 done, u64 tota
 		fprintf(stderr, "\r%*s\r", 40, "");
 }
 
+void dmr_sb_version_msg(char *buf, size_t len, u32 version)
+{
+	snprintf(buf, len, "dm-remap format version %u, and this remapctl supports "
+		 "version %u only; nothing converts a device between versions: %s",
+		 version, DMR_FORMAT_VERSION, version > DMR_FORMAT_VERSION ?
+		 "use a newer dm-remap (module and remapctl)" :
+		 "copy the data off with the release that wrote it, then reformat "
+		 "with this version's remapctl");
+}
+
 /* 1. Superblocks; returns the copy used, or -1. */
 static int check_sb(struct check_state *s)
 {
@@ -167,6 +177,16 @@ static int check_sb(struct check_state *s)
 	}
 	if (!magic) {
 		operational(s, "not a dm-remap device (no superblock magic in either copy)");
+		return -1;
+	}
+	for (i = 0; best < 0 && i < DMR_SB_COPIES; i++) {
+		char msg[512];
+
+		/* another format: not a device this check can read */
+		if (st[i] != DMR_SB_BAD_VERSION)
+			continue;
+		dmr_sb_version_msg(msg, sizeof(msg), sb[i].version);
+		operational(s, "%s", msg);
 		return -1;
 	}
 	if (best < 0) {
@@ -423,14 +443,19 @@ static int check_slots(struct check_state *s)
 	const struct dmr_geometry *g = &s->sb.geo;
 	enum dmr_log_status *st = s->st;
 	int i, n, bad, order[DMR_CKPT_SLOTS], loads[DMR_CKPT_SLOTS] = {};
+	bool zeroes[DMR_CKPT_SLOTS] = {};
 	int chosen = -1;
 
 	for (i = 0; i < DMR_CKPT_SLOTS; i++) {
 		u64 blk = g->ckpt_offset + (u64)i * g->ckpt_slot_blocks;
+		const u8 *b = s->buf;
 
 		st[i] = DMR_LOG_READ_ERROR;
-		if (!s->ck->read(s->ck->ctx, blk, 1, s->buf))
+		if (!s->ck->read(s->ck->ctx, blk, 1, s->buf)) {
 			st[i] = dmr_ckpt_decode(s->buf, blk, s->sb.uuid, &s->c[i]);
+			/* format clears both headers: never written is all zeroes */
+			zeroes[i] = !b[0] && !memcmp(b, b + 1, DMR_BLOCK_SIZE - 1);
+		}
 	}
 	s->torn = -1;
 	for (i = 0; i < DMR_CKPT_SLOTS; i++) {
@@ -443,6 +468,9 @@ static int check_slots(struct check_state *s)
 			s->torn = i;	/* reported once the other slot is loaded */
 		else if (st[i] != DMR_LOG_BAD_MAGIC)
 			problem(s, "checkpoint slot %d header: %s", i, dmr_log_strerror(st[i]));
+		else if (!zeroes[i])
+			problem(s, "checkpoint slot %d header: damaged (no checkpoint magic, "
+				"and not the zeroes of a slot never written)", i);
 		else
 			note(s, "checkpoint slot %d: never written", i);
 	}
@@ -455,7 +483,7 @@ static int check_slots(struct check_state *s)
 	 * so a torn write leaves the magic and fails the checksum.
 	 */
 	for (i = 0; i < DMR_CKPT_SLOTS; i++)
-		if (st[i] == DMR_LOG_BAD_MAGIC && st[i ^ 1] == DMR_LOG_OK &&
+		if (st[i] == DMR_LOG_BAD_MAGIC && zeroes[i] && st[i ^ 1] == DMR_LOG_OK &&
 		    s->c[i ^ 1].seq >= 2)
 			problem(s, "checkpoint slot %d header: lost (no header, but slot %d "
 				"is at seq %llu, so both were written)", i, i ^ 1,
@@ -804,6 +832,7 @@ int dmr_check_run(struct dmr_check *ck)
 {
 	struct check_state s = { .ck = ck, .torn = -1 };
 	unsigned int before, in_slots;
+	bool said = false;
 	int slot, ret;
 	u64 p;
 
@@ -833,12 +862,18 @@ int dmr_check_run(struct dmr_check *ck)
 		goto out;
 	if (!ck->write || (!in_slots && !s.residue))
 		goto out;
-	if (before || ck->errors != in_slots)
+	if (before || ck->errors != in_slots) {
 		fprintf(ck->out, "not repaired: the checkpoint is not rewritten, because "
 			"the map replay rebuilt has problems of its own (above)\n");
-	else
+		said = true;
+	} else {
 		repair_ckpt(&s, slot, in_slots);
+	}
 out:
+	/* --repair: every problem it leaves is said to be left, as promised */
+	if (ck->write && ck->errors && !ck->operational && !said)
+		fprintf(ck->out, "not repaired: %u problem%s above: --repair writes only "
+			"what needs no guess\n", ck->errors, ck->errors == 1 ? "" : "s");
 	if (ck->operational)
 		ret = DMR_CHECK_OPERATIONAL;
 	else if (ck->errors)

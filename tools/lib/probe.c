@@ -6,6 +6,7 @@
  */
 #include <blkid/blkid.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -78,4 +79,54 @@ int dmr_probe_signature(const char *path, char **found)
 	}
 	blkid_free_probe(pr);
 	return r;
+}
+
+/**
+ * dmr_wipe_signatures() - erase every signature libblkid finds, as wipefs -a
+ * @fd: the device, open for writing
+ * @path: its name, for the report
+ * @report: where a line per signature wiped goes ("wiped TYPE signature
+ *	at offset N"), prefixed with @prog
+ * @prog: the program's name
+ *
+ * Filesystems, RAID members (an md 0.90 or 1.0 superblock at the end of
+ * the device too) and partition tables: each magic found is zeroed by
+ * blkid_do_wipe(), which steps the probe back, so the loop probes the
+ * same area again until nothing is left.  The caller flushes.
+ *
+ * Return: how many were wiped, or -1 if the probe or a wipe failed.
+ */
+int dmr_wipe_signatures(int fd, const char *path, FILE *report, const char *prog)
+{
+	blkid_probe pr = blkid_new_probe();
+	int n = 0;
+
+	if (!pr || blkid_probe_set_device(pr, fd, 0, 0)) {
+		if (pr)
+			blkid_free_probe(pr);
+		return -1;
+	}
+	blkid_probe_enable_superblocks(pr, 1);
+	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_MAGIC | BLKID_SUBLKS_TYPE |
+					  BLKID_SUBLKS_BADCSUM);
+	blkid_probe_enable_partitions(pr, 1);
+	blkid_probe_set_partitions_flags(pr, BLKID_PARTS_MAGIC);
+	while (blkid_do_probe(pr) == 0) {
+		const char *type = "unknown", *off = NULL;
+
+		if (blkid_probe_lookup_value(pr, "TYPE", &type, NULL))
+			blkid_probe_lookup_value(pr, "PTTYPE", &type, NULL);
+		if (blkid_probe_lookup_value(pr, "SBMAGIC_OFFSET", &off, NULL))
+			blkid_probe_lookup_value(pr, "PTMAGIC_OFFSET", &off, NULL);
+		/* the report first: blkid_do_wipe() resets the values */
+		fprintf(report, "%s: %s: wiping %s signature at offset %s\n", prog, path,
+			type, off ? off : "?");
+		if (blkid_do_wipe(pr, 0)) {
+			blkid_free_probe(pr);
+			return -1;
+		}
+		n++;
+	}
+	blkid_free_probe(pr);
+	return n;
 }
