@@ -16,7 +16,11 @@
 #   make transcript      Documentation/dm-remap-transcript.txt from a real run (VM)
 #   make sparse          sparse (make C=2) on the kernel sources, 6.12 and 6.1
 #   make fuzz            the fuzz targets, DMR_FUZZ_SECONDS (default 300) each
-#   make deps            install build/test dependencies (idempotent)
+#   make deps            install what building and installing need (idempotent:
+#                        compiler, libblkid-dev, dkms, packaging tools, rst2man)
+#   make test-deps       that and what the tests need (kernel image and source,
+#                        QEMU, clang, virtme-ng from PyPI...): make check,
+#                        demo, bench and the other VM targets call it
 #   make install         module, tools and man pages
 #   make install-man     the man pages alone (DESTDIR, PREFIX as tools/)
 #   make deb             Debian packages dm-remap-tools and dm-remap-dkms from
@@ -29,7 +33,7 @@ DMR_CACHE ?= $(HOME)/.cache/dm-remap
 DEB_OUT ?= $(DMR_CACHE)/deb
 export DMR_CACHE
 
-.PHONY: all module flashsim tools man check demo bench profile transcript deps kunit vm-test sparse fuzz clean install install-man deb
+.PHONY: all module flashsim tools man check demo bench profile transcript deps test-deps kunit vm-test sparse fuzz clean install install-man deb
 
 all: module tools
 
@@ -48,33 +52,36 @@ man:
 	$(MAKE) -C man
 
 deps:
-	bash scripts/deps.sh
+	bash scripts/deps.sh build
 
-check: deps
+test-deps:
+	bash scripts/deps.sh test
+
+check: test-deps
 	bash scripts/check.sh
 
-kunit: deps
+kunit: test-deps
 	bash tests/kunit/run.sh
 
-vm-test: deps
+vm-test: test-deps
 	bash scripts/check.sh vm
 
-demo: deps
+demo: test-deps
 	bash scripts/demo.sh
 
-bench: deps
+bench: test-deps
 	bash scripts/bench.sh
 
-profile: deps
+profile: test-deps
 	bash scripts/profile.sh
 
-transcript: deps
+transcript: test-deps
 	bash scripts/transcript.sh
 
-sparse: deps
+sparse: test-deps
 	bash scripts/sparse.sh
 
-fuzz: deps
+fuzz: test-deps
 	bash tests/fuzz/run.sh $${DMR_FUZZ_SECONDS:-300}
 
 # modules_install skips depmod where KDIR has no System.map (Debian's

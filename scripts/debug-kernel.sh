@@ -18,9 +18,9 @@ cache=${DMR_CACHE:-$HOME/.cache/dm-remap}
 src=$cache/linux-source-6.12
 kdir=$cache/kdebug
 frag=$repo/tests/vm/debug-kernel.config
-[[ -f $src/Makefile ]] || { echo "debug-kernel: $src missing: run make deps" >&2; exit 2; }
+[[ -f $src/Makefile ]] || { echo "debug-kernel: $src missing: run make test-deps" >&2; exit 2; }
 command -v virtme-configkernel >/dev/null ||
-	{ echo "debug-kernel: virtme-configkernel missing: run make deps" >&2; exit 2; }
+	{ echo "debug-kernel: virtme-configkernel missing: run make test-deps" >&2; exit 2; }
 
 want=$(cat "$frag" "$src.stamp" 2>/dev/null | sha256sum | cut -c1-16)
 if [[ -f $kdir/.dmr-stamp && $(cat "$kdir/.dmr-stamp") == "$want" &&

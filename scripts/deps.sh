@@ -1,15 +1,37 @@
 #!/usr/bin/env bash
 # dm-remap: the one idempotent dependency step.
 #
-# Installs everything `make check`, `make demo`, `make bench` and `make deb` need on a
-# Debian 12 machine, from Debian's packages and PyPI only.  A second run
-# finds everything present and returns in about a second.
+#   scripts/deps.sh build   (make deps) what building and installing needs:
+#                           the compiler and make, libblkid-dev, dkms and
+#                           the packaging tools make deb uses, rst2man for
+#                           the man pages.  Nothing else: no kernel image,
+#                           no QEMU, no pip.
+#   scripts/deps.sh [test]  (make test-deps, which make check, make demo and
+#                           make bench call) all of that, and what the
+#                           tests need: Debian's 6.12 kernel image (the VM
+#                           boots it; it is installed beside the running
+#                           kernel and may become the default boot entry),
+#                           the 6.12 and 6.1 headers, linux-source-6.12
+#                           (KUnit under UML, the debug kernel), QEMU,
+#                           clang (the fuzz targets), sparse, fio, mdadm,
+#                           xfsprogs, perf, pytest, matplotlib, and
+#                           virtme-ng from PyPI (pip, into the system's
+#                           Python: Debian 12 does not package it).
+#
+# From Debian's packages and PyPI only.  A second run finds everything
+# present and returns in about a second.
 #
 # Environment:
 #   DMR_K612   Debian 6.12 kernel ABI to use (default: newest that has an
 #              image, headers and a matching linux-source-6.12)
 #   DMR_K61    Debian 6.1 headers ABI (default: newest available)
 set -euo pipefail
+
+mode=${1:-test}
+case $mode in
+build|test) ;;
+*) echo "usage: $0 [build|test]" >&2; exit 2 ;;
+esac
 
 stamp_dir=${DMR_CACHE:-$HOME/.cache/dm-remap}
 mkdir -p "$stamp_dir"
@@ -47,22 +69,39 @@ pick_61() {
 	apt-cache pkgnames linux-headers-6.1.0- | sed -n 's/^linux-headers-\(6\.1\.0-[0-9]*\)-amd64$/\1/p' | sort -V | tail -1
 }
 
+build_pkgs=(
+	build-essential bc kmod git xz-utils libblkid-dev dkms dmsetup
+	python3 python3-docutils man-db groff-base
+	debhelper dh-dkms lintian dpkg-dev
+)
+if [ "$mode" = build ]; then
+	missing=()
+	for p in "${build_pkgs[@]}"; do
+		have_pkg "$p" || missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		echo "deps: installing ${missing[*]}"
+		apt_update_once
+		$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	fi
+	echo "deps: ok (build: ${build_pkgs[*]})"
+	exit 0
+fi
+
 K612=${DMR_K612:-$(pick_612)}
 K61=${DMR_K61:-$(pick_61)}
 [ -n "$K612" ] || { echo "deps: no Debian 6.12 kernel found in apt" >&2; exit 1; }
 [ -n "$K61" ] || { echo "deps: no Debian 6.1 headers found in apt" >&2; exit 1; }
 
 pkgs=(
-	build-essential bc bison flex libelf-dev libssl-dev dwarves cpio kmod
-	python3 git xz-utils
+	"${build_pkgs[@]}"
+	bison flex libelf-dev libssl-dev dwarves cpio
 	qemu-system-x86 busybox-static
 	"linux-image-$K612-amd64-unsigned" "linux-headers-$K612-amd64"
 	"linux-headers-$K61-amd64"
 	linux-source-6.12
-	libblkid-dev dkms dmsetup mdadm fio e2fsprogs xfsprogs util-linux udev
+	mdadm fio e2fsprogs xfsprogs util-linux udev
 	python3-pytest python3-matplotlib
-	python3-docutils man-db groff-base
-	debhelper dh-dkms lintian dpkg-dev
 	linux-perf sparse clang-16 libclang-rt-16-dev
 )
 missing=()

@@ -16,10 +16,10 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cache=${DMR_CACHE:-$HOME/.cache/dm-remap}
 if [ $# -eq 0 ]; then
 	# shellcheck disable=SC1091
-	. "$cache/kernels.env" || { echo "sparse: run 'make deps' first" >&2; exit 2; }
+	. "$cache/kernels.env" || { echo "sparse: run 'make test-deps' first" >&2; exit 2; }
 	set -- "$KDIR612" "$KDIR61"
 fi
-command -v sparse >/dev/null || { echo "sparse: sparse is not installed (make deps)" >&2; exit 2; }
+command -v sparse >/dev/null || { echo "sparse: sparse is not installed (make test-deps)" >&2; exit 2; }
 
 tests=$(cd "$repo/dm-remap" && ls -- *-test.c | sed 's,\.c$,.o,')
 checked=0

@@ -22,7 +22,7 @@ targets=(sb ckpt unit slot table replay)
 # largest input: the replay target's header and three segments of blocks
 max_len=$((15 + 3 * 64 * 4096))
 
-command -v clang-16 >/dev/null || { echo "fuzz: clang-16 is not installed (make deps)" >&2; exit 2; }
+command -v clang-16 >/dev/null || { echo "fuzz: clang-16 is not installed (make test-deps)" >&2; exit 2; }
 # binaries in the tree (tests/fuzz/build, ignored by git): a cache shared
 # by several checkouts could run one tree's build against another's code
 bin=$here/build

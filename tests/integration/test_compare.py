@@ -41,7 +41,7 @@ def load(out):
 
 def test_compare_side_by_side(ram):
     out = "/tmp/dmrt-compare"
-    p = compare("--bs", "4K,64K", "--threads", "1,2", "--seconds", "0.5",
+    p = compare("--bs", "4K,64K", "--threads", "1,2", "--seconds", "0.3",
                 "--fio", "randwrite-4k,randread-4k", "--fio-runtime", "1",
                 "--precondition", "1", "--fresh", "--label", "test ramdisk",
                 "--linear", "--out", out, small_device(ram, 32))
@@ -167,7 +167,7 @@ def test_compare_writes_past_the_free_space(ram):
     measured cell and results.json has the steady-state write
     amplification.  (--precondition: the default, 2.)"""
     out = "/tmp/dmrt-compare-gc"
-    p = compare("--bs", "1M", "--threads", "1", "--seconds", "6", "--size", "8M",
+    p = compare("--bs", "1M", "--threads", "1", "--seconds", "3", "--size", "8M",
                 "--out", out, small_device(ram, 32))
     assert p.returncode == 0, p.stderr
     res = load(out)
@@ -176,9 +176,9 @@ def test_compare_writes_past_the_free_space(ram):
     bare = {c["op"]: c for c in res["bm_flash"]["bare"]}
     remap = {c["op"]: c for c in res["bm_flash"]["remap"]}
     assert set(bare) == set(remap) == {"read", "write"}
-    assert remap["read"]["seconds"] >= 5.9
+    assert remap["read"]["seconds"] >= 2.9
     w = remap["write"]
-    assert w["seconds"] >= 5.9 and w["iops"] > 0, w     # ran its whole time
+    assert w["seconds"] >= 2.9 and w["iops"] > 0, w     # ran its whole time
     st = res["remap_status"]
     start, end = st["measure_start"], st["measure_end"]
     written = w["ios"] * w["bs"]
@@ -208,7 +208,8 @@ def test_compare_says_when_the_device_is_too_small(ram):
     assert p.returncode == 1, p.stdout
     msg = p.stderr.splitlines()[-1]
     assert re.fullmatch(r"compare: remapctl format \S+ failed: \S+: device too small "
-                        r"for this segment size", msg), msg
+                        r"for this segment size: segments of .* need a device "
+                        r"of at least .*", msg), msg
     assert not dm_exists()
     assert not os.path.exists(f"{out}/results.json")
 

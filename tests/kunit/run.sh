@@ -9,6 +9,8 @@
 # for the full kernel build (about 10 minutes on 2 cores).
 #
 # Environment: DMR_KUNIT_PREPARE_ONLY=1 (unpack and wire, do not run),
+# DMR_KUNIT_BUILD_ONLY=1 (unpack, wire and build the UML kernel, do not
+# run: make check builds it before the VM stages on a cold cache),
 # DMR_KUNIT_CONFIG (kunitconfig, default the file beside this
 # script), DMR_KUNIT_JOBS (default nproc).
 set -euo pipefail
@@ -22,7 +24,7 @@ build=$cache/kunit-build
 kconf=${DMR_KUNIT_CONFIG:-$here/dm-remap.kunitconfig}
 jobs=${DMR_KUNIT_JOBS:-$(nproc)}
 
-[ -n "$tarball" ] || { echo "kunit: /usr/src/linux-source-6.12.tar.xz missing (run make deps)" >&2; exit 2; }
+[ -n "$tarball" ] || { echo "kunit: /usr/src/linux-source-6.12.tar.xz missing (run make test-deps)" >&2; exit 2; }
 mkdir -p "$cache"
 
 # Unpack once; re-unpack if the Debian source package changed.
@@ -59,6 +61,10 @@ grep -q 'dm-remap/' "$src/drivers/Makefile" ||
 [ -z "${DMR_KUNIT_PREPARE_ONLY:-}" ] || exit 0
 
 cd "$src"
+if [ -n "${DMR_KUNIT_BUILD_ONLY:-}" ]; then
+	exec python3 tools/testing/kunit/kunit.py build \
+		--arch=um --build_dir="$build" --jobs="$jobs" --kunitconfig="$kconf"
+fi
 # kunit.py prints its own summary ("Testing complete. Ran N tests: passed: N").
 exec python3 tools/testing/kunit/kunit.py run \
 	--arch=um --build_dir="$build" --jobs="$jobs" \

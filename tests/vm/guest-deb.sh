@@ -8,7 +8,7 @@
 #
 # First the README's quick start as it stands (README=path, default
 # ./README.md): each command line of its first block after `make deb`
-# (the stage ran `make deps` and `make deb` on the host), without `sudo`,
+# (the stage ran `make test-deps` and `make deb` on the host), without `sudo`,
 # with ~/.cache/dm-remap/deb standing for DEBDIR, on an md RAID-5 of four
 # brd ramdisks as /dev/md0.  Its apt-get line installs dm-remap-dkms and
 # dm-remap-tools (DKMS builds and installs the module for the running
