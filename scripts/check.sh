@@ -318,7 +318,7 @@ for s in "${stages[@]}"; do
 		[[ " ${lane[*]} " != *" kunit "* ]] || ku=1
 		prebuild_kernels $kd $ku
 		if [ ${#lane[@]} -gt 0 ]; then
-			echo "== side lane at nice 19: ${lane[*]}"
+			echo "== side lane at SCHED_IDLE, nice 19: ${lane[*]}"
 			start_lane
 		fi
 		# The tests vmdebug runs on its stricter kernel (the same 6.12
