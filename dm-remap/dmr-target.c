@@ -16,8 +16,9 @@
  * protects the list of instances, which the constructor uses to tell a
  * table reload (another instance of the same device in another table of
  * the same mapped device) from a first load, and to refuse any other
- * instance of a device one already uses (dmr_register()).  Each instance's @ctl_lock serialises the
- * checkpoint message with postsuspend, preresume and resume.
+ * instance of a device one already uses (dmr_register()).  Each
+ * instance's @ctl_lock serialises the checkpoint message with
+ * postsuspend, preresume and resume.
  */
 #include <linux/module.h>
 #include <linux/bio.h>
@@ -31,6 +32,13 @@
 
 static LIST_HEAD(dmr_instances);
 static DEFINE_MUTEX(dmr_instances_lock);	/* protects dmr_instances */
+
+/* @md's name as dmsetup shows it, or its number before it has one */
+static void dmr_md_name(struct mapped_device *md, char name[DM_NAME_LEN])
+{
+	if (dm_copy_name_and_uuid(md, name, NULL))
+		strscpy(name, dm_device_name(md), DM_NAME_LEN);
+}
 
 /*
  * Add @rc to the instances.  Device-mapper opens every table's devices
@@ -49,13 +57,6 @@ static DEFINE_MUTEX(dmr_instances_lock);	/* protects dmr_instances */
  *
  * Return: 0 or -EBUSY, with *@error set.
  */
-/* @md's name as dmsetup shows it, or its number before it has one */
-static void dmr_md_name(struct mapped_device *md, char name[DM_NAME_LEN])
-{
-	if (dm_copy_name_and_uuid(md, name, NULL))
-		strscpy(name, dm_device_name(md), DM_NAME_LEN);
-}
-
 static int dmr_register(struct dmr_target *rc, bool *shared, const char **error)
 {
 	char name[DM_NAME_LEN], o_name[DM_NAME_LEN];

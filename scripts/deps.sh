@@ -69,14 +69,10 @@ pick_61() {
 	apt-cache pkgnames linux-headers-6.1.0- | sed -n 's/^linux-headers-\(6\.1\.0-[0-9]*\)-amd64$/\1/p' | sort -V | tail -1
 }
 
-build_pkgs=(
-	build-essential bc kmod git xz-utils libblkid-dev dkms dmsetup
-	python3 python3-docutils man-db groff-base
-	debhelper dh-dkms lintian dpkg-dev
-)
-if [ "$mode" = build ]; then
-	missing=()
-	for p in "${build_pkgs[@]}"; do
+# apt-get install of those of the packages named that are not installed
+install_missing() {
+	local p missing=()
+	for p in "$@"; do
 		have_pkg "$p" || missing+=("$p")
 	done
 	if [ ${#missing[@]} -gt 0 ]; then
@@ -84,6 +80,15 @@ if [ "$mode" = build ]; then
 		apt_update_once
 		$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 	fi
+}
+
+build_pkgs=(
+	build-essential bc kmod git xz-utils libblkid-dev dkms dmsetup
+	python3 python3-docutils man-db groff-base
+	debhelper dh-dkms lintian dpkg-dev
+)
+if [ "$mode" = build ]; then
+	install_missing "${build_pkgs[@]}"
 	echo "deps: ok (build: ${build_pkgs[*]})"
 	exit 0
 fi
@@ -104,15 +109,7 @@ pkgs=(
 	python3-pytest python3-matplotlib
 	linux-perf sparse clang-16 libclang-rt-16-dev
 )
-missing=()
-for p in "${pkgs[@]}"; do
-	have_pkg "$p" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	echo "deps: installing ${missing[*]}"
-	apt_update_once
-	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+install_missing "${pkgs[@]}"
 
 # virtme-ng from PyPI (Debian 12 does not package it).
 if ! command -v vng >/dev/null 2>&1; then
