@@ -2436,6 +2436,182 @@ static void dmr_gct_gc_decide(struct kunit *test)
 }
 
 /*
+ * GC below its floor: a waiting user, nothing emptied, a victim.  It is
+ * collected if its move fits in the free segments (a load can leave GC
+ * there), after reads, flushes and checkpoints that free space without
+ * taking any; never for background GC.
+ */
+static void dmr_gct_gc_decide_floor(struct kunit *test)
+{
+	struct dmr_gc_params p;
+	struct dmr_gc_state st;
+	u32 n;
+
+	dmr_gc_params_default(1000, &p);
+	for (n = 0; n <= DMR_GC_FLOOR; n++) {
+		st = (struct dmr_gc_state){ .nr_free = n, .victim = true,
+					    .user_waits = true };
+		KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_STUCK);
+		st.victim_fits = true;
+		KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_COLLECT);
+		st.nr_prefree_readers = 1;
+		KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_WAIT_READERS);
+		st.nr_prefree_readers = 0;
+		st.nr_prefree_ckpt = 1;
+		KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_CHECKPOINT);
+		st.nr_prefree_flush = 1;
+		KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_FLUSH);
+		st = (struct dmr_gc_state){ .nr_free = n, .victim = true,
+					    .victim_fits = true, .active = true };
+		KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_IDLE);
+		/* fits means nothing without a victim */
+		st = (struct dmr_gc_state){ .nr_free = n, .victim_fits = true,
+					    .user_waits = true };
+		KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_STUCK);
+	}
+}
+
+/*
+ * dmr_gc_segments_needed() at its boundaries: the move's blocks and
+ * summaries, one summary more, and two free blocks left (dmr_seg_done())
+ * stay in the head's segment; one block more takes the next segment, and
+ * a move that leaves the next one done too takes two.  A reserved next
+ * segment counts as taken.
+ */
+static void dmr_gct_gc_segments_needed(struct kunit *test)
+{
+	const u32 sb = GCT_SEG_BLOCKS;
+	u32 valid, blocks, big, w;
+
+	for (w = 0; w < 2; w++) {
+		for (valid = 0; dmr_gc_move_cost(valid, w) + 3 <= sb; valid++) {
+			blocks = dmr_gc_move_cost(valid, w) + 1;
+			KUNIT_EXPECT_EQ(test, dmr_gc_segments_needed(valid, w, sb - 2 - blocks,
+								     false, sb), 0U);
+			KUNIT_EXPECT_EQ(test, dmr_gc_segments_needed(valid, w, sb - 1 - blocks,
+								     false, sb), 1U);
+			KUNIT_EXPECT_EQ(test, dmr_gc_segments_needed(valid, w, sb - 1 - blocks,
+								     true, sb), 0U);
+			KUNIT_EXPECT_EQ(test, dmr_gc_segments_needed(valid, w, sb, false, sb),
+					1U);
+			KUNIT_EXPECT_EQ(test, dmr_gc_segments_needed(valid, w, sb, true, sb),
+					0U);
+		}
+		/* the first valid count whose move leaves a segment done */
+		big = valid;
+		KUNIT_EXPECT_LT(test, dmr_gc_move_cost(big, w), sb);
+		KUNIT_EXPECT_EQ(test, dmr_gc_segments_needed(big, w, sb, false, sb), 2U);
+		KUNIT_EXPECT_EQ(test, dmr_gc_segments_needed(big, w, sb, true, sb), 1U);
+		KUNIT_EXPECT_EQ(test, dmr_gc_segments_needed(big, w, 1, false, sb), 2U);
+		/* a head past its segment's end (none) is a head with no room */
+		KUNIT_EXPECT_EQ(test, dmr_gc_segments_needed(0, w, sb + 1, false, sb), 1U);
+	}
+}
+
+/*
+ * A load that leaves GC at its floor with nothing emptied (the CI failure
+ * of 330becf, test_gc_power_cut_during_heavy_gc[2]: the power cut kept
+ * the segment GC was filling and lost what emptied its victim; every
+ * write after the load failed with ENOSPC).  The model's device is
+ * written at random until its user heads stop at DMR_GC_FLOOR free
+ * segments, GC's head takes one of them for a few blocks, and the load
+ * seals every head.  A user write then waits, and every action
+ * dmr_gc_decide() names is carried out until a user head may take a
+ * segment: none may be STUCK, and no collection may run out of space.
+ */
+static void dmr_gct_load_at_floor(struct kunit *test)
+{
+	const struct dmr_gc_params p = { .reserve = DMR_GC_FLOOR + 2,
+					 .low = DMR_GC_FLOOR + 3,
+					 .high = DMR_GC_FLOOR + 4, .batch = 2 };
+	struct dmr_gct_sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
+	struct dmr_gc_state st;
+	struct dmr_map *m;
+	u32 i, v, lba, e, next_free, steps, collected = 0, ckpts = 0;
+	unsigned int h;
+
+	if (!s)
+		kunit_skip(test, "cannot allocate the model");
+	m = &s->m;
+	s->rng = 0x2545f491;
+	dmr_gct_map_init(test, m, GCT_SIM_LOGICAL, GCT_SIM_SEGS, GCT_SIM_SEG_BLOCKS);
+	for (h = 0; h < DMR_NR_HEADS; h++)
+		s->seg[h] = DMR_NO_SEGMENT;
+	s->inflight = DMR_NO_SEGMENT;
+	for (lba = 0; lba < GCT_SIM_LOGICAL; lba++)
+		dmr_gct_sim_write(s, lba);
+	for (i = 0; i < 4000 && m->nr_free > GCT_SIM_RESERVE; i++)
+		dmr_gct_sim_write(s, dmr_gct_rand(s) % GCT_SIM_LOGICAL);
+	/*
+	 * GC's head took one of the floor's segments and moved a few blocks
+	 * into it; the power cut lost the rest of that collection
+	 */
+	for (lba = 0; lba < 5; lba++)
+		KUNIT_ASSERT_TRUE(test, dmr_gct_sim_move(s, lba, 0));
+	/* the load: every head's segment sealed, the states rebuilt */
+	for (h = 0; h < DMR_NR_HEADS; h++) {
+		if (s->seg[h] != DMR_NO_SEGMENT)
+			dmr_seg_seal(m, s->seg[h]);
+		s->seg[h] = DMR_NO_SEGMENT;
+	}
+	dmr_gct_sim_reap(s);
+	dmr_map_load_states(m);
+	KUNIT_ASSERT_TRUE(test, dmr_map_consistent(m));
+	/* the premise: at or below the floor, nothing emptied, user heads stopped */
+	KUNIT_ASSERT_LE(test, m->nr_free, DMR_GC_FLOOR);
+	KUNIT_ASSERT_GE(test, m->nr_free, 1U);
+	KUNIT_ASSERT_EQ(test, m->nr_prefree, 0U);
+	KUNIT_ASSERT_FALSE(test, dmr_head_may_alloc(&p, DMR_HEAD_HOT, m->nr_free));
+
+	for (steps = 0; steps < 200 &&
+	     !dmr_head_may_alloc(&p, DMR_HEAD_HOT, m->nr_free); steps++) {
+		st = (struct dmr_gc_state){
+			.nr_free = m->nr_free,
+			.nr_prefree_ckpt = m->nr_wait[DMR_REUSE_CKPT],
+			.nr_prefree_flush = m->nr_wait[DMR_REUSE_FLUSH],
+			.nr_prefree_readers = m->nr_wait[DMR_REUSE_READY],
+			.user_waits = true,
+		};
+		v = dmr_gc_victim(m, true, s->seq);
+		st.victim = v != DMR_NO_SEGMENT;
+		if (st.victim) {
+			next_free = s->seg[DMR_HEAD_GC] == DMR_NO_SEGMENT ?
+				    m->seg_blocks : s->off[DMR_HEAD_GC];
+			st.victim_fits = dmr_gc_segments_needed(m->segs[v].valid, false,
+								next_free, false,
+								m->seg_blocks) <= m->nr_free;
+		}
+		switch (dmr_gc_decide(&p, &st)) {
+		case DMR_GC_COLLECT:
+			for (lba = 0; lba < m->nr_logical; lba++) {
+				e = dmr_map_get(m, lba);
+				if (e != DMR_UNMAPPED && dmr_pba_segment(m, e - 1) == v)
+					KUNIT_ASSERT_TRUE(test, dmr_gct_sim_move(s, lba, 0));
+			}
+			/* GC never ran out of free segments in the middle */
+			KUNIT_ASSERT_EQ(test, m->segs[v].valid, 0U);
+			collected++;
+			break;
+		case DMR_GC_FLUSH:
+			KUNIT_ASSERT_NULL(test, dmr_gct_sim_flush(s, false));
+			break;
+		case DMR_GC_CHECKPOINT:
+			KUNIT_ASSERT_NULL(test, dmr_gct_sim_flush(s, true));
+			ckpts++;
+			break;
+		default:
+			KUNIT_FAIL(test, "step %u, %u free: %s", steps, m->nr_free,
+				   dmr_gc_action_name(dmr_gc_decide(&p, &st)));
+			return;
+		}
+		KUNIT_ASSERT_TRUE(test, dmr_map_consistent(m));
+	}
+	KUNIT_EXPECT_TRUE(test, dmr_head_may_alloc(&p, DMR_HEAD_HOT, m->nr_free));
+	KUNIT_EXPECT_GT(test, collected, 0U);
+	KUNIT_EXPECT_GT(test, ckpts, 0U);
+}
+
+/*
  * GC reads its victim asynchronously: a decision is made only with no
  * read pending, a completed read is collected, and an in-flight one is
  * waited for only when a user write waits for space.
@@ -2495,6 +2671,9 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE(dmr_gct_params_check),
 	KUNIT_CASE_PARAM(dmr_gct_params_default, dmr_gct_dev_gen_params),
 	KUNIT_CASE(dmr_gct_gc_decide),
+	KUNIT_CASE(dmr_gct_gc_decide_floor),
+	KUNIT_CASE(dmr_gct_gc_segments_needed),
+	KUNIT_CASE(dmr_gct_load_at_floor),
 	KUNIT_CASE(dmr_gct_page_clock),
 	KUNIT_CASE(dmr_gct_page_clock_turns),
 	KUNIT_CASE(dmr_gct_gc_read_step),

@@ -358,6 +358,27 @@ static bool dmr_gc_readers_gone(struct dmr_target *rc)
 	return dmr_map_ready_reusable(&rc->map, dmr_readers_of, rc);
 }
 
+/*
+ * Whether moving @victim takes no more segments than are free: the GC
+ * head dmr_gc_collect() would move it to, where that head writes next
+ * (the summary slot of its next unit when none is open; no segment when
+ * its current one is done), and whether it has reserved its next one.
+ */
+static bool dmr_gc_victim_fits(struct dmr_target *rc, u32 victim)
+{
+	const struct dmr_seg *s = &rc->map.segs[victim];
+	const struct dmr_head *h = &rc->heads[dmr_gc_head(&rc->map, s, rc->seq,
+							  &rc->temp)];
+	u32 seg_blocks = dmr_seg_blocks(rc);
+	u32 next_free = h->unit_open ? h->wp : h->pos.offset;
+
+	if (h->pos.segment == DMR_NO_SEGMENT || dmr_seg_done(next_free, seg_blocks))
+		next_free = seg_blocks;
+	return dmr_gc_segments_needed(s->valid, rc->map.wide, next_free,
+				      h->pos.next_segment != DMR_NO_SEGMENT,
+				      seg_blocks) <= rc->map.nr_free;
+}
+
 /**
  * dmr_gc_run() - one GC action, as the policy decides
  * @rc: target, in the worker
@@ -404,6 +425,8 @@ int dmr_gc_run(struct dmr_target *rc, bool urgent)
 	st.active = rc->gc_active;
 	victim = dmr_gc_victim(&rc->map, urgent, rc->seq);
 	st.victim = victim != DMR_NO_SEGMENT;
+	if (st.victim)
+		st.victim_fits = dmr_gc_victim_fits(rc, victim);
 
 	switch (dmr_gc_decide(&p, &st)) {
 	case DMR_GC_COLLECT:

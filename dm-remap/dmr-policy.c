@@ -248,9 +248,14 @@ bool dmr_gc_active(const struct dmr_gc_params *p, bool active, u32 nr_free,
  * device flush), else checkpoint (it rewrites the map's changed blocks):
  * each at once when a user waits, else once a batch waits for it.  A
  * waiting user with nothing to collect, flush or checkpoint waits for
- * reads to emptied segments; if there are none, space cannot be freed
- * (STUCK: the capacity arithmetic of the format and dmr_gc_params_check()
- * rule it out).
+ * reads to emptied segments.  If there are none, GC collects below its
+ * floor a victim whose move fits in the free segments there are
+ * (@st->victim_fits): a load can leave GC there with nothing emptied,
+ * since a power cut in the middle of a collection keeps the segment GC
+ * was filling and loses the one it was emptying, and the floor alone
+ * would then refuse every write for good.  Only with no such victim can
+ * space not be freed (STUCK: the capacity arithmetic of the format and
+ * dmr_gc_params_check() rule it out).
  *
  * Every action but IDLE makes progress: a collection empties a segment, a
  * flush frees every segment that only waited for one, a checkpoint moves
@@ -274,7 +279,40 @@ enum dmr_gc_action dmr_gc_decide(const struct dmr_gc_params *p,
 		return DMR_GC_CHECKPOINT;
 	if (!st->user_waits)
 		return DMR_GC_IDLE;
-	return st->nr_prefree_readers ? DMR_GC_WAIT_READERS : DMR_GC_STUCK;
+	if (st->nr_prefree_readers)
+		return DMR_GC_WAIT_READERS;
+	return st->victim && st->victim_fits ? DMR_GC_COLLECT : DMR_GC_STUCK;
+}
+
+/**
+ * dmr_gc_segments_needed() - free segments a victim's move may take
+ * @valid: the victim's valid blocks
+ * @wide: the log's units are wide
+ * @next_free: the next free block of the GC head's segment (@seg_blocks
+ *	if it has none)
+ * @next_reserved: the head has reserved the segment it goes on in
+ * @seg_blocks: blocks per segment
+ *
+ * An upper bound: the move writes its blocks and their summaries
+ * (dmr_gc_move_cost()), and one more summary if the head's open unit
+ * fills first.  All of it stays in the head's segment if that leaves the
+ * segment not done (two free blocks, dmr_seg_done()); else the head takes
+ * the next segment, reserved before (rule 9); and one more if what goes
+ * there leaves that one done too.  A collectable victim
+ * (dmr_seg_collectable()) costs less than a segment, so never more.
+ *
+ * Return: 0, 1 or 2.
+ */
+u32 dmr_gc_segments_needed(u32 valid, bool wide, u32 next_free, bool next_reserved,
+			   u32 seg_blocks)
+{
+	u64 blocks = (u64)dmr_gc_move_cost(valid, wide) + 1;
+	u32 need;
+
+	if (next_free <= seg_blocks && next_free + blocks + 2 <= seg_blocks)
+		return 0;
+	need = blocks + 2 <= seg_blocks ? 1 : 2;
+	return next_reserved ? need - 1 : need;
 }
 
 const char *dmr_gc_action_name(enum dmr_gc_action a)

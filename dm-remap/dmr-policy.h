@@ -62,6 +62,8 @@ bool dmr_gc_active(const struct dmr_gc_params *p, bool active, u32 nr_free,
  * @nr_prefree_flush: prefree segments only waiting for a device flush
  * @nr_prefree_readers: prefree segments only waiting for reads in flight
  * @victim: a segment could be collected
+ * @victim_fits: moving it takes no more segments than are free
+ *	(dmr_gc_segments_needed()), even at or below GC's floor
  * @user_waits: a user head needs a segment and may not take one
  * @active: background GC is running (dmr_gc_active())
  */
@@ -71,6 +73,7 @@ struct dmr_gc_state {
 	u32 nr_prefree_flush;
 	u32 nr_prefree_readers;
 	bool victim;
+	bool victim_fits;
 	bool user_waits;
 	bool active;
 };
@@ -86,6 +89,8 @@ enum dmr_gc_action {
 
 enum dmr_gc_action dmr_gc_decide(const struct dmr_gc_params *p,
 				 const struct dmr_gc_state *st);
+u32 dmr_gc_segments_needed(u32 valid, bool wide, u32 next_free, bool next_reserved,
+			   u32 seg_blocks);
 const char *dmr_gc_action_name(enum dmr_gc_action a);
 
 /* What GC does about its victim read (dmr_gc_read_step()). */

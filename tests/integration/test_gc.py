@@ -784,18 +784,33 @@ def test_gc_power_cut_during_heavy_gc(ram, case):
         after = dev.pread(0, 256)
     finally:
         dev.close()
-    # recovery is stable: a clean reload changes nothing, and it writes on
+    # recovery is stable: a clean reload changes nothing, and it writes
+    # on: four segments' worth, so the user heads take new segments and GC
+    # runs from the state the load left (the cut may have left GC at its
+    # floor with nothing emptied: every write failed with ENOSPC before
+    # dmr_gc_decide() collected below the floor)
     s.reload()
     st = s.status()
     assert st["replayed_units"] == 0 and st["first_error"] == 0, st
+    free_at_load = st["free_segments"]
     dev = Dev(s.top)
     try:
         assert dev.pread(0, 256) == after
-        dev.pwrite(0, block(0, gen + 1))
+        more = {}
+        for i in range(4 * st["segment_sectors"] // 8):
+            lba = 0 if i == 0 else rnd.randrange(nr_blocks)
+            more[lba] = gen + 1 + i
+            dev.pwrite(lba, block(lba, more[lba]))
         dev.fsync()
-        assert dev.pread(0) == block(0, gen + 1)
+        for lba, g in more.items():
+            assert dev.pread(lba) == block(lba, g), lba
     finally:
         dev.close()
+    st = s.status()
+    print(f"case {case}: {free_at_load} free segments after the reload; "
+          f"{len(more)} blocks written then, {st['gc_runs']} GC runs, "
+          f"{st['free_segments']} free")
+    assert st["mode"] == "write" and st["first_error"] == 0, st
 
 
 # ------------------------------------------------------------------

@@ -109,6 +109,9 @@ static inline void *kunit_kzalloc(struct kunit *test, size_t size, int gfp)
 } while (0)
 
 #define KUNIT_EXPECT_EQ(t, a, b) KUNIT_SHIM_CMP(t, a, ==, b, 0)
+/* the message is the kernel's; the shim prints the values compared */
+#define KUNIT_EXPECT_EQ_MSG(t, a, b, ...) KUNIT_SHIM_CMP(t, a, ==, b, 0)
+#define KUNIT_EXPECT_GE_MSG(t, a, b, ...) KUNIT_SHIM_CMP(t, a, >=, b, 0)
 #define KUNIT_EXPECT_NE(t, a, b) KUNIT_SHIM_CMP(t, a, !=, b, 0)
 #define KUNIT_EXPECT_LT(t, a, b) KUNIT_SHIM_CMP(t, a, <, b, 0)
 #define KUNIT_EXPECT_LE(t, a, b) KUNIT_SHIM_CMP(t, a, <=, b, 0)
@@ -125,7 +128,11 @@ static inline void *kunit_kzalloc(struct kunit *test, size_t size, int gfp)
 #define KUNIT_ASSERT_GE(t, a, b) KUNIT_SHIM_CMP(t, a, >=, b, 1)
 #define KUNIT_ASSERT_GT(t, a, b) KUNIT_SHIM_CMP(t, a, >, b, 1)
 #define KUNIT_ASSERT_LT(t, a, b) KUNIT_SHIM_CMP(t, a, <, b, 1)
+#define KUNIT_ASSERT_LE(t, a, b) KUNIT_SHIM_CMP(t, a, <=, b, 1)
 #define KUNIT_ASSERT_TRUE(t, c) KUNIT_SHIM_CMP(t, !!(c), ==, 1, 1)
+#define KUNIT_ASSERT_FALSE(t, c) KUNIT_SHIM_CMP(t, !!(c), ==, 0, 1)
+#define KUNIT_ASSERT_NULL(t, p) KUNIT_SHIM_CMP(t, (p) == NULL, ==, 1, 1)
+#define KUNIT_FAIL(t, fmt, ...) KUNIT_SHIM_FAIL(t, fmt, ##__VA_ARGS__)
 #define KUNIT_ASSERT_NOT_NULL(t, p) KUNIT_SHIM_CMP(t, (p) != NULL, ==, 1, 1)
 
 #endif /* DMR_KUNIT_SHIM_H */
