@@ -111,14 +111,18 @@ void *dmr_alloc_dev_array(const struct dmr_target *rc, enum dmr_array a)
  * loading, as for the constructor's other allocations (dmr_alloc_array()),
  * a failure is an error for the table load, never the OOM killer.
  */
-static void *dmr_map_page_alloc(void *ctx, u64 page __always_unused)
+gfp_t dmr_map_gfp(const struct dmr_target *rc)
 {
-	const struct dmr_target *rc = ctx;
 	gfp_t gfp = GFP_NOIO;
 
 	if (!READ_ONCE(rc->loaded))
 		gfp |= __GFP_RETRY_MAYFAIL | __GFP_NOWARN;
-	return kzalloc(DMR_BLOCK_SIZE, gfp);
+	return gfp;
+}
+
+static void *dmr_map_page_alloc(void *ctx, u64 page __always_unused)
+{
+	return kzalloc(DMR_BLOCK_SIZE, dmr_map_gfp(ctx));
 }
 
 int dmr_io_init(struct dmr_target *rc, const char **error)

@@ -170,11 +170,13 @@ static int dmr_page_read(struct dmr_target *rc, u64 p, u32 *page)
  * Map page @p back in: a miss.  A page that cannot be read or fails its
  * checks is the map lost for its blocks: the I/O error of the request
  * that needed it, and failed mode (read-only), as a damaged checkpoint is
- * at load.
+ * at load.  Allocated as a new map page is (dmr_map_gfp()): while
+ * loading (replay reads pages back), a lack of memory fails the table
+ * load rather than waiting for it.
  */
 static int dmr_page_fetch(struct dmr_target *rc, u64 p)
 {
-	u32 *page = kmalloc(DMR_BLOCK_SIZE, GFP_NOIO);
+	u32 *page = kmalloc(DMR_BLOCK_SIZE, dmr_map_gfp(rc));
 	int r;
 
 	if (!page)

@@ -408,6 +408,7 @@ static int dmr_map(struct dm_target *ti, struct bio *bio)
 	struct dmr_per_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
 
 	pb->seg = DMR_NO_SEGMENT;	/* dmr_map_read() sets it */
+	pb->arrived = READ_ONCE(rc->nr_handled);
 	switch (bio_op(bio)) {
 	case REQ_OP_READ:
 		if (!bio_sectors(bio)) {

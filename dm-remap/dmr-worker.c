@@ -54,7 +54,8 @@ static void dmr_group_commit(struct dmr_target *rc)
 /*
  * One request.  A flush or FUA write leaves it waiting in @commit_bios
  * (dmr_do_write()), counted in @nr_commit; while one waits, every request
- * handled counts towards dmr_group_commit_now()'s bound.
+ * handled counts towards dmr_group_commit_now()'s bound, from the oldest
+ * waiter's arrival, and defers its GC step (@gc_owed).
  */
 static void dmr_handle_bio(struct dmr_target *rc, struct bio *bio)
 {
@@ -78,7 +79,10 @@ static void dmr_handle_bio(struct dmr_target *rc, struct bio *bio)
 	 * preemption the worker would run them all back to back.
 	 */
 	cond_resched();
-	rc->commit_behind = dmr_commit_behind(rc->nr_commit, rc->commit_behind);
+	WRITE_ONCE(rc->nr_handled, rc->nr_handled + 1);
+	rc->commit_behind = dmr_commit_behind(rc->nr_commit, rc->nr_handled,
+					      rc->commit_since);
+	rc->gc_owed = dmr_gc_owed_after_request(rc->nr_commit, rc->gc_owed);
 }
 
 /* What dmr_worker_next() decides on, read afresh before each step. */
@@ -94,14 +98,16 @@ static void dmr_worker_sample(struct dmr_target *rc,
 	s->batch_empty = bio_list_empty(batch);
 	s->nr_commit = rc->nr_commit;
 	s->commit_behind = rc->commit_behind;
+	s->gc_owed = rc->gc_owed;
 }
 
 /*
  * The worker.  Flush and FUA requests wait for the group commit
  * (dmr_group_commit_now()), which is always made before the worker
  * stops, so none is left behind.  Background GC takes one step after
- * each request while no flush waits, and goes on while it has work and
- * no request waits.  Queued requests are taken all at once (one round of
+ * each request while no flush waits (the steps deferred while one waits
+ * come after its commit), and goes on while it has work and no request
+ * waits.  Queued requests are taken all at once (one round of
  * @bio_lock per batch, not per request) and handled in their order.
  * dmr_worker_next() gives the order and the conditions of each step.
  */
@@ -158,6 +164,7 @@ void dmr_worker(struct work_struct *work)
 			break;
 		case DMR_WORKER_GC_STEP:
 			s.gc_did = dmr_gc_background(rc);
+			rc->gc_owed = dmr_gc_owed_after_step(rc->gc_owed, s.gc_did);
 			dmr_map_trim(rc);
 			break;
 		case DMR_WORKER_IDLE:

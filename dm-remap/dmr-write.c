@@ -674,6 +674,12 @@ void dmr_do_write(struct dmr_target *rc, struct bio *bio)
 		goto out;
 done:
 	if (bio->bi_opf & (REQ_PREFLUSH | REQ_FUA)) {
+		/* the oldest waiter: its arrival starts the commit's bound */
+		if (!rc->nr_commit) {
+			struct dmr_per_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
+
+			rc->commit_since = pb->arrived;
+		}
 		bio_list_add(&rc->commit_bios, bio);
 		rc->nr_commit++;
 		return;

@@ -136,17 +136,44 @@ static void dmr_test_group_commit_now(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, dmr_group_commit_now(1, false, b + 1));
 
 	/*
-	 * The worker's count (dmr_commit_behind()): one flush waits, and
-	 * every request after it finds the queue non-empty.  The commit
-	 * comes after DMR_GROUP_COMMIT_BEHIND of them, not never.
+	 * The worker's count (dmr_commit_behind()): one flush arrives with
+	 * the queue empty ahead of it, and every request after it finds the
+	 * queue non-empty.  The commit comes after DMR_GROUP_COMMIT_BEHIND
+	 * requests, the flush's own included, not never.
 	 */
-	behind = 0;
-	for (i = 0; i < 10 * b; i++) {
-		behind = dmr_commit_behind(1, behind);
+	for (i = 1; i < 10 * b; i++) {
+		behind = dmr_commit_behind(1, 1000 + i, 1000);
 		if (dmr_group_commit_now(1, false, behind))
 			break;
 	}
-	KUNIT_EXPECT_EQ(test, i + 1, b);
+	KUNIT_EXPECT_EQ(test, i, b);
+	/*
+	 * Counted from its arrival (issue 40, item 14): a flush queued
+	 * behind 1000 requests is committed as soon as the worker handled
+	 * it, not DMR_GROUP_COMMIT_BEHIND requests later.
+	 */
+	behind = dmr_commit_behind(1, 1000 + 1001, 1000);
+	KUNIT_EXPECT_TRUE(test, dmr_group_commit_now(1, false, behind));
+	KUNIT_EXPECT_EQ(test, behind, 1001U);
+	/* the count wraps; with nothing waiting there is none */
+	KUNIT_EXPECT_EQ(test, dmr_commit_behind(1, 0x50, 0xffffff00U), 0x150U);
+	KUNIT_EXPECT_EQ(test, dmr_commit_behind(0, 5000, 1000), 0U);
+}
+
+/*
+ * The GC steps a waiting flush defers (issue 40, item 14): one per
+ * request handled while a flush waits, taken one by one after, and all
+ * dropped once a step finds nothing to do.
+ */
+static void dmr_test_gc_owed(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, dmr_gc_owed_after_request(0, 0), 0U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_owed_after_request(0, 3), 3U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_owed_after_request(1, 0), 1U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_owed_after_request(64, 3), 4U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_owed_after_step(3, true), 2U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_owed_after_step(0, true), 0U);
+	KUNIT_EXPECT_EQ(test, dmr_gc_owed_after_step(3, false), 0U);
 }
 
 /* The checkpoint message runs only on an active, writing, running target. */
@@ -708,7 +735,7 @@ static const struct dmr_worker_case dmr_worker_cases[] = {
 	  DMR_WORKER_HANDLE_BIO, DMR_WORKER_AT_REQ_COMMIT },
 	{ "stopping: still commits", DMR_WORKER_AT_POP,
 	  { TW_ALL, .stopping = true, .batch_empty = true, .nr_commit = 1 },
-	  DMR_WORKER_COMMIT, DMR_WORKER_AT_ROUND },
+	  DMR_WORKER_COMMIT, DMR_WORKER_AT_OWED },
 	/* a target that does not write: no window checkpoint */
 	{ "read-only or failed: no window", DMR_WORKER_AT_ROUND,
 	  { .seq_window_full = true, .batch_empty = true },
@@ -723,7 +750,7 @@ static const struct dmr_worker_case dmr_worker_cases[] = {
 	{ "pop: no request, a flush waits: commit", DMR_WORKER_AT_POP,
 	  { .mode_write = true, .batch_empty = true, .nr_commit = 1,
 	    .commit_behind = 1 },
-	  DMR_WORKER_COMMIT, DMR_WORKER_AT_ROUND },
+	  DMR_WORKER_COMMIT, DMR_WORKER_AT_OWED },
 	{ "pop: no request, no flush: try GC", DMR_WORKER_AT_POP,
 	  { .mode_write = true, .batch_empty = true },
 	  DMR_WORKER_GC_STEP, DMR_WORKER_AT_GC_TRIED },
@@ -760,17 +787,33 @@ static const struct dmr_worker_case dmr_worker_cases[] = {
 	{ "request, behind reached: commit", DMR_WORKER_AT_REQ_COMMIT,
 	  { .mode_write = true, .nr_commit = 1,
 	    .commit_behind = DMR_GROUP_COMMIT_BEHIND },
-	  DMR_WORKER_COMMIT, DMR_WORKER_AT_REQ_GC },
+	  DMR_WORKER_COMMIT, DMR_WORKER_AT_OWED },
 	{ "request, most flushes wait: commit", DMR_WORKER_AT_REQ_COMMIT,
 	  { .mode_write = true, .nr_commit = DMR_GROUP_COMMIT_MAX,
 	    .commit_behind = 1 },
-	  DMR_WORKER_COMMIT, DMR_WORKER_AT_REQ_GC },
+	  DMR_WORKER_COMMIT, DMR_WORKER_AT_OWED },
 	{ "request, committed: GC step", DMR_WORKER_AT_REQ_GC,
 	  { .mode_write = true },
 	  DMR_WORKER_GC_STEP, DMR_WORKER_AT_ROUND },
 	{ "request, committed, stopping: GC step", DMR_WORKER_AT_REQ_GC,
 	  { .stopping = true },
 	  DMR_WORKER_GC_STEP, DMR_WORKER_AT_ROUND },
+	/* GC steps deferred while flushes wait (item 14) */
+	{ "request, a flush waits, steps owed: deferred", DMR_WORKER_AT_REQ_GC,
+	  { .mode_write = true, .nr_commit = 1, .gc_owed = DMR_GC_OWED_MAX },
+	  DMR_WORKER_HANDLE_BIO, DMR_WORKER_AT_REQ_COMMIT },
+	{ "request, a flush waits, too many owed: GC step", DMR_WORKER_AT_REQ_GC,
+	  { .mode_write = true, .nr_commit = 1, .gc_owed = DMR_GC_OWED_MAX + 1 },
+	  DMR_WORKER_GC_STEP, DMR_WORKER_AT_ROUND },
+	{ "committed, steps owed: GC step", DMR_WORKER_AT_OWED,
+	  { .mode_write = true, .gc_owed = 2 },
+	  DMR_WORKER_GC_STEP, DMR_WORKER_AT_OWED },
+	{ "committed, nothing owed: next round", DMR_WORKER_AT_OWED,
+	  { .mode_write = true, .batch_empty = true },
+	  DMR_WORKER_TAKE_QUEUE, DMR_WORKER_AT_POP },
+	{ "committed, nothing owed: the timer's checkpoint", DMR_WORKER_AT_OWED,
+	  { TW_ALL },
+	  DMR_WORKER_CHECKPOINT_DUE, DMR_WORKER_AT_COLLECT },
 };
 
 static void dmr_worker_desc(const struct dmr_worker_case *c, char *desc)
@@ -817,8 +860,13 @@ static void dmr_test_worker_round_order(struct kunit *test)
 			s.batch_empty = true;
 			s.commit_behind = DMR_GROUP_COMMIT_BEHIND;
 		}
-		if (i == 11)
+		/* the request's GC step, deferred while its flush waited */
+		if (i == 11) {
 			s.nr_commit = 0;
+			s.gc_owed = 1;
+		}
+		if (i == 12)
+			s.gc_owed = 0;
 		KUNIT_EXPECT_EQ(test, dmr_worker_next(&s, &phase), want[i]);
 	}
 }
@@ -839,6 +887,7 @@ struct dmr_tw_worker {
 	u32 queued, batch, flush_every, gc_work;
 	u32 handled, oldest, max_wait;
 	u32 commits, gc_steps, gc_with_flush, ckpts, collects;
+	u32 refill, refill_left;
 };
 
 static enum dmr_worker_step dmr_tw_step(struct dmr_tw_worker *w)
@@ -874,7 +923,8 @@ static enum dmr_worker_step dmr_tw_step(struct dmr_tw_worker *w)
 			s->nr_commit++;
 		}
 		w->handled++;
-		s->commit_behind = dmr_commit_behind(s->nr_commit, s->commit_behind);
+		s->commit_behind = dmr_commit_behind(s->nr_commit, w->handled, w->oldest);
+		s->gc_owed = dmr_gc_owed_after_request(s->nr_commit, s->gc_owed);
 		if (s->nr_commit)
 			w->max_wait = max(w->max_wait, w->handled - w->oldest);
 		break;
@@ -882,13 +932,18 @@ static enum dmr_worker_step dmr_tw_step(struct dmr_tw_worker *w)
 		s->nr_commit = 0;
 		s->commit_behind = 0;
 		w->commits++;
+		/* writers waiting for their completions send the next ones */
+		w->queued += min(w->refill, w->refill_left);
+		w->refill_left -= min(w->refill, w->refill_left);
 		break;
 	case DMR_WORKER_GC_STEP:
-		if (s->nr_commit)
+		/* while a flush waits only to pay a debt past DMR_GC_OWED_MAX */
+		if (s->nr_commit && s->gc_owed <= DMR_GC_OWED_MAX)
 			w->gc_with_flush++;
 		s->gc_did = w->gc_work > 0;
-		if (w->gc_work)
+		if (w->gc_work && w->gc_work != TW_ENDLESS)
 			w->gc_work--;
+		s->gc_owed = dmr_gc_owed_after_step(s->gc_owed, s->gc_did);
 		w->gc_steps++;
 		break;
 	case DMR_WORKER_IDLE:
@@ -929,6 +984,45 @@ static void dmr_test_worker_commit_bound(struct kunit *test)
 		/* a flush in every request: DMR_GROUP_COMMIT_MAX per commit */
 		if (every[i] == 1)
 			KUNIT_EXPECT_EQ(test, w.max_wait, DMR_GROUP_COMMIT_MAX);
+	}
+}
+
+/*
+ * Only FUA writes (issue 40, item 14), at queue depth @depth: the writers
+ * send their next requests when the commit completes the previous ones.
+ * Background GC, which always has work here, still takes a step per
+ * request, as with plain writes; before, it got none between commits
+ * (a flush always waited), and one per commit where the queue emptied
+ * for a moment, where a collection takes two.  No flush waits past
+ * DMR_GROUP_COMMIT_BEHIND requests.
+ */
+static void dmr_test_worker_fua_gc(struct kunit *test)
+{
+	static const u32 depths[] = { 1, 2, 8, 32, DMR_GROUP_COMMIT_MAX,
+				      3 * DMR_GROUP_COMMIT_MAX };
+	const u32 requests = 4 * DMR_GROUP_COMMIT_BEHIND;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(depths); i++) {
+		struct dmr_tw_worker w = {
+			.s = { .mode_write = true }, .queued = depths[i],
+			.flush_every = 1, .gc_work = TW_ENDLESS,
+			.refill = depths[i], .refill_left = requests - depths[i],
+		};
+		u32 steps = 0, before_last = 0;
+
+		while ((w.handled < requests || w.s.nr_commit || w.s.gc_owed) &&
+		       steps++ < 20 * requests) {
+			if (dmr_tw_step(&w) == DMR_WORKER_HANDLE_BIO &&
+			    w.handled == requests)
+				before_last = w.gc_steps;
+		}
+		KUNIT_EXPECT_EQ(test, w.handled, requests);
+		/* while requests came, not in the idle time after them */
+		KUNIT_EXPECT_GE(test, before_last, requests - depths[i]);
+		KUNIT_EXPECT_EQ(test, w.gc_steps, requests);
+		KUNIT_EXPECT_EQ(test, w.gc_with_flush, 0);
+		KUNIT_EXPECT_LE(test, w.max_wait, DMR_GROUP_COMMIT_BEHIND);
 	}
 }
 
@@ -982,9 +1076,11 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_unit_room_and_chunks),
 	KUNIT_CASE(dmr_test_seal_after_write),
 	KUNIT_CASE(dmr_test_group_commit_now),
+	KUNIT_CASE(dmr_test_gc_owed),
 	KUNIT_CASE_PARAM(dmr_test_worker_next, dmr_worker_gen_params),
 	KUNIT_CASE(dmr_test_worker_round_order),
 	KUNIT_CASE(dmr_test_worker_commit_bound),
+	KUNIT_CASE(dmr_test_worker_fua_gc),
 	KUNIT_CASE(dmr_test_worker_drains),
 	KUNIT_CASE(dmr_test_message_checkpoint_verdict),
 	KUNIT_CASE(dmr_test_instance_relation),

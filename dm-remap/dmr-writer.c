@@ -109,16 +109,18 @@ bool dmr_seal_after_write(bool unit_open, u32 wp, u32 seg_blocks)
  * @waiting: flush and FUA requests whose data is in the log and that wait
  *	for a device flush
  * @queue_empty: no other request waits for the worker
- * @behind: requests the worker handled since the oldest of them joined
+ * @behind: requests the worker handled since the oldest of them arrived
  *
  * Requests that arrive while the worker copies, writes or flushes queue
  * up behind it, and every flush or FUA among them joins the next commit:
  * one write of each head's closed units and one device flush for all of
  * them.  The commit is made once the queue is empty, so every request
  * that came meanwhile has joined it, once DMR_GROUP_COMMIT_MAX wait, or
- * once DMR_GROUP_COMMIT_BEHIND other requests were handled since the
- * oldest waiter joined: writers at queue depth that never let the queue
- * empty cannot hold a flush back longer than that.
+ * once DMR_GROUP_COMMIT_BEHIND requests were handled since the oldest
+ * waiter arrived: writers at queue depth that never let the queue empty
+ * cannot hold a flush back longer than that, counted from its arrival
+ * (the requests queued ahead of it included), not from when the worker
+ * got to it.
  */
 bool dmr_group_commit_now(u32 waiting, bool queue_empty, u32 behind)
 {
@@ -129,16 +131,48 @@ bool dmr_group_commit_now(u32 waiting, bool queue_empty, u32 behind)
 /**
  * dmr_commit_behind() - dmr_group_commit_now()'s @behind after a request
  * @waiting: flush and FUA requests waiting, the one just handled included
- * @behind: the count before it
+ * @handled: requests the worker handled so far (a count that wraps)
+ * @since: @handled when the oldest waiting one arrived (dmr_map())
  *
- * Requests are counted only while a flush waits, from the first one that
- * joins the commit (which counts itself); the commit resets the count.
- *
- * Return: the new count.
+ * Return: requests handled since the oldest waiter arrived, or 0 with
+ * none waiting.
  */
-u32 dmr_commit_behind(u32 waiting, u32 behind)
+u32 dmr_commit_behind(u32 waiting, u32 handled, u32 since)
 {
-	return waiting ? behind + 1 : behind;
+	return waiting ? handled - since : 0;
+}
+
+/**
+ * dmr_gc_owed_after_request() - GC steps owed after a request was handled
+ * @waiting: flush and FUA requests waiting, the one just handled included
+ * @owed: the steps owed before it
+ *
+ * Each request earns background GC a step after it (dmr_worker_next()),
+ * deferred while a flush waits, so that the flush is not delayed; the
+ * deferred steps are taken after the commit.  With only flush and FUA
+ * writes a flush always waits: without the debt GC would get one step
+ * per commit, where a collection takes two, and free space would run
+ * down to the urgent GC that stalls writes.
+ *
+ * Return: the steps owed now.
+ */
+u32 dmr_gc_owed_after_request(u32 waiting, u32 owed)
+{
+	return waiting ? owed + 1 : owed;
+}
+
+/**
+ * dmr_gc_owed_after_step() - GC steps owed after one was taken
+ * @owed: the steps owed before it
+ * @did: the step did something
+ *
+ * A step that found nothing to do clears the debt: GC is not behind.
+ *
+ * Return: the steps owed now.
+ */
+u32 dmr_gc_owed_after_step(u32 owed, bool did)
+{
+	return did && owed ? owed - 1 : 0;
 }
 
 /**
@@ -160,11 +194,16 @@ u32 dmr_commit_behind(u32 waiting, u32 behind)
  *     if dmr_group_commit_now() says so with the queue not empty (a
  *     queue that never empties still commits within
  *     DMR_GROUP_COMMIT_BEHIND requests), then one GC step, but only while
- *     no flush waits (it would delay the flush).  The next round begins.
+ *     no flush waits (it would delay the flush), or once more than
+ *     DMR_GC_OWED_MAX steps were deferred so.  The next round begins.
  *  4. With no request at all, the group commit if a flush waits (every
  *     request that came has joined it), and the next round; else one GC
  *     step, and the next round if it did something; else the worker
  *     stops.  So no flush is left waiting when the worker stops.
+ *
+ * After a group commit, the GC steps deferred while it waited (@gc_owed,
+ * dmr_gc_owed_after_request()), one after another until none is owed or
+ * one finds nothing to do; then the next round.
  *
  * Return: the step.
  */
@@ -200,7 +239,7 @@ enum dmr_worker_step dmr_worker_next(const struct dmr_worker_state *s,
 				return DMR_WORKER_HANDLE_BIO;
 			}
 			if (dmr_group_commit_now(s->nr_commit, true, s->commit_behind)) {
-				*phase = DMR_WORKER_AT_ROUND;
+				*phase = DMR_WORKER_AT_OWED;
 				return DMR_WORKER_COMMIT;
 			}
 			*phase = DMR_WORKER_AT_GC_TRIED;
@@ -212,13 +251,20 @@ enum dmr_worker_step dmr_worker_next(const struct dmr_worker_state *s,
 			break;
 		case DMR_WORKER_AT_REQ_COMMIT:
 			*phase = DMR_WORKER_AT_REQ_GC;
-			if (dmr_group_commit_now(s->nr_commit, false, s->commit_behind))
+			if (dmr_group_commit_now(s->nr_commit, false, s->commit_behind)) {
+				*phase = DMR_WORKER_AT_OWED;
 				return DMR_WORKER_COMMIT;
+			}
 			break;
 		case DMR_WORKER_AT_REQ_GC:
 			*phase = DMR_WORKER_AT_ROUND;
-			if (!s->nr_commit)
+			if (!s->nr_commit || s->gc_owed > DMR_GC_OWED_MAX)
 				return DMR_WORKER_GC_STEP;
+			break;
+		case DMR_WORKER_AT_OWED:
+			if (s->gc_owed)
+				return DMR_WORKER_GC_STEP;
+			*phase = DMR_WORKER_AT_ROUND;
 			break;
 		}
 	}

@@ -49,11 +49,22 @@ bool dmr_seal_after_write(bool unit_open, u32 wp, u32 seg_blocks);
 /* Flush and FUA requests one group commit waits for at most. */
 #define DMR_GROUP_COMMIT_MAX	64U
 
-/* Other requests handled before a waiting flush is committed regardless. */
+/*
+ * Requests handled since a waiting flush arrived before it is committed
+ * regardless.
+ */
 #define DMR_GROUP_COMMIT_BEHIND	256U
 
+/*
+ * Background GC steps deferred while flushes wait (struct
+ * dmr_worker_state @gc_owed) before one is taken regardless.
+ */
+#define DMR_GC_OWED_MAX		4U
+
 bool dmr_group_commit_now(u32 waiting, bool queue_empty, u32 behind);
-u32 dmr_commit_behind(u32 waiting, u32 behind);
+u32 dmr_commit_behind(u32 waiting, u32 handled, u32 since);
+u32 dmr_gc_owed_after_request(u32 waiting, u32 owed);
+u32 dmr_gc_owed_after_step(u32 owed, bool did);
 
 /**
  * enum dmr_worker_step - what the worker does next (dmr_worker_next())
@@ -91,6 +102,8 @@ enum dmr_worker_step {
  *	if it did something, else stop
  * @DMR_WORKER_AT_REQ_COMMIT: a request was handled: its commit is next
  * @DMR_WORKER_AT_REQ_GC: a request was handled: its GC step is next
+ * @DMR_WORKER_AT_OWED: a group commit was made: the GC steps deferred
+ *	while it waited are next
  *
  * dmr_worker_next() owns the phase: the worker only starts each run at
  * DMR_WORKER_AT_ROUND.  Each check is made once per round, in this
@@ -106,6 +119,7 @@ enum dmr_worker_phase {
 	DMR_WORKER_AT_GC_TRIED,
 	DMR_WORKER_AT_REQ_COMMIT,
 	DMR_WORKER_AT_REQ_GC,
+	DMR_WORKER_AT_OWED,
 };
 
 /**
@@ -118,8 +132,10 @@ enum dmr_worker_phase {
  * @batch_empty: the batch holds no request; at DMR_WORKER_AT_POP, after
  *	the queue was taken, no request waits at all
  * @nr_commit: flush and FUA requests waiting for the group commit
- * @commit_behind: requests handled since the oldest of them joined
+ * @commit_behind: requests handled since the oldest of them arrived
  *	(dmr_commit_behind())
+ * @gc_owed: background GC steps deferred while flushes waited
+ *	(dmr_gc_owed_after_request()), not taken since
  * @gc_did: the last GC step did something
  *
  * Sampled by the worker before each dmr_worker_next(), except @gc_did,
@@ -136,6 +152,7 @@ struct dmr_worker_state {
 	bool batch_empty;
 	u32 nr_commit;
 	u32 commit_behind;
+	u32 gc_owed;
 	bool gc_did;
 };
 

@@ -139,9 +139,13 @@ struct dmr_flight {
 	u64 blocknr;
 };
 
-/* What dmr_map() keeps per bio: the segment a remapped read holds. */
+/*
+ * What dmr_map() keeps per bio: the segment a remapped read holds, and
+ * for a request it queues, the worker's @nr_handled when it arrived.
+ */
 struct dmr_per_bio {
 	u32 seg;
+	u32 arrived;
 };
 
 /* A clone of a read the worker sends down: it holds a count on @seg. */
@@ -248,7 +252,13 @@ enum dmr_gc_mode {
  * @gc_collect_req: the gc_collect message waits for the worker to collect
  * @gc_collect_result: what dmr_gc_collect_now() returned for it (worker)
  * @commit_behind: requests the worker handled since the oldest flush in
- *	@commit_bios joined it (worker; dmr_group_commit_now())
+ *	@commit_bios arrived (worker; dmr_group_commit_now())
+ * @commit_since: @nr_handled when that flush arrived (worker)
+ * @nr_handled: requests the worker handled, a count that wraps (written
+ *	by the worker only; dmr_map() reads it without a lock: a stale
+ *	value only makes the count from arrival larger, a commit sooner)
+ * @gc_owed: background GC steps deferred while flushes waited (worker;
+ *	dmr_gc_owed_after_request())
  * @stats: counters
  */
 struct dmr_target {
@@ -332,6 +342,9 @@ struct dmr_target {
 	bool gc_collect_req;
 	int gc_collect_result;
 	u32 commit_behind;
+	u32 commit_since;
+	u32 nr_handled;
+	u32 gc_owed;
 	struct dmr_stats stats;
 };
 
@@ -360,6 +373,7 @@ int dmr_rw(struct dmr_target *rc, blk_opf_t opf, u64 blocknr, u32 nr, void *buf)
 void dmr_fail(struct dmr_target *rc, int err, const char *what);
 u64 dmr_map_memory(const struct dmr_target *rc);
 void *dmr_alloc_dev_array(const struct dmr_target *rc, enum dmr_array a);
+gfp_t dmr_map_gfp(const struct dmr_target *rc);
 
 /* Functions defined in dmr-worker.c */
 void dmr_queue_bio(struct dmr_target *rc, struct bio *bio);
