@@ -2062,8 +2062,8 @@ static int cmd_probe(int argc, char **argv)
 	};
 	static const char sopts[] = "h";
 	struct dmr_sb sb;
+	char u[40], *sig;
 	u32 other;
-	char u[40];
 	int c;
 
 	optind = 1;
@@ -2086,6 +2086,20 @@ static int cmd_probe(int argc, char **argv)
 			return 1;
 		dmr_sb_version_msg(msg, sizeof(msg), other);
 		fprintf(stderr, "%s: %s: %s\n", dmr_prog, argv[optind], msg);
+		return 1;
+	}
+	/*
+	 * A superblock beside another signature: a RAID-1 member with its
+	 * metadata at the end (the array is the device), or a disk formatted
+	 * over since.  Activating it would write under the other owner.
+	 */
+	if (dmr_probe_foreign(argv[optind], &sig))
+		die("%s: signature probe failed", argv[optind]);
+	if (sig) {
+		fprintf(stderr, "%s: %s: a dm-remap superblock, but also a %s signature: "
+			"not activated (a RAID member, or formatted over since)\n",
+			dmr_prog, argv[optind], sig);
+		free(sig);
 		return 1;
 	}
 	uuid_str(sb.uuid, u);
@@ -2162,8 +2176,9 @@ static const struct command commands[] = {
 	  "Read DEV's superblock copies (two blocks; nothing is written) and print\n"
 	  "DMR_UUID=<uuid> and DMR_VERSION=<format> as udev's IMPORT{program}\n"
 	  "reads them.  Exit status 1, with nothing printed, if DEV holds no valid\n"
-	  "dm-remap superblock.  69-dm-remap.rules runs it on each disk and\n"
-	  "partition that appears.\n",
+	  "dm-remap superblock, or if libblkid also finds another signature on it\n"
+	  "(a RAID-1 member with its metadata at the end; said on stderr).\n"
+	  "69-dm-remap.rules runs it on each disk and partition once it is ready.\n",
 	  cmd_probe },
 	{ "create", "NAME DEV [--read-only] [--ignore-discard] [--checkpoint-interval SECS]\n"
 	  "[--no-discard-passdown] [--gc-low N] [--gc-high N] [--map-cache MIB]",

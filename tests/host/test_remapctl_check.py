@@ -677,6 +677,29 @@ def test_probe(fmt, tmp_path):
     assert rc("probe").returncode == 2
 
 
+def test_probe_refuses_a_raid_member(fmt):
+    """A dm-remap superblock beside another signature (issue 40, item 8):
+    here an md 0.90 superblock at the end of the image, as a RAID-1 member
+    holding a dm-remap array carries both.  probe exits 1, prints nothing
+    for udev and names the other signature on stderr: activating the
+    member would write under the array.  Once the member's metadata is
+    wiped, the superblock alone is activated again."""
+    img, d = fmt
+    size = os.path.getsize(img)
+    off = (size & ~0xffff) - 0x10000
+    with open(img, "r+b") as f:
+        f.seek(off)
+        f.write(struct.pack("<IIII", 0xa92b4efc, 0, 90, 0).ljust(BLOCK, b"\0"))
+    p = rc("probe", img)
+    assert p.returncode == 1 and p.stdout == "", p
+    assert "linux_raid_member signature: not activated" in p.stderr, p.stderr
+    with open(img, "r+b") as f:
+        f.seek(off)
+        f.write(bytes(BLOCK))
+    p = rc("probe", img)
+    assert p.returncode == 0 and p.stdout.startswith(f"DMR_UUID={d['uuid']}\n"), p
+
+
 def set_sb_version(img, version):
     """Both superblock copies as a remapctl of format VERSION wrote them:
     the version field (byte 12) and the checksum over bytes [12, 4096)."""

@@ -433,19 +433,39 @@ def test_udev_rule_and_activation_of_one_device(ram, tmp_path):
     os.makedirs(rdir, exist_ok=True)
     path = os.path.join(rdir, "69-dmrt-remap.rules")
 
-    def udev_props():
-        p = run(["udevadm", "test", "--action=add", f"/sys/class/block/{name}"],
+    def udev_props(action="add", dev=name):
+        p = run(["udevadm", "test", f"--action={action}", f"/sys/class/block/{dev}"],
                 check=False)
         return p.stdout + p.stderr
 
     remapctl("format", "--segment-size", SEG_SIZE, ram)
     uuid = dump(ram)["uuid"]
     want = f"SYSTEMD_WANTS=dm-remap-activate@{major}:{minor}.service"
+    loop = None
     try:
         with open(path, "w") as f:
             f.write(rules)
         out = udev_props()
         assert f"DMR_UUID={uuid}" in out and want in out, out[-3000:]
+        # issue 40, item 8: any later change event of a plain disk (the
+        # close-after-write watch) is not an appearance: a device the
+        # operator deactivated stays so
+        out = udev_props("change")
+        assert "DMR_UUID=" not in out and "dm-remap-activate@" not in out, out[-3000:]
+        # a loop device is ready on the change that gives it its file
+        img = tmp_path / "loop.img"
+        with open(img, "wb") as f:
+            f.truncate(64 << 20)
+        remapctl("format", "--segment-size", SEG_SIZE, str(img))
+        loop = run(["losetup", "--find", "--show", str(img)]).stdout.strip()
+        lname = os.path.basename(loop)
+        out = udev_props("change", lname)
+        assert f"DMR_UUID={dump(str(img))['uuid']}" in out, out[-3000:]
+        # detached: no file behind it, nothing to activate
+        run(["losetup", "-d", loop])
+        loop = None
+        out = udev_props("change", lname)
+        assert "dm-remap-activate@" not in out, out[-3000:]
         wipe(ram)
         out = udev_props()
         assert "DMR_UUID=" not in out and "dm-remap-activate@" not in out, out[-3000:]
@@ -456,6 +476,8 @@ def test_udev_rule_and_activation_of_one_device(ram, tmp_path):
         assert "DMR_UUID=" not in out and "dm-remap-activate@" not in out, out[-3000:]
     finally:
         os.unlink(path)
+        if loop:
+            run(["losetup", "-d", loop], check=False)
     # the unit's command: the line on this device, not the other one
     wipe(ram)
     remapctl("format", "--segment-size", SEG_SIZE, ram)

@@ -665,9 +665,10 @@ def test_suspend_resume_loop_under_fio_and_busy_remove(loop512):
     size = "16M"        # each pass about 40 s on vmdebug's KASAN kernel at 32M
     log = Kmsg()
     errors, cycles = [], [0]
+    nr_cycles = int(os.environ.get("DMR_SR_CYCLES", "12"))   # vmdebug: fewer
 
     def cycler():
-        for _ in range(12):
+        for _ in range(nr_cycles):
             for cmd in ("suspend", "resume"):
                 p = run(["dmsetup", cmd, DM_PREFIX + "top"], check=False)
                 if p.returncode:
@@ -678,7 +679,7 @@ def test_suspend_resume_loop_under_fio_and_busy_remove(loop512):
     runs = _fio_while(cycler, s.top, size)
     print(f"fio write+verify runs: {runs}, suspend/resume cycles: {cycles[0]}")
     assert not errors, errors
-    assert cycles[0] == 12
+    assert cycles[0] == nr_cycles
     assert not [ln for ln in log.new() if "recovery" in ln]
     fd = os.open(s.top, os.O_RDONLY)
     try:

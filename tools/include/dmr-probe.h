@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 int dmr_probe_signature(const char *path, char **found);
+int dmr_probe_foreign(const char *path, char **found);
 int dmr_wipe_signatures(int fd, const char *path, FILE *report, const char *prog);
 
 #endif /* DMR_PROBE_H */

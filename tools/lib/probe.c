@@ -42,8 +42,6 @@ static int has_dmr_magic(const char *path)
  */
 int dmr_probe_signature(const char *path, char **found)
 {
-	const char *val = NULL;
-	blkid_probe pr;
 	int r;
 
 	*found = NULL;
@@ -54,6 +52,27 @@ int dmr_probe_signature(const char *path, char **found)
 		*found = strdup("dm-remap");
 		return 0;
 	}
+	return dmr_probe_foreign(path, found);
+}
+
+/**
+ * dmr_probe_foreign() - the signatures libblkid knows, dm-remap's aside
+ * @path: device or image file
+ * @found: set to a malloc'ed description of the signature, or NULL
+ *
+ * What remapctl probe looks for beside a dm-remap superblock: a RAID-1
+ * member whose md metadata sits at its end holds the array's superblock
+ * at block 0 too.
+ *
+ * Return: 0, or -1 if the device could not be probed.
+ */
+int dmr_probe_foreign(const char *path, char **found)
+{
+	const char *val = NULL;
+	blkid_probe pr;
+	int r;
+
+	*found = NULL;
 	pr = blkid_new_probe_from_filename(path);
 	if (!pr)
 		return -1;
