@@ -370,10 +370,9 @@ static bool dmr_gc_victim_fits(struct dmr_target *rc, u32 victim)
 	const struct dmr_head *h = &rc->heads[dmr_gc_head(&rc->map, s, rc->seq,
 							  &rc->temp)];
 	u32 seg_blocks = dmr_seg_blocks(rc);
-	u32 next_free = h->unit_open ? h->wp : h->pos.offset;
+	u32 next_free = dmr_head_next_free(h->pos.segment, h->pos.offset, h->unit_open,
+					   h->wp, seg_blocks);
 
-	if (h->pos.segment == DMR_NO_SEGMENT || dmr_seg_done(next_free, seg_blocks))
-		next_free = seg_blocks;
 	return dmr_gc_segments_needed(s->valid, rc->map.wide, next_free,
 				      h->pos.next_segment != DMR_NO_SEGMENT,
 				      seg_blocks) <= rc->map.nr_free;

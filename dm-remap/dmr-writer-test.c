@@ -611,6 +611,24 @@ static void dmr_test_ckpt_log_seq_bound(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, dmr_ckpt_log_seq_bound(st, c, 0), 1000 + DMR_SEQ_WINDOW);
 }
 
+/*
+ * Where a GC head writes next (dmr_gc_segments_needed()'s room): the open
+ * unit's write pointer, else the next summary's block; none without a
+ * segment or in one that is done (dmr_seg_done(): fewer than two free).
+ */
+static void dmr_test_head_next_free(struct kunit *test)
+{
+	const u32 S = TW_SEG_BLOCKS;
+
+	KUNIT_EXPECT_EQ(test, dmr_head_next_free(3, 10, true, 17, S), 17U);
+	KUNIT_EXPECT_EQ(test, dmr_head_next_free(3, 10, false, 17, S), 10U);
+	KUNIT_EXPECT_EQ(test, dmr_head_next_free(DMR_NO_SEGMENT, 10, false, 0, S), S);
+	KUNIT_EXPECT_EQ(test, dmr_head_next_free(3, S - 2, false, 0, S), S - 2);
+	KUNIT_EXPECT_EQ(test, dmr_head_next_free(3, S - 1, false, 0, S), S);
+	KUNIT_EXPECT_EQ(test, dmr_head_next_free(3, 0, true, S - 1, S), S);
+	KUNIT_EXPECT_EQ(test, dmr_head_next_free(3, 0, true, S, S), S);
+}
+
 /* Rule 9: a head reserves its next segment before it can be done. */
 static void dmr_test_head_needs_next(struct kunit *test)
 {
@@ -1099,6 +1117,7 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_seq_window),
 	KUNIT_CASE(dmr_test_ckpt_log_seq_bound),
 	KUNIT_CASE(dmr_test_head_needs_next),
+	KUNIT_CASE(dmr_test_head_next_free),
 	KUNIT_CASE(dmr_test_reloc_unit_room),
 	KUNIT_CASE(dmr_test_copy_in_open_unit),
 	{}

@@ -21,6 +21,28 @@ bool dmr_seg_done(u32 end, u32 seg_blocks)
 }
 
 /**
+ * dmr_head_next_free() - the next block a head writes in its segment
+ * @segment: the head's segment (DMR_NO_SEGMENT if none)
+ * @offset: where its next unit's summary goes
+ * @unit_open: it has a unit open
+ * @wp: the open unit's write pointer
+ * @seg_blocks: blocks per segment
+ *
+ * What dmr_gc_segments_needed() takes as the room a GC head has left.
+ *
+ * Return: @wp with a unit open, else @offset; @seg_blocks (no room) with
+ * no segment or one that is done.
+ */
+u32 dmr_head_next_free(u32 segment, u32 offset, bool unit_open, u32 wp, u32 seg_blocks)
+{
+	u32 next = unit_open ? wp : offset;
+
+	if (segment == DMR_NO_SEGMENT || dmr_seg_done(next, seg_blocks))
+		return seg_blocks;
+	return next;
+}
+
+/**
  * dmr_seal_action() - how to write what sealing the open unit closed
  * @flush: the seal is for a flush or FUA: everything must be durable
  * @unwritten: blocks of the open segment closed but not yet written

@@ -41,6 +41,7 @@ enum dmr_seal_action {
 bool dmr_seg_done(u32 end, u32 seg_blocks);
 enum dmr_seal_action dmr_seal_action(bool flush, u32 unwritten, bool seg_done);
 u32 dmr_unit_flags(bool reloc, bool wide);
+u32 dmr_head_next_free(u32 segment, u32 offset, bool unit_open, u32 wp, u32 seg_blocks);
 bool dmr_unit_takes_block(bool unit_open, const struct dmr_unit *u, u32 wp,
 			  u32 seg_blocks);
 u32 dmr_write_chunk(const struct dmr_unit *u, u32 wp, u32 seg_blocks, u32 want);

@@ -936,6 +936,16 @@ static int gc_act(struct sim *s, bool urgent)
 	victim = s->exact_cb && !greedy ? exact_cb_victim(s) :
 		 dmr_gc_victim(&s->m, greedy, s->seq);
 	st.victim = victim != DMR_NO_SEGMENT;
+	/* below GC's floor, as dmr_gc_victim_fits() (not with one head: users') */
+	if (st.victim && !s->single) {
+		const struct sim_head *h = &s->heads[dmr_gc_head(&s->m, &s->m.segs[victim],
+								 s->seq, &s->temp)];
+
+		st.victim_fits = dmr_gc_segments_needed(s->m.segs[victim].valid, s->m.wide,
+				dmr_head_next_free(h->seg, h->offset, h->unit_open, h->wp,
+						   s->m.seg_blocks),
+				h->next != DMR_NO_SEGMENT, s->m.seg_blocks) <= s->m.nr_free;
+	}
 	if (s->timed)
 		t1 = now_ns();
 
