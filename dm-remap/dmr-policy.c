@@ -7,6 +7,7 @@
  */
 #include "dmr-log.h"
 #include "dmr-policy.h"
+#include "dmr-writer.h"
 
 /**
  * dmr_gc_params_default() - default watermarks for a device
@@ -309,9 +310,11 @@ u32 dmr_gc_segments_needed(u32 valid, bool wide, u32 next_free, bool next_reserv
 	u64 blocks = (u64)dmr_gc_move_cost(valid, wide) + 1;
 	u32 need;
 
-	if (next_free <= seg_blocks && next_free + blocks + 2 <= seg_blocks)
+	/* (each sum checked against @seg_blocks before it is a u32) */
+	if (next_free <= seg_blocks && blocks <= seg_blocks - next_free &&
+	    !dmr_seg_done(next_free + (u32)blocks, seg_blocks))
 		return 0;
-	need = blocks + 2 <= seg_blocks ? 1 : 2;
+	need = blocks <= seg_blocks && !dmr_seg_done(blocks, seg_blocks) ? 1 : 2;
 	return next_reserved ? need - 1 : need;
 }
 

@@ -408,7 +408,6 @@ static int dmr_map(struct dm_target *ti, struct bio *bio)
 	struct dmr_per_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
 
 	pb->seg = DMR_NO_SEGMENT;	/* dmr_map_read() sets it */
-	pb->arrived = READ_ONCE(rc->nr_handled);
 	switch (bio_op(bio)) {
 	case REQ_OP_READ:
 		if (!bio_sectors(bio)) {
@@ -432,6 +431,8 @@ static int dmr_map(struct dm_target *ti, struct bio *bio)
 		} else if (READ_ONCE(rc->mode) != DMR_MODE_WRITE) {
 			return DM_MAPIO_KILL;
 		}
+		/* a flush's age for the group commit's bound (dmr_do_write()) */
+		pb->arrived = READ_ONCE(rc->nr_handled);
 		dmr_queue_bio(rc, bio);
 		return DM_MAPIO_SUBMITTED;
 	default:

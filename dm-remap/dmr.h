@@ -141,7 +141,8 @@ struct dmr_flight {
 
 /*
  * What dmr_map() keeps per bio: the segment a remapped read holds, and
- * for a request it queues, the worker's @nr_handled when it arrived.
+ * for a write, discard or flush it queues, the worker's @nr_handled when
+ * it arrived.
  */
 struct dmr_per_bio {
 	u32 seg;

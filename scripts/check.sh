@@ -12,15 +12,15 @@
 #   fuzz      libFuzzer targets over the shared codec and table parser,
 #             DMR_FUZZ_SECONDS (default 10) each
 #   kunit     KUnit under UML (kunit.py, cached build dir; a cold cache
-#             builds the UML kernel in the kernels step before the vm stage)
-#             (host, dkms, style, fuzz and kunit run beside the vm stage at
-#             SCHED_IDLE when vm runs too: the side lane below)
+#             builds the UML kernel first)
+#   kdebug    vmdebug's debug kernel (scripts/debug-kernel.sh, cached: a
+#             first build takes about 11 minutes of both cores, 20 of one)
+#             (kdebug, host, dkms, style, fuzz and kunit run beside the vm
+#             stage at SCHED_IDLE when vm runs too: the side lane below)
 #   vm        VM integration suite (virtme-ng, Debian's 6.12 kernel)
 #   vmdebug   the fault, load, suspend and power-cut tests of that suite again,
 #             on a 6.12 kernel with KASAN, lockdep, kmemleak and failslab
-#             (scripts/debug-kernel.sh, cached: the first build takes about
-#             11 minutes of both cores, in the kernels step before the vm
-#             stage), which Debian's kernel does not have
+#             (the kdebug stage's), which Debian's kernel does not have
 #   deb       make deb's packages (scripts/deb.sh: build, lintian; in the
 #             side lane as the debpkg stage when vm runs too), then in a
 #             VM with /usr, /etc and /var as overlays in guest RAM: the
@@ -46,7 +46,7 @@ mkdir -p "$cache"
 out=${DMR_CHECK_OUT:-$cache/results/check-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 
-all_stages=(build612 build61 tools host dkms style fuzz kunit vm vmdebug deb)
+all_stages=(build612 build61 tools kdebug host dkms style fuzz kunit vm vmdebug deb)
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=("${all_stages[@]}")
 
@@ -62,16 +62,21 @@ count() {	# count PASSED FAILED STAGE-NAME STATUS
 	[ -z "${DMR_CHECK_COUNTS:-}" ] || echo "$1 $2 $3 $4" >> "$DMR_CHECK_COUNTS"
 }
 
-# The side lane.  The TCG guest of the vm stage keeps about 1.2 of the
-# machine's 2 cores busy for over 20 minutes; the host-only stages (host,
-# dkms, style, fuzz, kunit: about 10 minutes of CPU) run beside it at the
-# lowest priority, in what the guest leaves idle, instead of before it.
-# The kernels (vmdebug's debug kernel, kunit's UML kernel) are not in it:
-# they are built before the VM starts (prebuild_kernels below).  None of
-# the lane's stages writes what the guest reads: the tree's module and
-# tools are built before the lane starts, and the lane builds in copies
-# and in the cache (sparse.sh, dkms, fuzz, kunit's copy in the kernel
-# source tree).
+# The side lane.  The vm stage's TCG guest gets one vCPU when the lane
+# runs (DMR_VM_CPUS): its tests ran as fast on one as on two (40 tests of
+# test_target.py: 58.7 s and 61.1 s), and the other core builds and runs
+# the host-only stages beside it at the lowest priority, with one job
+# each: vmdebug's debug kernel (kdebug), the UML KUnit kernel and its run,
+# host, dkms, style, fuzz (on a cold cache about 40 minutes of one core,
+# less than the vm stage takes).  Beside a guest of two vCPUs the kernels
+# made every VM test about three times slower and the stage ran out of
+# its timeout (issue 40); beside one, a -j1 build at SCHED_IDLE makes
+# them about a fifth slower (test_target.py 71.4 s), what the lane's
+# pytest runs cost before.  None of the lane's stages writes what the
+# guest reads: the tree's module and tools are built before the lane
+# starts, and the lane builds in copies and in the cache (the kernels'
+# build directories, sparse.sh, dkms, fuzz, kunit's copy in the kernel
+# source tree, which the debug kernel's build reads but does not build).
 # DMR_CHECK_SERIAL=1 runs every stage in order instead.
 lane=()
 if [ -z "${DMR_CHECK_SERIAL:-}" ] && [ -z "${DMR_CHECK_COUNTS:-}" ] &&
@@ -79,7 +84,7 @@ if [ -z "${DMR_CHECK_SERIAL:-}" ] && [ -z "${DMR_CHECK_COUNTS:-}" ] &&
 	keep=()
 	for s in "${stages[@]}"; do
 		case $s in
-		host|dkms|style|fuzz|kunit) lane+=("$s") ;;
+		kdebug|host|dkms|style|fuzz|kunit) lane+=("$s") ;;
 		*) keep+=("$s") ;;
 		esac
 	done
@@ -91,43 +96,27 @@ fi
 
 start_lane() {
 	: > "$out/lane.counts"
-	rm -f "$out/debpkg.done"
+	rm -f "$out/debpkg.done" "$out/kdebug.done"
 	(
 		# SCHED_IDLE, not only nice 19: a runnable guest vCPU
-		# always preempts the lane at once
+		# always preempts the lane at once; one job per build, on the
+		# core the guest leaves
 		[ ${#lane[@]} -eq 0 ] ||
 			DMR_CHECK_OUT=$out DMR_CHECK_COUNTS=$out/lane.counts \
+			DMR_KBUILD_JOBS=${DMR_KBUILD_JOBS:-1} DMR_KUNIT_JOBS=${DMR_KUNIT_JOBS:-1} \
 				chrt --idle 0 nice -n 19 bash scripts/check.sh "${lane[@]}"
 	) > "$out/lane.log" 2>&1 &
 	lane_pid=$!
 }
 
-# The kernels the later stages need, built before any VM starts, with
-# both cores: vmdebug's debug kernel and the kunit stage's UML kernel.
-# A cold cache spends about 12 minutes here (measured in the design
-# doc's 'CI time'); a warm one a few seconds (each build's own stamp or
-# make's dependencies).  Built beside the TCG guest instead, even at
-# nice 19, they made every VM test about three times slower and the vm
-# stage ran out of its timeout (issue 40).  kunit's run.sh unpacks the
-# source both use, and hooks dm-remap into it for the UML build; the
-# debug kernel does not build dm-remap, so the order does not matter.
-prebuild_kernels() {	# prebuild_kernels WANT_KDEBUG WANT_UML
-	local t0 rc=0
-	t0=$(date +%s)
-	echo "== kernels: the debug kernel ($1) and the UML KUnit kernel ($2), before the VM"
-	DMR_KUNIT_PREPARE_ONLY=1 bash tests/kunit/run.sh > "$out/kernels.log" 2>&1 || rc=1
-	rm -f "$out/kdebug.failed"
-	if [ "$1" = 1 ] && ! bash scripts/debug-kernel.sh > /dev/null 2>> "$out/kernels.log"; then
-		echo "kernels: the debug kernel failed to build (vmdebug reports it)"
-		touch "$out/kdebug.failed"
+# A guest's vCPUs: one while the side lane still runs (the other core is
+# the lane's), two after.
+guest_cpus() {
+	if [ -n "$lane_pid" ] && kill -0 "$lane_pid" 2>/dev/null; then
+		echo "${DMR_VM_CPUS:-1}"
+	else
+		echo 2
 	fi
-	if [ "$2" = 1 ] && ! DMR_KUNIT_BUILD_ONLY=1 bash tests/kunit/run.sh \
-		>> "$out/kernels.log" 2>&1; then
-		echo "kernels: the UML kernel failed to build (the kunit stage reports it)"
-	fi
-	grep -h 'built in\|Elapsed time' "$out/kernels.log"
-	echo "-- kernels took $(( $(date +%s) - t0 ))s"
-	return $rc
 }
 
 # the lane's output and its counts, once it is done
@@ -246,7 +235,7 @@ VMDEBUG_APPEND="kasan_multi_shot no5lvl log_buf_len=16M"
 # long loops are shorter there than in the vm stage, which runs them in
 # full: 16 operations of sequence 0, 6 suspend/resume cycles, every fifth
 # allocation failed at construction (the first and last 32 all the same).
-VMDEBUG_ENV=${DMR_VMDEBUG_ENV:-"DMR_OPS_STEPS=16 DMR_SR_CYCLES=6 DMR_OOM_STRIDE=5"}
+VMDEBUG_ENV=${DMR_VMDEBUG_ENV:-"DMR_OPS_STEPS=16 DMR_SR_CYCLES=4 DMR_OOM_STRIDE=7"}
 VMDEBUG_TESTS=${DMR_VMDEBUG_TESTS:-"test_faults or test_suspend_resume_loop or test_checkpoint_message_against or test_ops[seq0]"}
 
 for s in "${stages[@]}"; do
@@ -320,30 +309,47 @@ for s in "${stages[@]}"; do
 		make -s -C tools >/dev/null 2>&1 || true
 		kd=0
 		[[ " ${stages[*]} " != *" vmdebug "* ]] || kd=1
-		ku=0
-		[[ " ${lane[*]} " != *" kunit "* ]] || ku=1
-		prebuild_kernels $kd $ku
 		if [ ${#lane[@]} -gt 0 ]; then
-			echo "== side lane at SCHED_IDLE, nice 19: ${lane[*]}"
+			echo "== side lane at SCHED_IDLE, nice 19, one job: ${lane[*]}"
 			start_lane
 		fi
+		cpus=$(guest_cpus)
 		# The tests vmdebug runs on its stricter kernel (the same 6.12
 		# source) are left to it when it runs: about 2.5 minutes less.
 		sel=()
 		[ $kd = 0 ] || sel=(-k "not ($VMDEBUG_TESTS)")
 		# about 32 to 42 minutes here (the machine's speed varies by a
 		# third between runs); the timeout leaves room for a slower one
-		run_tests vm "$out/vm.log" bash tests/vm/run-vm.sh --mem 6144 --timeout 3300 "$out/vm" -- \
-			bash tests/vm/guest-integration.sh "${sel[@]}" ;;
+		run_tests vm "$out/vm.log" bash tests/vm/run-vm.sh --mem 6144 --cpus "$cpus" \
+			--timeout 3300 "$out/vm" -- bash tests/vm/guest-integration.sh "${sel[@]}" ;;
+	kdebug)
+		echo "== kdebug: vmdebug's debug kernel (scripts/debug-kernel.sh)"
+		# kunit's run.sh unpacks the kernel source both kernels use
+		if DMR_KUNIT_PREPARE_ONLY=1 bash tests/kunit/run.sh > "$out/kdebug.log" 2>&1 &&
+		   kd=$(bash scripts/debug-kernel.sh 2>> "$out/kdebug.log"); then
+			cat "$out/kdebug.log"
+			echo "kdebug: ok ($kd)"
+			echo ok > "$out/kdebug.done"; count 1 0 kdebug ok
+		else
+			cat "$out/kdebug.log"
+			echo FAIL > "$out/kdebug.done"; count 0 1 kdebug FAIL
+		fi ;;
 	vmdebug)
 		echo "== vmdebug: VM tests on a KASAN + lockdep + kmemleak + failslab kernel"
-		if [ -e "$out/kdebug.failed" ]; then	# the kernels step said so
-			cat "$out/kernels.log"; count 0 1 vmdebug FAIL
-			echo "-- $s took $(( $(date +%s) - t0 ))s"
-			continue
+		# the side lane builds the kernel: wait for it (a second build
+		# of the same directory beside it would break both)
+		if [[ " ${lane[*]} " == *" kdebug "* ]]; then
+			while [ ! -e "$out/kdebug.done" ] && kill -0 "$lane_pid" 2>/dev/null; do
+				sleep 5
+			done
+			echo "vmdebug: the lane's kdebug stage ended $(( $(date +%s) - t0 ))s into this stage"
 		fi
-		if ! kd=$(bash scripts/debug-kernel.sh 2> "$out/kdebug.log"); then
-			cat "$out/kdebug.log"; count 0 1 vmdebug FAIL
+		if [[ " ${lane[*]} " == *" kdebug "* ]] &&
+		   [ "$(cat "$out/kdebug.done" 2>/dev/null)" != ok ]; then
+			echo "vmdebug: no debug kernel (the lane's kdebug stage failed or never ran: $out/lane.log)"
+			count 0 1 vmdebug FAIL
+		elif ! kd=$(bash scripts/debug-kernel.sh 2> "$out/vmdebug-kernel.log"); then
+			cat "$out/vmdebug-kernel.log"; count 0 1 vmdebug FAIL
 		else
 			# a copy: the module is built for this kernel, not Debian's
 			d=$out/vmdebug-src
@@ -355,7 +361,7 @@ for s in "${stages[@]}"; do
 				run_tests vmdebug "$out/vmdebug.log" \
 					env DMR_VM_KERNEL="$kd/arch/x86/boot/bzImage" \
 					DMR_VM_APPEND="$VMDEBUG_APPEND" \
-					bash "$d/tests/vm/run-vm.sh" --mem 6144 --timeout 2400 \
+					bash "$d/tests/vm/run-vm.sh" --mem 6144 --cpus "$(guest_cpus)" --timeout 2400 \
 					"$out/vmdebug" -- env $VMDEBUG_ENV \
 					bash tests/vm/guest-integration.sh -k "$VMDEBUG_TESTS"
 			else
@@ -382,7 +388,7 @@ for s in "${stages[@]}"; do
 			done
 			if [ "$(cat "$out/debpkg.done" 2>/dev/null)" = ok ]; then
 				cat "$out/debpkg.log"
-				run_tests deb "$out/deb.log" bash tests/vm/run-vm.sh --overlay /usr \
+				run_tests deb "$out/deb.log" bash tests/vm/run-vm.sh --cpus "$(guest_cpus)" --overlay /usr \
 					--overlay /etc --overlay /var --timeout 900 "$out/vmdeb" -- \
 					bash tests/vm/guest-deb.sh "$out/deb-pkgs"
 			else

@@ -10,8 +10,8 @@
 #
 # Cached in ${DMR_CACHE:-~/.cache/dm-remap}/kdebug; rebuilt when the
 # fragment or the kernel source changes.  A first build takes about 11
-# minutes of both cores (scripts/check.sh runs it at nice 19 beside the vm
-# stage).
+# minutes of both cores; make check's side lane builds it with one job
+# (DMR_KBUILD_JOBS, default nproc) beside the vm stage's one-vCPU guest.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cache=${DMR_CACHE:-$HOME/.cache/dm-remap}
@@ -31,7 +31,7 @@ fi
 rm -f "$kdir/.dmr-stamp"
 mkdir -p "$kdir"
 start=$SECONDS
-echo "debug-kernel: building in $kdir (about 11 minutes of 2 cores)" >&2
+echo "debug-kernel: building in $kdir with ${DMR_KBUILD_JOBS:-$(nproc)} jobs (about 11 minutes of 2 cores)" >&2
 (cd "$src" && virtme-configkernel --defconfig --custom "$frag" O="$kdir") >"$kdir/config.log" 2>&1 ||
 	{ cat "$kdir/config.log" >&2; exit 1; }
 # virtme's own items come last and turn debug info on: off again (build time)
@@ -42,7 +42,7 @@ for c in KASAN PROVE_LOCKING FAILSLAB BLK_DEV_DM MODULES; do
 	grep -qE "^CONFIG_$c=[ym]" "$kdir/.config" ||
 		{ echo "debug-kernel: CONFIG_$c did not stay on" >&2; exit 1; }
 done
-if ! make -s -C "$src" O="$kdir" -j"$(nproc)" bzImage modules >"$kdir/build.log" 2>&1; then
+if ! make -s -C "$src" O="$kdir" -j"${DMR_KBUILD_JOBS:-$(nproc)}" bzImage modules >"$kdir/build.log" 2>&1; then
 	tail -40 "$kdir/build.log" >&2
 	exit 1
 fi

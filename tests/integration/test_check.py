@@ -443,7 +443,7 @@ def test_udev_rule_and_activation_of_one_device(ram, tmp_path):
     want = f"SYSTEMD_WANTS=dm-remap-activate@{major}:{minor}.service"
     # a loop device, attached (and its events settled) before the rule is
     # in place: the guest's udevd keeps the rule's state in its database
-    # (DMR_LOOP_READY), which udevadm test reads
+    # (DMR_LATE_READY), which udevadm test reads
     img = tmp_path / "loop.img"
     with open(img, "wb") as f:
         f.truncate(64 << 20)
@@ -451,6 +451,12 @@ def test_udev_rule_and_activation_of_one_device(ram, tmp_path):
     luuid = dump(str(img))["uuid"]
     loop = run(["losetup", "--find", "--show", str(img)]).stdout.strip()
     lname = os.path.basename(loop)
+    # a zram device the same way: ready once it has a size
+    run(["modprobe", "zram", "num_devices=0"], check=False)
+    zram = run(["zramctl", "--find", "--size", "64M"]).stdout.strip()
+    zname = os.path.basename(zram)
+    remapctl("format", "--segment-size", SEG_SIZE, zram)
+    zuuid = dump(zram)["uuid"]
     run(["udevadm", "settle"], check=False)
     try:
         with open(path, "w") as f:
@@ -466,7 +472,7 @@ def test_udev_rule_and_activation_of_one_device(ram, tmp_path):
         db = run(["udevadm", "info", "--query=property", f"--name={loop}"],
                  check=False).stdout
         out = udev_props("change", lname)
-        if "DMR_LOOP_READY=1" in db:
+        if "DMR_LATE_READY=1" in db:
             # udevd ran the rule on an event of its own after all: it
             # probed the device then, once
             assert f"DMR_UUID={luuid}" in db, db
@@ -477,6 +483,19 @@ def test_udev_rule_and_activation_of_one_device(ram, tmp_path):
         loop = None
         out = udev_props("change", lname)
         assert "dm-remap-activate@" not in out, out[-3000:]
+        # zram: probed when it has a size (the review of 12c54e4: only
+        # loop was), not once it is reset to none
+        db = run(["udevadm", "info", "--query=property", f"--name={zram}"],
+                 check=False).stdout
+        out = udev_props("change", zname)
+        if "DMR_LATE_READY=1" in db:
+            assert f"DMR_UUID={zuuid}" in db, db
+        else:
+            assert f"DMR_UUID={zuuid}" in out and "dm-remap-activate@" in out, out[-3000:]
+        run(["zramctl", "--reset", zram])
+        zram = None
+        out = udev_props("change", zname)
+        assert "DMR_UUID=" not in out and "dm-remap-activate@" not in out, out[-3000:]
         wipe(ram)
         out = udev_props()
         assert "DMR_UUID=" not in out and "dm-remap-activate@" not in out, out[-3000:]
@@ -489,6 +508,8 @@ def test_udev_rule_and_activation_of_one_device(ram, tmp_path):
         os.unlink(path)
         if loop:
             run(["losetup", "-d", loop], check=False)
+        if zram:
+            run(["zramctl", "--reset", zram], check=False)
     # the unit's command: the line on this device, not the other one
     wipe(ram)
     remapctl("format", "--segment-size", SEG_SIZE, ram)
