@@ -448,6 +448,72 @@ static int dmr_load_slot(struct dmr_target *rc, unsigned int slot,
 	return 0;
 }
 
+/**
+ * dmr_replay_step() - the map cache back to its size during replay (dmr_replay's @step)
+ * @ctx: the target, loading
+ * @pos: the heads' positions a load from here would start at
+ * @nr: DMR_NR_HEADS
+ * @seq: the last sequence number applied before them
+ *
+ * Item 10 of issue 40: a unit replayed makes the map pages it changes
+ * dirty for both slots, so they cannot leave before a checkpoint holds
+ * them, and a log since the last checkpoint that touched every page (a
+ * discard of the whole device, written without a cache) would hold the
+ * whole map in memory until the recovery checkpoint.  So pages clean for
+ * the newest slot leave first; if the cache is still over its size, a
+ * checkpoint of the log replayed so far is written (dmr_replay_ckpt_due(),
+ * dmr_replay_may_checkpoint()): the heads at @pos, the log at @seq, the
+ * map as it is (dmr_replay_unit() says why a discard in part is one a
+ * load from there replays to the same map), and the segment table as
+ * replay left it.  It is the checkpoint a crash right after the unit at
+ * @seq, then a clean remove, would have left, and a load from it replays
+ * the rest of the log as this one goes on to.
+ *
+ * Crash safety: it is a checkpoint like any other (rule 5: its header
+ * goes last, with a flush before it, which makes every unit replay read
+ * durable too).  A crash while it is written leaves the slot torn and
+ * the one loaded valid and newest; a crash after it leaves it the newest
+ * (the same load replays less).  Its log sequence is above the loaded
+ * checkpoint's, so the sequence a later load resumes at after a crash
+ * (dmr_ckpt_log_seq_bound()) only grows.  The load itself ends in
+ * recovery (a unit was replayed): its sequence jumps as computed from
+ * the slots it found, and the recovery checkpoint follows.
+ *
+ * Return: 0, or the checkpoint's error (the load then fails).
+ */
+static int dmr_replay_step(void *ctx, const struct dmr_log_pos *pos,
+			   unsigned int nr, u64 seq)
+{
+	struct dmr_target *rc = ctx;
+	unsigned int i;
+	int r;
+
+	if (!dmr_map_evict_clean(rc) ||
+	    !dmr_replay_ckpt_due(rc->pc.nr, rc->pc.cap, rc->replay_ckpt,
+				 dmr_heads_valid(&rc->sb.geo, pos)))
+		return 0;
+	for (i = 0; i < nr; i++) {
+		struct dmr_head *h = &rc->heads[i];
+
+		h->pos = pos[i];
+		h->pos.seq = 0;
+		h->seg_written = h->pos.offset;	/* nothing to write */
+		h->unit_open = false;
+	}
+	rc->seq = seq;
+	WRITE_ONCE(rc->mode, DMR_MODE_WRITE);	/* for this checkpoint only */
+	r = dmr_checkpoint(rc, false);
+	if (r) {
+		rc->replay_ckpt_err = r;	/* (failed mode: dmr_checkpoint()) */
+		return r;
+	}
+	WRITE_ONCE(rc->mode, DMR_MODE_READ_ONLY);
+	atomic64_inc(&rc->stats.map_forced);
+	dmr_map_evict_clean(rc);
+	cond_resched();
+	return 0;
+}
+
 /* The counts dmr_load_slot() kept, no longer needed. */
 static void dmr_load_counts_free(struct dmr_target *rc)
 {
@@ -582,10 +648,25 @@ int dmr_load(struct dmr_target *rc, const char **error)
 		return -ENOMEM;
 	}
 	seq = c[slot].log_seq;
-	if (rc->pc.cap)		/* pages out are read back as units need them */
+	/* what replay's checkpoints record (dmr_replay_step()) */
+	rc->map.age = c[slot].age;
+	rc->temp.threshold = c[slot].temp_threshold;
+	if (rc->pc.cap) {
+		/* pages out are read back as units need them, and leave */
 		rp.need = dmr_map_cache_replay;
+		rp.step = dmr_replay_step;
+		rp.discard_step = dmr_discard_piece(rc->pc.cap, rc->map.page_shift);
+		rc->replay_ckpt = dmr_replay_may_checkpoint(!rc->read_only,
+							    dmr_load_fell_back(st, c, slot),
+							    rc->grow_from,
+							    rc->sb_copies_valid == DMR_SB_COPIES);
+	}
 	r = dmr_replay_heads(&rp, &rc->map, pos, DMR_NR_HEADS, &seq);
 	kvfree(rp.unit);
+	if (rc->replay_ckpt_err) {	/* dmr_replay_step() */
+		*error = "Cannot write a checkpoint during replay";
+		return rc->replay_ckpt_err;
+	}
 	if (r == -ENOMEM) {
 		*error = "Cannot allocate the map's pages";
 		return -ENOMEM;
@@ -594,9 +675,9 @@ int dmr_load(struct dmr_target *rc, const char **error)
 		*error = "Cannot read a map page back from the checkpoint";
 		return -EIO;
 	}
-	if (r && r != -ENOMEM && r != -EIO) {	/* (above) */
+	if (r) {	/* the one error left: dmr_replay_heads()'s own */
 		*error = "Log corrupted (unit does not fit its segment)";
-		return r;
+		return -EINVAL;
 	}
 	for (i = 0; i < DMR_NR_HEADS; i++) {
 		/* whatever head: a unit that cannot be read may hold flushed data */
@@ -621,9 +702,7 @@ int dmr_load(struct dmr_target *rc, const char **error)
 	 * the temperature estimate and the segments' hot flags
 	 * (dmr_load_slot()) go on from the checkpoint.
 	 */
-	rc->map.age = c[slot].age;
 	dmr_age_clock_jump(&rc->map.age, seq, rc->seq + 1);
-	rc->temp.threshold = c[slot].temp_threshold;
 	rc->mode = rc->read_only ? DMR_MODE_READ_ONLY : DMR_MODE_WRITE;
 	if (recovery)
 		DMINFO("%s: recovery%s: checkpoint %llu (slot %d), %llu units, end: %s/%s/%s/%s",

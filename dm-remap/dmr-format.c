@@ -300,6 +300,23 @@ u64 dmr_map_cache_pages(const struct dmr_geometry *geo, u32 cache_mib)
 }
 
 /**
+ * dmr_map_cache_most() - map pages a map_cache may hold at once
+ * @cap: dmr_map_cache_pages() (0: no cache)
+ *
+ * A discard's piece (dmr_discard_piece()) reads back and changes half the
+ * cache's pages, one more when it is not aligned, before any may leave,
+ * in the writer and in replay alike (dmr_replay_unit()), and a request
+ * holds the pages it needs until it is done: the cache, half of it again,
+ * and two.
+ *
+ * Return: pages, 0 without a cache.
+ */
+u64 dmr_map_cache_most(u64 cap)
+{
+	return cap ? cap + cap / 2 + 2 : 0;
+}
+
+/**
  * dmr_array_elems() - elements of one of the arrays sized by the device
  * @geo: device geometry
  * @cache_mib: the table option map_cache, 0 for none
@@ -384,11 +401,11 @@ enum dmr_alloc_path dmr_alloc_path(u64 n, u32 size, u64 max_bytes)
  * bounce buffer.  Small fixed allocations (the target itself, log unit
  * scratch) are left out.
  *
- * With a map cache smaller than the map (dmr_map_cache_init()), only that
- * many pages are counted, and the cache's bookkeeping (a ring entry, a
- * state and a used byte per map block) is added.  The pages a replay
- * reads back may hold the cache over its size until the recovery
- * checkpoint: those are left out (dmr_load()).
+ * With a map cache smaller than the map (dmr_map_cache_init()), only the
+ * pages it may hold at once are counted (dmr_map_cache_most(): a load's
+ * replay too, which checkpoints to stay within it, dmr_replay_step()),
+ * and the cache's bookkeeping (a ring entry, a state and a used byte per
+ * map block) is added.
  *
  * All in 64 bits: above 2^29 logical blocks (about 2 TiB) the map alone is
  * more than INT_MAX bytes.
@@ -397,7 +414,7 @@ enum dmr_alloc_path dmr_alloc_path(u64 n, u32 size, u64 max_bytes)
  */
 u64 dmr_map_memory_bytes(const struct dmr_geometry *geo, u32 cache_mib)
 {
-	u64 pages = dmr_map_cache_pages(geo, cache_mib), bytes;
+	u64 pages = dmr_map_cache_most(dmr_map_cache_pages(geo, cache_mib)), bytes;
 	int a;
 
 	if (!pages)

@@ -55,20 +55,28 @@ void dmr_fail(struct dmr_target *rc, int err, const char *what)
 }
 
 /*
- * Return: bytes of memory the map, segment table and buffers use now:
- * dmr_map_memory_bytes() at the map cache's size, with the map's pages in
- * memory counted instead of those it allows (read without the lock: the
- * worker may be adding one), and without the load's valid counts, freed
- * when the load ends.
+ * Return: bytes of memory the map, segment table and buffers use with
+ * @pages map pages in memory: dmr_map_memory_bytes() at the map cache's
+ * size, with @pages counted instead of the pages it allows, and without
+ * the load's valid counts, freed when the load ends.
  */
-u64 dmr_map_memory(const struct dmr_target *rc)
+static u64 dmr_map_memory_at(const struct dmr_target *rc, u64 pages)
 {
-	u64 most = rc->pc.cap ? rc->pc.cap : rc->map.nr_map_blocks;
+	u64 most = rc->pc.cap ? dmr_map_cache_most(rc->pc.cap) : rc->map.nr_map_blocks;
 	u64 load = dmr_array_elems(&rc->sb.geo, 0, DMR_ARRAY_LOAD_VALID) *
 		   dmr_array_elem_size(DMR_ARRAY_LOAD_VALID);
 
 	return dmr_map_memory_bytes(&rc->sb.geo, rc->pc.cap ? rc->opts.map_cache : 0) - load -
-	       most * DMR_BLOCK_SIZE + READ_ONCE(rc->map.nr_pages) * DMR_BLOCK_SIZE;
+	       most * DMR_BLOCK_SIZE + pages * DMR_BLOCK_SIZE;
+}
+
+/*
+ * Return: dmr_map_memory_at() the map's pages in memory now (read
+ * without the lock: the worker may be adding one).
+ */
+u64 dmr_map_memory(const struct dmr_target *rc)
+{
+	return dmr_map_memory_at(rc, READ_ONCE(rc->map.nr_pages));
 }
 
 /*

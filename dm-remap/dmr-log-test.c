@@ -53,6 +53,7 @@ struct dmr_fake {
 	u64 fail_writes_from;
 	struct dmr_fake_pages pages;
 	struct dmr_fake_hooks *hooks;
+	struct dmr_step_hooks *steps;
 };
 
 /*
@@ -68,7 +69,7 @@ struct dmr_fake_hooks {
 	u64 mapped;
 	bool evict;		/* take each page out once counted */
 	u64 fail_page;		/* @loaded fails on this page (-EILSEQ) */
-	u32 fail_lba;		/* @need fails on a unit writing it (-EIO) */
+	u32 fail_lba;		/* @need fails when asked for it (-EIO) */
 	unsigned int units;	/* @need calls */
 };
 
@@ -87,16 +88,12 @@ static int dmr_fake_loaded(void *ctx, u64 p)
 	return 0;
 }
 
-static int dmr_fake_need(void *ctx, const struct dmr_unit *u)
+static int dmr_fake_need(void *ctx, u64 lba, u64 n)
 {
 	struct dmr_fake_hooks *h = ((struct dmr_fake *)ctx)->hooks;
-	u32 i;
 
 	h->units++;
-	for (i = 0; i < u->nr_blocks; i++)
-		if (u->lba[i] == h->fail_lba)
-			return -EIO;
-	return 0;
+	return h->fail_lba >= lba && h->fail_lba - lba < n ? -EIO : 0;
 }
 
 static int dmr_fake_read(void *ctx, u64 blocknr, u32 nr, void *buf)
@@ -1200,9 +1197,9 @@ static void dmr_test_replay_no_memory(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, m.nr_free, m.nr_segs);	/* the unit not applied */
 
 	/*
-	 * The call before each unit (dmr_replay's @need, the map cache's
-	 * read of pages out): its error ends the replay, the unit it was
-	 * called for not applied.
+	 * The call before a unit's blocks change (dmr_replay's @need, the
+	 * map cache's read of pages out), once per data block: its error
+	 * ends the replay, the unit it was called for not applied.
 	 */
 	{
 		struct dmr_fake_hooks h = { .fail_lba = 700, .fail_page = ~0ULL };
@@ -1215,7 +1212,7 @@ static void dmr_test_replay_no_memory(struct kunit *test)
 		m.track = false;
 		ck = (struct dmr_log_pos){ .next_segment = DMR_NO_SEGMENT };
 		KUNIT_EXPECT_EQ(test, dmr_replay_log(&r, &m, &ck), -EIO);
-		KUNIT_EXPECT_EQ(test, h.units, 2U);
+		KUNIT_EXPECT_EQ(test, h.units, 3U);	/* 1, 2, then 700 */
 		KUNIT_EXPECT_EQ(test, r.units, 1ULL);
 		KUNIT_EXPECT_NE(test, dmr_map_get(&m, 1), DMR_UNMAPPED);
 		KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 700), DMR_UNMAPPED);
@@ -1230,6 +1227,166 @@ static void dmr_test_replay_no_memory(struct kunit *test)
 	dmr_expect_content(test, f, &m, 1, 1);
 	dmr_expect_content(test, f, &m, 700, 1);
 	dmr_expect_segments_match(test, &m);
+}
+
+/* What dmr_replay's @need and @step were called with (dmr_test_replay_steps()). */
+struct dmr_step_rec {
+	struct dmr_log_pos pos;
+	u64 seq;
+	u64 *entries;		/* the map's entry of every logical block */
+	u64 mapped;
+};
+
+struct dmr_step_hooks {
+	struct kunit *test;
+	struct dmr_map *m;
+	struct dmr_step_rec rec[8];
+	unsigned int nr;
+	u64 need_lba[16], need_n[16];
+	unsigned int nr_need;
+	unsigned int fail_at;	/* the step that fails (-EIO), counted from 1; 0: none */
+};
+
+static int dmr_step_need(void *ctx, u64 lba, u64 n)
+{
+	struct dmr_step_hooks *sh = ((struct dmr_fake *)ctx)->steps;
+
+	if (sh->nr_need < ARRAY_SIZE(sh->need_lba)) {
+		sh->need_lba[sh->nr_need] = lba;
+		sh->need_n[sh->nr_need] = n;
+	}
+	sh->nr_need++;
+	return 0;
+}
+
+static int dmr_step_step(void *ctx, const struct dmr_log_pos *pos, unsigned int nr,
+			 u64 seq)
+{
+	struct dmr_fake *f = ctx;
+	struct dmr_step_hooks *sh = f->steps;
+	struct dmr_step_rec *rec;
+	u64 lba;
+
+	KUNIT_EXPECT_EQ(sh->test, nr, 1U);
+	if (++sh->nr == sh->fail_at)
+		return -EIO;
+	if (sh->nr > ARRAY_SIZE(sh->rec))
+		return 0;
+	rec = &sh->rec[sh->nr - 1];
+	rec->pos = pos[0];
+	rec->seq = seq;
+	rec->mapped = sh->m->mapped;
+	rec->entries = kunit_kzalloc(sh->test, f->geo.logical_blocks * sizeof(u64), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(sh->test, rec->entries);
+	for (lba = 0; lba < f->geo.logical_blocks; lba++)
+		rec->entries[lba] = dmr_map_get(sh->m, lba);
+	return 0;
+}
+
+/*
+ * Item 10 of issue 40: replay with the map cache's calls.  A discard
+ * extent is asked for (@need) and unmapped in pieces of @discard_step
+ * blocks, with a step (where the module may write a checkpoint) after
+ * each piece, at the position and sequence before its unit; its data
+ * blocks are asked for after every piece; a step follows every unit, at
+ * the position after it.  The property a checkpoint there relies on: the
+ * map as it was at any step, replayed from that step's position and
+ * sequence, ends in the map the whole replay gives (so a load from a
+ * checkpoint written mid-discard loads the same device).  A step's error
+ * ends the replay with it.
+ */
+static void dmr_test_replay_steps(struct kunit *test)
+{
+	static const unsigned int want_seq[] = { 1, 1, 1, 1, 1, 2, 3 };
+	static const u32 a[] = { 1, 2, 3, 60, 61, 150 }, b[] = { 2, 120 }, c[] = { 130, 3 };
+	struct dmr_fake *f = dmr_fake_new(test);
+	struct dmr_step_hooks *sh = kunit_kzalloc(test, sizeof(*sh), GFP_KERNEL);
+	struct dmr_log_pos pos = { .next_segment = DMR_NO_SEGMENT }, ck, p2;
+	struct dmr_replay r, r2;
+	struct dmr_map m, m2;
+	unsigned int i, wrong;
+	u64 lba, s2;
+
+	KUNIT_ASSERT_NOT_NULL(test, sh);
+	KUNIT_ASSERT_GT(test, f->geo.logical_blocks, 200ULL);
+	dmr_fake_write_unit(f, &pos, a, ARRAY_SIZE(a), 1, 0, 0);
+	dmr_fake_write_unit(f, &pos, b, ARRAY_SIZE(b), 2, 0, 200);	/* [0, 200) first */
+	dmr_fake_write_unit(f, &pos, c, ARRAY_SIZE(c), 3, 0, 0);
+	f->steps = sh;
+	sh->test = test;
+	r = dmr_fake_replay_params(f);
+	r.need = dmr_step_need;
+	r.step = dmr_step_step;
+	r.discard_step = 64;
+	dmr_fake_map_init(test, f, &m);
+	m.track = false;
+	sh->m = &m;
+	ck = (struct dmr_log_pos){ .next_segment = DMR_NO_SEGMENT };
+	KUNIT_ASSERT_EQ(test, dmr_replay_log(&r, &m, &ck), 0);
+	KUNIT_EXPECT_EQ(test, r.units, 3ULL);
+
+	/* unit 1's blocks; unit 2's discard, 64 at a time, then its blocks; unit 3's */
+	KUNIT_ASSERT_EQ(test, sh->nr_need, 6U + 4 + 2 + 2);
+	for (i = 0; i < 4; i++) {
+		KUNIT_EXPECT_EQ(test, sh->need_lba[6 + i], 64ULL * i);
+		KUNIT_EXPECT_EQ(test, sh->need_n[6 + i], i < 3 ? 64ULL : 8ULL);
+	}
+	KUNIT_EXPECT_EQ(test, sh->need_lba[10], 2ULL);
+	KUNIT_EXPECT_EQ(test, sh->need_lba[11], 120ULL);
+
+	KUNIT_ASSERT_EQ(test, sh->nr, (unsigned int)ARRAY_SIZE(want_seq));
+	for (i = 0; i < sh->nr; i++)
+		KUNIT_EXPECT_EQ(test, sh->rec[i].seq, (u64)want_seq[i]);
+	/* the pieces' steps are at unit 2, where the step after unit 1 was */
+	for (i = 1; i < 5; i++) {
+		KUNIT_EXPECT_EQ(test, sh->rec[i].pos.segment, sh->rec[0].pos.segment);
+		KUNIT_EXPECT_EQ(test, sh->rec[i].pos.offset, sh->rec[0].pos.offset);
+	}
+	KUNIT_EXPECT_EQ(test, sh->rec[5].pos.offset, sh->rec[0].pos.offset + 3);
+	/* after two pieces: [0, 128) unmapped, 150 still mapped, nothing of unit 2 set */
+	KUNIT_EXPECT_EQ(test, sh->rec[2].entries[60], (u64)DMR_UNMAPPED);
+	KUNIT_EXPECT_NE(test, sh->rec[2].entries[150], (u64)DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, sh->rec[2].entries[120], (u64)DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, sh->rec[2].mapped, 1ULL);
+
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 1), (u64)DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 150), (u64)DMR_UNMAPPED);
+	dmr_expect_content(test, f, &m, 2, 2);
+	dmr_expect_content(test, f, &m, 120, 2);
+	dmr_expect_content(test, f, &m, 130, 3);
+	dmr_expect_content(test, f, &m, 3, 3);
+	KUNIT_EXPECT_EQ(test, m.mapped, 4ULL);
+
+	/* from every step, the map then and the rest of the log: the same map */
+	for (i = 0; i < sh->nr; i++) {
+		dmr_fake_map_init(test, f, &m2);
+		m2.track = false;
+		for (lba = 0; lba < f->geo.logical_blocks; lba++)
+			if (sh->rec[i].entries[lba] != DMR_UNMAPPED)
+				dmr_t_set(test, &m2, lba, sh->rec[i].entries[lba] - 1);
+		KUNIT_EXPECT_EQ(test, m2.mapped, sh->rec[i].mapped);
+		r2 = dmr_fake_replay_params(f);
+		p2 = sh->rec[i].pos;
+		s2 = sh->rec[i].seq;
+		KUNIT_EXPECT_EQ(test, dmr_replay_heads(&r2, &m2, &p2, 1, &s2), 0);
+		KUNIT_EXPECT_EQ(test, s2, 3ULL);
+		for (wrong = 0, lba = 0; lba < f->geo.logical_blocks; lba++)
+			wrong += dmr_map_get(&m2, lba) != dmr_map_get(&m, lba);
+		KUNIT_EXPECT_EQ_MSG(test, wrong, 0U, "from step %u", i + 1);
+		KUNIT_EXPECT_EQ(test, m2.mapped, m.mapped);
+	}
+
+	/* a step that fails (the third: unit 2's second piece) ends the replay */
+	memset(sh, 0, sizeof(*sh));
+	sh->test = test;
+	sh->fail_at = 3;
+	dmr_fake_map_init(test, f, &m);
+	m.track = false;
+	sh->m = &m;
+	ck = (struct dmr_log_pos){ .next_segment = DMR_NO_SEGMENT };
+	KUNIT_EXPECT_EQ(test, dmr_replay_log(&r, &m, &ck), -EIO);
+	KUNIT_EXPECT_EQ(test, r.units, 1ULL);
+	KUNIT_EXPECT_EQ(test, sh->nr_need, 6U + 2);
 }
 
 static void dmr_test_replay_read_error_and_end(struct kunit *test)
@@ -1926,6 +2083,7 @@ static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_replay_crosses_segments),
 	KUNIT_CASE(dmr_test_replay_from_checkpoint_position),
 	KUNIT_CASE(dmr_test_replay_no_memory),
+	KUNIT_CASE(dmr_test_replay_steps),
 	KUNIT_CASE(dmr_test_replay_read_error_and_end),
 	KUNIT_CASE(dmr_test_heads_valid),
 	KUNIT_CASE(dmr_test_slot_load_pages),

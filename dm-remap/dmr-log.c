@@ -864,6 +864,9 @@ bool dmr_heads_valid(const struct dmr_geometry *geo, const struct dmr_log_pos *p
 	return true;
 }
 
+static int __dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u,
+			    u32 segment, u32 offset, bool discards);
+
 /**
  * dmr_unit_apply() - apply a unit to the map
  * @m: the map
@@ -882,6 +885,13 @@ bool dmr_heads_valid(const struct dmr_geometry *geo, const struct dmr_log_pos *p
  */
 int dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u, u32 segment,
 		   u32 offset)
+{
+	return __dmr_unit_apply(m, u, segment, offset, true);
+}
+
+/* dmr_unit_apply(), its discards left out if !@discards (applied already) */
+static int __dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u,
+			    u32 segment, u32 offset, bool discards)
 {
 	u64 base = dmr_seg_pba(m, segment, offset + 1);
 	struct dmr_seg *s = &m->segs[segment];
@@ -904,7 +914,7 @@ int dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u, u32 segment,
 		dmr_seg_flags(s, DMR_SEG_USED, DMR_SEG_HOT);
 		s->seq = u->seq;
 	}
-	for (i = 0; i < u->nr_discards; i++)
+	for (i = 0; discards && i < u->nr_discards; i++)
 		for (b = 0; b < u->discard[i][1]; b++)
 			dmr_map_unmap(m, u->discard[i][0] + b);
 	for (i = 0; i < u->nr_blocks; i++) {
@@ -957,6 +967,60 @@ static enum dmr_log_status dmr_replay_data(struct dmr_replay *r,
 	if (dmr_data_csum(r->buf, u->nr_blocks) != u->data_csum)
 		return DMR_LOG_BAD_DATA;
 	return DMR_LOG_OK;
+}
+
+/**
+ * dmr_replay_unit() - apply a unit, asking for its pages (@r->need) first
+ * @r: replay parameters
+ * @m: the map
+ * @pos: every head's position, @pos[@h] at the unit
+ * @nr: heads
+ * @seq: the last sequence number applied before the unit
+ * @h: the head whose unit @r->unit[@h] is applied
+ *
+ * Each discard extent goes in pieces of @r->discard_step blocks: a
+ * piece's pages are asked for, it is unmapped, then @r->step is called
+ * with @pos and @seq, the log before this unit.  A checkpoint written
+ * there holds a map with part of the unit's discards applied and no
+ * more: a load from it replays the whole unit again, and a block
+ * unmapped is unmapped again to the same effect (nothing else of the
+ * unit is applied yet, and discards come first in a unit), so that load
+ * ends in the same map as this one.  The data blocks' pages are asked
+ * for after every step, so none of them leaves before its entry is set.
+ *
+ * Return: 0, or @r->need's, @r->step's or dmr_unit_apply()'s error.
+ */
+static int dmr_replay_unit(struct dmr_replay *r, struct dmr_map *m,
+			   const struct dmr_log_pos *pos, unsigned int nr, u64 seq,
+			   unsigned int h)
+{
+	const struct dmr_unit *u = &r->unit[h];
+	u64 piece = r->discard_step ?: ~0ULL, lba, left, n, b;
+	u32 i;
+	int rc;
+
+	if (!r->need)
+		return dmr_unit_apply(m, u, pos[h].segment, pos[h].offset);
+	for (i = 0; i < u->nr_discards; i++) {
+		lba = u->discard[i][0];
+		for (left = u->discard[i][1]; left; left -= n, lba += n) {
+			n = min(left, piece);
+			rc = r->need(r->ctx, lba, n);
+			if (rc)
+				return rc;
+			for (b = 0; b < n; b++)
+				dmr_map_unmap(m, lba + b);
+			rc = r->step ? r->step(r->ctx, pos, nr, seq) : 0;
+			if (rc)
+				return rc;
+		}
+	}
+	for (i = 0; i < u->nr_blocks; i++) {
+		rc = r->need(r->ctx, u->lba[i], 1);
+		if (rc)
+			return rc;
+	}
+	return __dmr_unit_apply(m, u, pos[h].segment, pos[h].offset, false);
 }
 
 /**
@@ -1029,9 +1093,7 @@ int dmr_replay_heads(struct dmr_replay *r, struct dmr_map *m,
 			done[h] = true;
 			break;
 		}
-		rc = r->need ? r->need(r->ctx, u) : 0;
-		if (!rc)
-			rc = dmr_unit_apply(m, u, pos[h].segment, pos[h].offset);
+		rc = dmr_replay_unit(r, m, pos, nr, *seq, h);
 		if (rc)
 			return rc;
 		r->units++;
@@ -1039,6 +1101,9 @@ int dmr_replay_heads(struct dmr_replay *r, struct dmr_map *m,
 		if (u->next_segment != DMR_NO_SEGMENT)
 			pos[h].next_segment = u->next_segment;
 		dmr_log_advance(&pos[h], 1 + u->nr_blocks, geo->segment_blocks);
+		rc = r->step ? r->step(r->ctx, pos, nr, *seq) : 0;
+		if (rc)
+			return rc;
 	}
 	/* a head holding a later unit: the one before it is missing */
 	for (h = 0; h < nr; h++)

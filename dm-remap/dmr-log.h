@@ -222,10 +222,21 @@ void dmr_heads_open(struct dmr_map *m, const struct dmr_log_pos *pos, u64 seq);
  * @geo: geometry
  * @uuid: the superblock's uuid
  * @read: block reader
- * @need: if set, called before each unit is applied: the module reads
- *	back the map pages it touches that are out of memory (table option
- *	map_cache); an error ends the replay with it
- * @ctx: passed to @read and @need
+ * @need: if set, called for the logical blocks [@lba, @lba + @n) before
+ *	their entries change: the module reads back the map pages out of
+ *	memory (table option map_cache); an error ends the replay with it.
+ *	A unit's discard extents are asked for in pieces of @discard_step
+ *	blocks, each unmapped before the next is asked for, and its data
+ *	blocks one by one after them, before any is applied
+ * @step: if set, called after each unit applied and after each piece of
+ *	a discard (with @need), with the positions and the last sequence
+ *	number a replay of the rest would start from: @pos and @seq before
+ *	the unit whose discard is in pieces, after the unit otherwise.  The
+ *	map is then one a load from there gives the same map from (see
+ *	dmr_replay_unit()): the module writes a checkpoint here to let the
+ *	pages replay made dirty leave memory.  An error ends the replay
+ * @discard_step: blocks of a discard extent per @need (0: all of it)
+ * @ctx: passed to @read, @need and @step
  * @buf: scratch space of @geo->segment_blocks blocks
  * @unit: scratch units, one per head replayed
  * @units: units applied (out)
@@ -238,7 +249,10 @@ struct dmr_replay {
 	const struct dmr_geometry *geo;
 	const u8 *uuid;
 	dmr_read_fn read;
-	int (*need)(void *ctx, const struct dmr_unit *u);
+	int (*need)(void *ctx, u64 lba, u64 n);
+	int (*step)(void *ctx, const struct dmr_log_pos *pos, unsigned int nr,
+		    u64 seq);
+	u64 discard_step;
 	void *ctx;
 	void *buf;
 	struct dmr_unit *unit;

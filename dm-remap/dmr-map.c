@@ -180,6 +180,7 @@ void dmr_map_init_wide(struct dmr_map *m, bool wide, u32 **pages, u32 *flat,
 			memset(pages[p], 0, (size_t)dmr_map_page_len(m, p) * esize);
 		m->nr_pages += !!pages[p];
 	}
+	m->nr_pages_peak = m->nr_pages;
 	memset(segs, 0, (size_t)nr_segs * sizeof(*segs));
 	memset(dirty, DMR_DIRTY_ALL, m->nr_map_blocks);
 	m->lists = lists;
@@ -193,6 +194,14 @@ void dmr_map_init(struct dmr_map *m, u32 **pages, u32 *flat, u64 nr_logical,
 {
 	dmr_map_init_wide(m, false, pages, flat, nr_logical, segs, nr_segs, seg_blocks,
 			  dirty, lists);
+}
+
+/* One more page resident: status reads the count and its peak unlocked. */
+static void dmr_map_pages_inc(struct dmr_map *m)
+{
+	WRITE_ONCE(m->nr_pages, m->nr_pages + 1);
+	if (m->nr_pages > m->nr_pages_peak)
+		WRITE_ONCE(m->nr_pages_peak, m->nr_pages);
 }
 
 /**
@@ -229,7 +238,7 @@ int dmr_map_reserve(struct dmr_map *m, u64 lba, u64 n)
 			return -ENOMEM;
 		/* the zeroes before the pointer: pairs with dmr_map_get() */
 		smp_store_release(&m->pages[p], page);
-		WRITE_ONCE(m->nr_pages, m->nr_pages + 1);	/* status reads it */
+		dmr_map_pages_inc(m);
 	}
 	return 0;
 }
@@ -256,7 +265,7 @@ u32 *dmr_map_load_page(struct dmr_map *m, u64 p)
 		return NULL;
 	m->nr_out -= m->pages[p] == DMR_PAGE_OUT;
 	m->pages[p] = page;
-	m->nr_pages++;
+	dmr_map_pages_inc(m);
 	return page;
 }
 
@@ -347,7 +356,7 @@ int dmr_map_page_in(struct dmr_map *m, u64 p, u32 *page)
 	}
 	/* the entries before the pointer: pairs with dmr_map_get() */
 	smp_store_release(&m->pages[p], page);
-	WRITE_ONCE(m->nr_pages, m->nr_pages + 1);
+	dmr_map_pages_inc(m);
 	m->nr_out--;
 	return 0;
 }

@@ -212,6 +212,8 @@ bool dmr_age_clock_valid(const struct dmr_age_clock *c);
  *	page was given at dmr_map_init()
  * @page_ctx: @page_alloc's argument
  * @nr_pages: pages resident (allocated or given, not evicted)
+ * @nr_pages_peak: the most @nr_pages was since dmr_map_init() (or the
+ *	caller reset it to @nr_pages)
  * @nr_out: pages evicted (dmr_map_evict())
  * @nr_logical: logical blocks
  * @segs: one entry per segment
@@ -270,6 +272,7 @@ struct dmr_map {
 	void *(*page_alloc)(void *ctx, u64 page);
 	void *page_ctx;
 	u64 nr_pages;
+	u64 nr_pages_peak;
 	u64 nr_out;
 	u64 nr_logical;
 	struct dmr_seg *segs;

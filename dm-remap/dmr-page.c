@@ -100,29 +100,21 @@ int dmr_map_cache_loaded(void *ctx, u64 p)
 }
 
 /**
- * dmr_map_cache_replay() - the map pages a unit replayed touches (dmr_replay's @need)
+ * dmr_map_cache_replay() - map pages replay is about to change (dmr_replay's @need)
  * @ctx: the target
- * @u: the unit, about to be applied
+ * @lba: first logical block
+ * @n: blocks
  *
- * Pages out are read back (dmr_map_need()), and stay: a unit replayed
- * makes them dirty for both slots, so the cache may be over its size
- * until the recovery checkpoint (dmr_load()) by the pages the log since
- * the last checkpoint touches.
+ * Pages out are read back (dmr_map_need()).  A unit replayed makes them
+ * dirty for both slots: they leave only after the checkpoints replay
+ * writes when the cache is over its size (dmr_replay_step(), dmr-ckpt.c),
+ * or the recovery checkpoint.
  *
  * Return: 0, or dmr_map_need()'s error.
  */
-int dmr_map_cache_replay(void *ctx, const struct dmr_unit *u)
+int dmr_map_cache_replay(void *ctx, u64 lba, u64 n)
 {
-	struct dmr_target *rc = ctx;
-	u32 i;
-	int r = 0;
-
-	for (i = 0; i < u->nr_blocks && !r; i++)
-		r = dmr_map_need(rc, u->lba[i], 1);
-	for (i = 0; i < u->nr_discards && !r; i++)
-		if (u->discard[i][1])
-			r = dmr_map_need(rc, u->discard[i][0], u->discard[i][1]);
-	return r;
+	return n ? dmr_map_need(ctx, lba, n) : 0;
 }
 
 /*
@@ -232,6 +224,41 @@ int dmr_map_need(struct dmr_target *rc, u64 lba, u64 n)
 	return 0;
 }
 
+/**
+ * dmr_map_evict_clean() - cache victims leave, as long as one may
+ * @rc: target (worker, or the load)
+ *
+ * Victims leave until the cache is within its size or every page in it
+ * changed since the newest checkpoint (dmr_map_evict() takes only a page
+ * that slot holds).  Writes nothing.
+ *
+ * Return: true if the cache is still over its size.
+ */
+bool dmr_map_evict_clean(struct dmr_target *rc)
+{
+	struct dmr_page_clock *c = &rc->pc;
+	/* (the slot written last: the next checkpoint goes to @ckpt_slot) */
+	unsigned int newest = rc->ckpt_slot ^ 1;
+	bool absent;
+	u32 victim;
+	u32 *page;
+
+	if (!c->cap)
+		return false;
+	while (c->nr > c->cap &&
+	       (victim = dmr_page_clock_victim(c, rc->map.dirty, newest)) != DMR_NO_PAGE) {
+		spin_lock(&rc->map_lock);
+		page = dmr_map_evict(&rc->map, victim, newest, &absent);
+		spin_unlock(&rc->map_lock);
+		if (!page)	/* in the cache but never allocated */
+			continue;
+		/* the read path may still be looking at it */
+		kvfree_rcu_mightsleep(page);
+		atomic64_inc(&rc->stats.map_evictions);
+	}
+	return c->nr > c->cap;
+}
+
 /*
  * Cache victims leave until it is within its size.  A checkpoint is
  * forced when every page in it changed since the last one (one is
@@ -241,33 +268,11 @@ int dmr_map_need(struct dmr_target *rc, u64 lba, u64 n)
  */
 void dmr_map_trim(struct dmr_target *rc)
 {
-	struct dmr_page_clock *c = &rc->pc;
-	unsigned int forced, newest;
-	bool absent;
-	u32 victim;
-	u32 *page;
-
-	if (!c->cap || c->nr <= c->cap)
+	if (!dmr_map_evict_clean(rc) ||
+	    READ_ONCE(rc->mode) != DMR_MODE_WRITE || READ_ONCE(rc->stopping))
 		return;
-	for (forced = 0; ; forced++) {
-		/* (the slot written last: the next checkpoint goes to @ckpt_slot) */
-		newest = rc->ckpt_slot ^ 1;
-		while (c->nr > c->cap &&
-		       (victim = dmr_page_clock_victim(c, rc->map.dirty, newest)) != DMR_NO_PAGE) {
-			spin_lock(&rc->map_lock);
-			page = dmr_map_evict(&rc->map, victim, newest, &absent);
-			spin_unlock(&rc->map_lock);
-			if (!page)	/* in the cache but never allocated */
-				continue;
-			/* the read path may still be looking at it */
-			kvfree_rcu_mightsleep(page);
-			atomic64_inc(&rc->stats.map_evictions);
-		}
-		if (c->nr <= c->cap || forced ||
-		    READ_ONCE(rc->mode) != DMR_MODE_WRITE || READ_ONCE(rc->stopping))
-			return;
-		if (dmr_checkpoint(rc, false))
-			return;
-		atomic64_inc(&rc->stats.map_forced);
-	}
+	if (dmr_checkpoint(rc, false))
+		return;
+	atomic64_inc(&rc->stats.map_forced);
+	dmr_map_evict_clean(rc);
 }

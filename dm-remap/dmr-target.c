@@ -555,12 +555,13 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 		       (long long)atomic64_read(&rc->stats.device_flushes),
 		       (long long)atomic64_read(&rc->stats.zero_copy_blocks),
 		       (long long)atomic64_read(&rc->stats.zero_copy_recopied));
-		DMEMIT(" %lld %lld %lld %lld %lld",
+		DMEMIT(" %lld %lld %lld %lld %lld %llu",
 		       (long long)atomic64_read(&rc->stats.gc_read_errors),
 		       (long long)atomic64_read(&rc->stats.gc_unverified),
 		       (long long)atomic64_read(&rc->stats.map_misses),
 		       (long long)atomic64_read(&rc->stats.map_evictions),
-		       (long long)atomic64_read(&rc->stats.map_forced));
+		       (long long)atomic64_read(&rc->stats.map_forced),
+		       (unsigned long long)READ_ONCE(rc->map.nr_pages_peak));
 		break;
 	case STATUSTYPE_TABLE:
 		/* the watermarks in use: the messages may have changed them */

@@ -489,7 +489,8 @@ static void dmr_test_default_segment(struct kunit *test)
  * @over_int_max: the map alone is above INT_MAX bytes
  * @cache_mib: a map_cache to try, 0 for none
  * @cache_bytes: dmr_map_memory_bytes() with it: 4096 per page the cache
- *	holds (256 per MiB) instead of per map block, and 6 more per map
+ *	may hold at once (256 per MiB, half of it again and two:
+ *	dmr_map_cache_most()) instead of per map block, and 6 more per map
  *	block (the CLOCK's ring entry, state and used byte); a cache as
  *	large as the map is none (dmr_map_cache_init())
  */
@@ -516,13 +517,13 @@ static const struct dmr_mem_case dmr_mem_cases[] = {
 	/* 4109 * 1883720 + 58605176 + 8212 + 67108864 + 262144 */
 	{ "8 TiB, 8 MiB segments", 1ULL << 31, 2048, 10,
 	  1046521, 1928929075ULL, 7866189876ULL, true,
-	  /* 4096 * 16384 + 19 * 1883720 + 58605176 + 8212 + 67108864 + 262144 */
-	  64, 228883940ULL },
+	  /* 4096 * 24578 + 19 * 1883720 + 58605176 + 8212 + 67108864 + 262144 */
+	  64, 262446564ULL },
 	/* 4109 * 3774872 + 939524040 + 1044 + 8388608 + 262144 */
 	{ "largest, ~16 TiB", 4303512319ULL, 256, 10,
 	  16777215, 3865468032ULL, 16459124884ULL, true,
-	  /* 4096 * 262144 + 19 * 3774872 + 939524040 + 1044 + 8388608 + 262144 */
-	  1024, 2093640228ULL },
+	  /* 4096 * 393218 + 19 * 3774872 + 939524040 + 1044 + 8388608 + 262144 */
+	  1024, 2630519332ULL },
 };
 
 static void dmr_mem_desc(const struct dmr_mem_case *c, char *desc)

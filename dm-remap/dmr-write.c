@@ -689,18 +689,6 @@ out:
 	bio_endio(bio);
 }
 
-/*
- * Blocks of a discard taken in one part: all of it (up to 2^30) with the
- * whole map in memory; with map_cache, half the cache's pages' worth,
- * since every page of a part is read back and changed before any leaves.
- */
-static u32 dmr_discard_chunk(const struct dmr_target *rc)
-{
-	if (!rc->pc.cap)
-		return 1U << 30;
-	return min_t(u64, (u64)max(rc->pc.cap / 2, 1U) << rc->map.page_shift, 1U << 30);
-}
-
 void dmr_do_discard(struct dmr_target *rc, struct bio *bio)
 {
 	struct dmr_head *h = &rc->heads[DMR_HEAD_COLD];
@@ -713,7 +701,8 @@ void dmr_do_discard(struct dmr_target *rc, struct bio *bio)
 	if (r)
 		goto out;
 	while (nr) {
-		u32 count = min_t(u64, nr, dmr_discard_chunk(rc)), n;
+		u32 piece = dmr_discard_piece(rc->pc.cap, rc->map.page_shift);
+		u32 count = min_t(u64, nr, piece), n;
 		struct dmr_unit *u;
 
 		/* its map pages, read back if they were out */

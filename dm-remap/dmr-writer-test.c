@@ -252,6 +252,48 @@ static void dmr_test_unmap_step(struct kunit *test)
 }
 
 /*
+ * Item 10 of issue 40: a discard's piece is half the map cache (a page
+ * at least, 2^30 blocks at most, all of it without a cache), and the
+ * cache holds at most itself, half again and two (the memory check's
+ * count); replay writes a checkpoint only over the cache's size, where
+ * it may write one (a writable table, the newest slot loaded, no grow,
+ * both superblock copies current) at positions a load accepts.
+ */
+static void dmr_test_replay_checkpoint_policy(struct kunit *test)
+{
+	const unsigned int narrow = 10, wide = 9;	/* dmr_map_shift() */
+	unsigned int bits;
+
+	KUNIT_EXPECT_EQ(test, dmr_discard_piece(0, narrow), 1U << 30);
+	KUNIT_EXPECT_EQ(test, dmr_discard_piece(1, narrow), 1U << narrow);
+	KUNIT_EXPECT_EQ(test, dmr_discard_piece(2, narrow), 1U << narrow);
+	KUNIT_EXPECT_EQ(test, dmr_discard_piece(256, narrow), 128U << narrow);
+	KUNIT_EXPECT_EQ(test, dmr_discard_piece(256, wide), 128U << wide);
+	KUNIT_EXPECT_EQ(test, dmr_discard_piece(1U << 21, narrow), 1U << 30);
+	KUNIT_EXPECT_EQ(test, dmr_discard_piece(~0U, narrow), 1U << 30);
+	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(0), 0ULL);
+	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(1), 3ULL);
+	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(256), 256ULL + 128 + 2);
+	/* a piece's pages, one more unaligned, within what the check counts */
+	KUNIT_EXPECT_LE(test, 256ULL + (dmr_discard_piece(256, narrow) >> narrow) + 1,
+			dmr_map_cache_most(256));
+
+	for (bits = 0; bits < 16; bits++) {
+		bool writable = bits & 1, fell_back = bits & 2, growing = bits & 4;
+		bool sb_ok = bits & 8;
+
+		KUNIT_EXPECT_EQ(test, dmr_replay_may_checkpoint(writable, fell_back, growing,
+								sb_ok),
+				bits == (1 | 8));
+	}
+	KUNIT_EXPECT_TRUE(test, dmr_replay_ckpt_due(257, 256, true, true));
+	KUNIT_EXPECT_FALSE(test, dmr_replay_ckpt_due(256, 256, true, true));
+	KUNIT_EXPECT_FALSE(test, dmr_replay_ckpt_due(257, 256, false, true));
+	KUNIT_EXPECT_FALSE(test, dmr_replay_ckpt_due(257, 256, true, false));
+	KUNIT_EXPECT_FALSE(test, dmr_replay_ckpt_due(5, 0, true, true));
+}
+
+/*
  * What a flush writes: a head with closed units not yet written, or an
  * open unit holding blocks or discards; the last such head carries the
  * flush (PREFLUSH | FUA), and with none a plain flush is made.
@@ -1103,6 +1145,7 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_message_checkpoint_verdict),
 	KUNIT_CASE(dmr_test_instance_relation),
 	KUNIT_CASE(dmr_test_unmap_step),
+	KUNIT_CASE(dmr_test_replay_checkpoint_policy),
 	KUNIT_CASE(dmr_test_flush_carrier),
 	KUNIT_CASE(dmr_test_discard_at_segment_end),
 	KUNIT_CASE(dmr_test_write_pieces),

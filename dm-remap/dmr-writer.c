@@ -664,3 +664,68 @@ u32 dmr_unmap_step(u64 left)
 {
 	return min_t(u64, left, DMR_UNMAP_STEP);
 }
+
+/**
+ * dmr_discard_piece() - blocks of a discard changed before the map cache is trimmed
+ * @cap: the cache's size in map pages (0: no cache)
+ * @page_shift: log2 of the logical blocks a map page maps
+ *
+ * Every page of a piece is read back and changed before any may leave,
+ * so a piece needs half the cache's pages (one more when it is not
+ * aligned): the cache then holds at most one and a half times its size.
+ * Without a cache, a discard of up to 2^30 blocks goes whole.  The
+ * writer cuts discards this way (dmr_do_discard()), and replay a unit's
+ * discard extents (struct dmr_replay's @discard_step).
+ *
+ * Return: blocks, at least one page's, at most 2^30.
+ */
+u32 dmr_discard_piece(u32 cap, unsigned int page_shift)
+{
+	if (!cap)
+		return 1U << 30;
+	return min_t(u64, (u64)max(cap / 2, 1U) << page_shift, 1U << 30);
+}
+
+/**
+ * dmr_replay_may_checkpoint() - may a load write checkpoints while it replays?
+ * @writable: the table is not read-only (rule 8: a read-only load writes
+ *	nothing)
+ * @fell_back: dmr_load_fell_back(): the newer slot is damaged.  A
+ *	checkpoint goes to the slot not loaded, that one, and with it the
+ *	log sequence it may have promised (dmr_ckpt_log_seq_bound()), which
+ *	a later load would need if this one does not finish
+ * @growing: the load grows the device, whose new superblock goes down
+ *	before anything is written under it (dmr_load())
+ * @sb_copies_ok: both superblock copies are current; one that is not is
+ *	rewritten before anything else is written (dmr_load())
+ *
+ * Replay's checkpoints (dmr_replay_step()) let the map pages it made
+ * dirty leave memory, so a load with table option map_cache holds the
+ * cache's size and no more, whatever the log since the last checkpoint
+ * touched.  A load where they may not be written keeps those pages until
+ * its recovery checkpoint, as a read-only load keeps them until it is
+ * removed.
+ *
+ * Return: true if they may be written.
+ */
+bool dmr_replay_may_checkpoint(bool writable, bool fell_back, bool growing,
+			       bool sb_copies_ok)
+{
+	return writable && !fell_back && !growing && sb_copies_ok;
+}
+
+/**
+ * dmr_replay_ckpt_due() - must replay write a checkpoint now?
+ * @cached: map pages in the cache (after the clean ones left)
+ * @cap: the cache's size (0: no cache)
+ * @may: dmr_replay_may_checkpoint()
+ * @heads_valid: dmr_heads_valid() of the positions a load would start
+ *	from: one that would refuse them is never written
+ *
+ * Return: true if the cache is still over its size and a checkpoint may
+ * be written.
+ */
+bool dmr_replay_ckpt_due(u64 cached, u32 cap, bool may, bool heads_valid)
+{
+	return cap && cached > cap && may && heads_valid;
+}

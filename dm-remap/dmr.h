@@ -279,6 +279,8 @@ struct dmr_target {
 	struct dmr_page_clock pc;
 	u32 *load_valid;	/* dmr_load() only: counts per segment */
 	u64 load_mapped;	/* and of mapped blocks (dmr_map_cache_loaded()) */
+	bool replay_ckpt;	/* dmr_load(): replay may checkpoint (dmr_replay_step()) */
+	int replay_ckpt_err;	/* the error of the one that failed, if one did */
 	atomic_t *readers;
 	wait_queue_head_t readers_wq;
 
@@ -410,9 +412,10 @@ void dmr_worker_start(struct dmr_target *rc);
 int __must_check dmr_map_cache_init(struct dmr_target *rc);
 void dmr_map_cache_exit(struct dmr_target *rc);
 int dmr_map_cache_loaded(void *ctx, u64 p);
-int dmr_map_cache_replay(void *ctx, const struct dmr_unit *u);
+int dmr_map_cache_replay(void *ctx, u64 lba, u64 n);
 void dmr_map_cache_start(struct dmr_target *rc);
 int __must_check dmr_map_need(struct dmr_target *rc, u64 lba, u64 n);
+bool dmr_map_evict_clean(struct dmr_target *rc);
 void dmr_map_trim(struct dmr_target *rc);
 
 /* Functions defined in dmr-gc.c */

@@ -72,7 +72,7 @@ def test_synopsis_is_the_tools():
 
 STATUS = ("0 1863472 remap write 4 232934 2048 1021 15 524288 1250000 1204 1190 212 0 "
           "9646080 2 3 0 background 12 24 4 3 4862 700000 4872 37 2.385 1.923 1187 0 0 0 0 "
-          "0 0 0")
+          "0 0 0 228")
 
 
 def normal(line):
