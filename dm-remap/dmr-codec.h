@@ -168,7 +168,7 @@ enum dmr_alloc_path {
 };
 
 u64 dmr_map_cache_pages(const struct dmr_geometry *geo, u32 cache_mib);
-u64 dmr_map_cache_most(u64 cap);
+u64 dmr_map_cache_most(u64 cap, u32 seg_blocks);
 u64 dmr_array_elems(const struct dmr_geometry *geo, u32 cache_mib, enum dmr_array a);
 u32 dmr_array_elem_size(enum dmr_array a);
 enum dmr_alloc_path dmr_alloc_path(u64 n, u32 size, u64 max_bytes);

@@ -302,18 +302,22 @@ u64 dmr_map_cache_pages(const struct dmr_geometry *geo, u32 cache_mib)
 /**
  * dmr_map_cache_most() - map pages a map_cache may hold at once
  * @cap: dmr_map_cache_pages() (0: no cache)
+ * @seg_blocks: blocks per segment
  *
- * A discard's piece (dmr_discard_piece()) reads back and changes half the
- * cache's pages, one more when it is not aligned, before any may leave,
- * in the writer and in replay alike (dmr_replay_unit()), and a request
- * holds the pages it needs until it is done: the cache, half of it again,
- * and two.
+ * Nothing leaves the cache while the worker serves one request or one GC
+ * collection (dmr_map_need()).  A discard's piece (dmr_discard_piece())
+ * reads back and changes half the cache's pages, one more when it is not
+ * aligned, in the writer and in replay alike (dmr_replay_unit()), and the
+ * request may need one more; GC's collection of a victim tests every
+ * block of it (dmr_gc_collect()), which may be a page each: the cache,
+ * and the larger of half of it and two, or a segment's blocks.  A load
+ * holds at most the first (dmr_replay_step(); GC does not run).
  *
  * Return: pages, 0 without a cache.
  */
-u64 dmr_map_cache_most(u64 cap)
+u64 dmr_map_cache_most(u64 cap, u32 seg_blocks)
 {
-	return cap ? cap + cap / 2 + 2 : 0;
+	return cap ? cap + max_t(u64, cap / 2 + 2, seg_blocks) : 0;
 }
 
 /**
@@ -402,8 +406,9 @@ enum dmr_alloc_path dmr_alloc_path(u64 n, u32 size, u64 max_bytes)
  * scratch) are left out.
  *
  * With a map cache smaller than the map (dmr_map_cache_init()), only the
- * pages it may hold at once are counted (dmr_map_cache_most(): a load's
- * replay too, which checkpoints to stay within it, dmr_replay_step()),
+ * pages it may hold at once are counted (dmr_map_cache_most(): a request,
+ * a GC collection, and a load's replay, which checkpoints to stay within
+ * it, dmr_replay_step()),
  * and the cache's bookkeeping (a ring entry, a state and a used byte per
  * map block) is added.
  *
@@ -414,7 +419,8 @@ enum dmr_alloc_path dmr_alloc_path(u64 n, u32 size, u64 max_bytes)
  */
 u64 dmr_map_memory_bytes(const struct dmr_geometry *geo, u32 cache_mib)
 {
-	u64 pages = dmr_map_cache_most(dmr_map_cache_pages(geo, cache_mib)), bytes;
+	u64 pages = dmr_map_cache_most(dmr_map_cache_pages(geo, cache_mib), geo->segment_blocks);
+	u64 bytes;
 	int a;
 
 	if (!pages)

@@ -62,7 +62,8 @@ void dmr_fail(struct dmr_target *rc, int err, const char *what)
  */
 static u64 dmr_map_memory_at(const struct dmr_target *rc, u64 pages)
 {
-	u64 most = rc->pc.cap ? dmr_map_cache_most(rc->pc.cap) : rc->map.nr_map_blocks;
+	u64 most = rc->pc.cap ? dmr_map_cache_most(rc->pc.cap, rc->sb.geo.segment_blocks) :
+		   rc->map.nr_map_blocks;
 	u64 load = dmr_array_elems(&rc->sb.geo, 0, DMR_ARRAY_LOAD_VALID) *
 		   dmr_array_elem_size(DMR_ARRAY_LOAD_VALID);
 
@@ -146,6 +147,7 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	bool ok;
 
 	spin_lock_init(&rc->map_lock);
+	dmr_page_batch_init(rc);
 	spin_lock_init(&rc->bio_lock);
 	init_waitqueue_head(&rc->readers_wq);
 	bio_list_init(&rc->bios);
@@ -284,6 +286,7 @@ void dmr_io_exit(struct dmr_target *rc)
 	vfree(rc->gc_buf);
 	for (i = 0; i < DMR_FLIGHT_SLOTS; i++)
 		vfree(rc->flight[i].buf);
+	dmr_page_batch_exit(rc);
 	dmr_map_cache_exit(rc);
 	kvfree(rc->map_crc);
 	kvfree(rc->readers);

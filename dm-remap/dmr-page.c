@@ -14,8 +14,10 @@
  * used bytes, which the read path sets without a lock on a hit
  * (dmr_page_clock_ref()).  A page changes state under @map_lock; the
  * read path looks entries up without it, inside an RCU read-side section
- * (dmr_map_read()), so an evicted page is freed after a grace period
- * (kvfree_rcu_mightsleep()).
+ * (dmr_map_read()), so an evicted page is freed after a grace period, in
+ * batches of fixed arrays (dmr_page_free_rcu()): nothing the worker does
+ * to let a page go allocates memory or waits for a grace period of its
+ * own (issue 40, item 11; kvfree_rcu_mightsleep() may do both).
  *
  * Crash safety: nothing here writes the device but the checkpoints the
  * cache forces (dmr_checkpoint(), rule 5).  A page leaves only when the
@@ -224,6 +226,82 @@ int dmr_map_need(struct dmr_target *rc, u64 lba, u64 n)
 	return 0;
 }
 
+/* RCU callback: a batch's grace period is over, no reader holds its pages. */
+static void dmr_page_batch_free(struct rcu_head *head)
+{
+	struct dmr_page_batch *b = container_of(head, struct dmr_page_batch, rcu);
+	struct dmr_target *rc = b->rc;
+	unsigned int i;
+
+	for (i = 0; i < b->nr; i++)
+		kfree(b->pages[i]);
+	b->nr = 0;
+	smp_store_release(&b->busy, false);	/* the frees, then the flag */
+	wake_up(&rc->evict_wq);
+}
+
+void dmr_page_batch_init(struct dmr_target *rc)
+{
+	unsigned int i;
+
+	init_waitqueue_head(&rc->evict_wq);
+	for (i = 0; i < ARRAY_SIZE(rc->evict); i++)
+		rc->evict[i].rc = rc;
+}
+
+/*
+ * Hand the current batch to RCU and go on in the other one, once that
+ * one's grace period is over (@wait), or if it already is.
+ * Return: true if handed over.
+ */
+static bool dmr_page_batch_submit(struct dmr_target *rc, bool wait)
+{
+	struct dmr_page_batch *b = &rc->evict[rc->evict_cur];
+	struct dmr_page_batch *next = &rc->evict[rc->evict_cur ^ 1];
+
+	if (!b->nr)
+		return true;
+	/* acquire: pairs with dmr_page_batch_free()'s release of @busy */
+	if (smp_load_acquire(&next->busy)) {
+		if (!wait)
+			return false;
+		/* (the same pairing) */
+		wait_event(rc->evict_wq, !smp_load_acquire(&next->busy));
+	}
+	WRITE_ONCE(b->busy, true);
+	call_rcu(&b->rcu, dmr_page_batch_free);
+	rc->evict_cur ^= 1;
+	return true;
+}
+
+/*
+ * An evicted page, freed once no lockless reader (dmr_map_read()) can
+ * hold it.  A full batch waits for the other one's grace period, which
+ * began DMR_EVICT_BATCH evictions ago.
+ */
+static void dmr_page_free_rcu(struct dmr_target *rc, u32 *page)
+{
+	struct dmr_page_batch *b = &rc->evict[rc->evict_cur];
+
+	if (b->nr == DMR_EVICT_BATCH) {
+		dmr_page_batch_submit(rc, true);
+		b = &rc->evict[rc->evict_cur];
+	}
+	b->pages[b->nr++] = page;
+}
+
+/*
+ * Destructor (dmr_io_exit()), after the worker stopped: every page
+ * evicted is freed, and no callback of this target is left to run.
+ */
+void dmr_page_batch_exit(struct dmr_target *rc)
+{
+	if (!rc->evict[0].rc)
+		return;		/* dmr_page_batch_init() never ran */
+	dmr_page_batch_submit(rc, true);
+	rcu_barrier();
+}
+
 /**
  * dmr_map_evict_clean() - cache victims leave, as long as one may
  * @rc: target (worker, or the load)
@@ -253,9 +331,11 @@ bool dmr_map_evict_clean(struct dmr_target *rc)
 		if (!page)	/* in the cache but never allocated */
 			continue;
 		/* the read path may still be looking at it */
-		kvfree_rcu_mightsleep(page);
+		dmr_page_free_rcu(rc, page);
 		atomic64_inc(&rc->stats.map_evictions);
 	}
+	/* a partial batch goes if it need not wait; at the next call if not */
+	dmr_page_batch_submit(rc, false);
 	return c->nr > c->cap;
 }
 

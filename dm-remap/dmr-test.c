@@ -489,8 +489,9 @@ static void dmr_test_default_segment(struct kunit *test)
  * @over_int_max: the map alone is above INT_MAX bytes
  * @cache_mib: a map_cache to try, 0 for none
  * @cache_bytes: dmr_map_memory_bytes() with it: 4096 per page the cache
- *	may hold at once (256 per MiB, half of it again and two:
- *	dmr_map_cache_most()) instead of per map block, and 6 more per map
+ *	may hold at once (256 per MiB, and the larger of half of that and
+ *	two, or a segment's blocks: dmr_map_cache_most()) instead of per map
+ *	block, and 6 more per map
  *	block (the CLOCK's ring entry, state and used byte); a cache as
  *	large as the map is none (dmr_map_cache_init())
  */

@@ -254,10 +254,11 @@ static void dmr_test_unmap_step(struct kunit *test)
 /*
  * Item 10 of issue 40: a discard's piece is half the map cache (a page
  * at least, 2^30 blocks at most, all of it without a cache), and the
- * cache holds at most itself, half again and two (the memory check's
- * count); replay writes a checkpoint only over the cache's size, where
- * it may write one (a writable table, the newest slot loaded, no grow,
- * both superblock copies current) at positions a load accepts.
+ * cache holds at most itself and the larger of half of it and two, or a
+ * segment's blocks (GC's collection; the memory check's count); replay
+ * writes a checkpoint only over the cache's size, where it may write one
+ * (a writable table, the newest slot loaded, no grow, both superblock
+ * copies current) at positions a load accepts.
  */
 static void dmr_test_replay_checkpoint_policy(struct kunit *test)
 {
@@ -271,12 +272,15 @@ static void dmr_test_replay_checkpoint_policy(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, dmr_discard_piece(256, wide), 128U << wide);
 	KUNIT_EXPECT_EQ(test, dmr_discard_piece(1U << 21, narrow), 1U << 30);
 	KUNIT_EXPECT_EQ(test, dmr_discard_piece(~0U, narrow), 1U << 30);
-	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(0), 0ULL);
-	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(1), 3ULL);
-	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(256), 256ULL + 128 + 2);
+	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(0, 256), 0ULL);
+	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(1, 2), 3ULL);
+	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(256, 64), 256ULL + 128 + 2);
+	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(256, 256), 256ULL + 256);
+	/* 8 MiB segments: a victim's blocks, each in a page of its own */
+	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(256, 2048), 256ULL + 2048);
 	/* a piece's pages, one more unaligned, within what the check counts */
 	KUNIT_EXPECT_LE(test, 256ULL + (dmr_discard_piece(256, narrow) >> narrow) + 1,
-			dmr_map_cache_most(256));
+			dmr_map_cache_most(256, 64));
 
 	for (bits = 0; bits < 16; bits++) {
 		bool writable = bits & 1, fell_back = bits & 2, growing = bits & 4;

@@ -18,6 +18,19 @@
  * checkpoint headers, replay), dmr-writer.c (writer and loader decisions),
  * dmr-format.c, dmr-table.c.
  *
+ * The layers (issue 40's structure; not yet met everywhere).  From the
+ * top: the worker (dmr-worker.c); GC and checkpoints (dmr-gc.c,
+ * dmr-ckpt.c); the log writer (dmr-write.c); the map pages (dmr-page.c);
+ * set-up and I/O (dmr-io.c, dmr-metadata.c); each to call only the ones
+ * below it and the pure code, and a mechanism that needs work from above
+ * to return that need to the worker, whose decision (dmr_worker_next())
+ * schedules it.  Calls that still go up: the map cache forces a
+ * checkpoint (dmr_map_trim()), GC checkpoints to retry and free
+ * (dmr_gc_run()), a checkpoint frees segments and retries GC
+ * (dmr_checkpoint(): dmr_gc_free_ready(), dmr_gc_retry()); the loader's
+ * replay checkpoints (dmr_replay_step()) call down only: eviction below
+ * it, then a checkpoint in its own layer.
+ *
  * Concurrency model.  All writes, discards, flushes, checkpoints, garbage
  * collection and reads that must be served from memory are handled by one
  * worker, a single work item that never runs concurrently with itself
@@ -262,6 +275,21 @@ enum dmr_gc_mode {
  *	dmr_gc_owed_after_request())
  * @stats: counters
  */
+/*
+ * Map pages evicted, waiting for an RCU grace period to be freed
+ * (dmr_page_free_rcu()): a fixed array, so that letting a page go never
+ * allocates memory in the worker.
+ */
+#define DMR_EVICT_BATCH	64
+
+struct dmr_page_batch {
+	struct rcu_head rcu;
+	struct dmr_target *rc;
+	unsigned int nr;
+	bool busy;		/* handed to call_rcu(), not yet freed */
+	u32 *pages[DMR_EVICT_BATCH];
+};
+
 struct dmr_target {
 	struct dm_target *ti;
 	struct dm_dev *dev;
@@ -277,6 +305,15 @@ struct dmr_target {
 	spinlock_t map_lock;	/* map, segment states, flight_segment, gc */
 	struct dmr_map map;
 	struct dmr_page_clock pc;
+	/*
+	 * Evicted map pages, freed after an RCU grace period in batches
+	 * (dmr_page_free_rcu()): the worker's (the load's before it runs);
+	 * a batch's @busy is shared with its RCU callback, which clears it
+	 * and wakes @evict_wq.
+	 */
+	struct dmr_page_batch evict[2];
+	unsigned int evict_cur;
+	wait_queue_head_t evict_wq;
 	u32 *load_valid;	/* dmr_load() only: counts per segment */
 	u64 load_mapped;	/* and of mapped blocks (dmr_map_cache_loaded()) */
 	bool replay_ckpt;	/* dmr_load(): replay may checkpoint (dmr_replay_step()) */
@@ -409,6 +446,8 @@ void dmr_worker_stop(struct dmr_target *rc);
 void dmr_worker_start(struct dmr_target *rc);
 
 /* Functions defined in dmr-page.c */
+void dmr_page_batch_init(struct dmr_target *rc);
+void dmr_page_batch_exit(struct dmr_target *rc);
 int __must_check dmr_map_cache_init(struct dmr_target *rc);
 void dmr_map_cache_exit(struct dmr_target *rc);
 int dmr_map_cache_loaded(void *ctx, u64 p);

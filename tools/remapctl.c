@@ -1930,7 +1930,8 @@ static int cmd_activate(int argc, char **argv, bool activate)
 		die("cannot find my own program: %s", strerror(errno));
 	self[n] = '\0';
 	while (fgets(line, sizeof(line), f)) {
-		char *args[REMAPTAB_ARGS + 8], *w[4], *save = NULL, *hash, *opt, *refused = NULL;
+		char *args[REMAPTAB_ARGS + 8], *w[4], *save = NULL, *hash, *opt;
+		char refused[160] = "";
 		unsigned int nw = 0, na = 0;
 
 		lineno++;
@@ -1991,16 +1992,32 @@ static int cmd_activate(int argc, char **argv, bool activate)
 		args[na++] = "create";
 		/* the options as written, for the line below: strtok_r() splits w[2] */
 		snprintf(optline, sizeof(optline), "%s", nw == 3 ? w[2] : "");
-		for (opt = nw == 3 ? strtok_r(w[2], ",", &save) : NULL; opt && na < REMAPTAB_ARGS;
+		for (opt = nw == 3 ? strtok_r(w[2], ",", &save) : NULL; opt;
 		     opt = strtok_r(NULL, ",", &save)) {
 			static char flags[REMAPTAB_ARGS][64];
 			char *eq = strchr(opt, '=');
 
 			if (eq)
 				*eq = '\0';
-			/* --help, or a prefix of it: create would print its usage, exit 0 */
-			if (*opt && !strncmp(opt, "help", strlen(opt))) {
-				refused = opt;
+			/*
+			 * Refused, with the line: more options than create has
+			 * (none dropped silently), one without a name (create
+			 * would take "--" for the end of its options), --help or
+			 * a prefix of it (create would print its usage, exit 0).
+			 */
+			if (na + 2 > REMAPTAB_ARGS) {
+				snprintf(refused, sizeof(refused), "too many options (more "
+					 "words than create has options and values)");
+				break;
+			}
+			if (!*opt) {
+				snprintf(refused, sizeof(refused), "an option without a name ('=%s')",
+					 eq ? eq + 1 : "");
+				break;
+			}
+			if (!strncmp(opt, "help", strlen(opt))) {
+				snprintf(refused, sizeof(refused), "'%.64s' is not an option of create",
+					 opt);
 				break;
 			}
 			snprintf(flags[na], sizeof(flags[na]), "--%s", opt);
@@ -2009,9 +2026,9 @@ static int cmd_activate(int argc, char **argv, bool activate)
 			if (eq)
 				args[na++] = eq + 1;
 		}
-		if (refused) {
-			fprintf(stderr, "%s: %s:%u: %s: '%s' is not an option of create\n",
-				dmr_prog, tab, lineno, w[0], refused);
+		if (*refused) {
+			fprintf(stderr, "%s: %s:%u: %s: %s\n", dmr_prog, tab, lineno, w[0],
+				refused);
 			bad++;
 			continue;
 		}

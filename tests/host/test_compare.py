@@ -64,10 +64,10 @@ def test_help():
     assert "--max-bytes" not in p.stdout
 
 
-def load_compare():
-    """tools/compare as a module (it has no .py suffix), leaving no
-    bytecode next to it."""
-    loader = importlib.machinery.SourceFileLoader("compare_tool", COMPARE)
+def load_compare(path=COMPARE):
+    """tools/compare (or a copy at path) as a module (it has no .py
+    suffix), leaving no bytecode next to it."""
+    loader = importlib.machinery.SourceFileLoader("compare_tool", str(path))
     spec = importlib.util.spec_from_loader("compare_tool", loader)
     mod = importlib.util.module_from_spec(spec)
     keep, sys.dont_write_bytecode = sys.dont_write_bytecode, True
@@ -361,3 +361,32 @@ def test_wait_quiet(monkeypatch):
 def argparse_ns():
     import types
     return types.SimpleNamespace(name="x", format_opt=[], create_opt=[])
+
+
+def test_source_commit_names_the_checkout_and_whether_it_is_dirty(tmp_path):
+    """results.json's "commit" (and the chart's title): the short commit
+    of the git checkout compare runs from, "-dirty" once a tracked file
+    differs from it (an untracked one does not count), "" outside a
+    checkout."""
+    def git(*args):
+        return subprocess.run(["git", "-C", str(repo), *args], check=True,
+                              capture_output=True, text=True).stdout.strip()
+    repo = tmp_path / "tree"
+    (repo / "tools").mkdir(parents=True)
+    tool = repo / "tools" / "compare"
+    tool.write_text(Path(COMPARE).read_text())
+    (repo / "README").write_text("one\n")
+    git("init", "-q")
+    git("add", "tools/compare", "README")
+    git("-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "one")
+    head = git("rev-parse", "--short", "HEAD")
+    c = load_compare(tool)
+    assert c.source_commit() == head
+    (repo / "untracked").write_text("x\n")
+    assert c.source_commit() == head
+    (repo / "README").write_text("two\n")
+    assert c.source_commit() == head + "-dirty"
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    (outside / "compare").write_text(Path(COMPARE).read_text())
+    assert load_compare(outside / "compare").source_commit() == ""

@@ -350,23 +350,44 @@ def test_bad_options_are_named(tmp_path, args, message):
     assert p.stdout == "" and not log.exists()
 
 
+def activate_one_line_refused(img, tmp_path, opts, message):
+    """activate over a remaptab of one line, "fast IMG OPTS": refused with
+    message, and nothing run but the check that fast is not active."""
+    import os
+    assert rc("format", img).returncode == 0
+    tab = tmp_path / "remaptab"
+    tab.write_text(f"fast {img} {opts}\n")
+    log, env = fake_dmsetup(tmp_path)
+    p = subprocess.run([REMAPCTL, "activate", "--remaptab", str(tab)], capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert f"remaptab:1: fast: {message}\n" in p.stderr, p.stderr
+    assert "activate: 0 done, 1 failed" in p.stdout
+    assert log.read_text().splitlines() == ["info -c --noheadings -o name fast"]
+    os.unlink(log)
+
+
 @pytest.mark.parametrize("opt", ["help", "he"])
 def test_activate_refuses_help_as_a_remaptab_option(img, tmp_path, opt):
     """A remaptab option "help" (or a prefix getopt would take for it) would
     make create print its usage and exit 0, so the line would count as
     active: activate refuses the line instead."""
-    import os
-    assert rc("format", img).returncode == 0
-    tab = tmp_path / "remaptab"
-    tab.write_text(f"fast {img} read-only,{opt}\n")
-    log, env = fake_dmsetup(tmp_path)
-    p = subprocess.run([REMAPCTL, "activate", "--remaptab", str(tab)], capture_output=True,
-                       text=True, env=env, timeout=60)
-    assert p.returncode == 1, p.stdout + p.stderr
-    assert f"remaptab:1: fast: '{opt}' is not an option of create" in p.stderr
-    assert "activate: 0 done, 1 failed" in p.stdout
-    assert log.read_text().splitlines() == ["info -c --noheadings -o name fast"]
-    os.unlink(log)
+    activate_one_line_refused(img, tmp_path, f"read-only,{opt}",
+                              f"'{opt}' is not an option of create")
+
+
+@pytest.mark.parametrize("opts, message", [
+    (",".join(["read-only"] * 40), "too many options (more words than create has "
+     "options and values)"),
+    ("read-only,=8", "an option without a name ('=8')"),
+    ("=", "an option without a name ('=')"),
+])
+def test_activate_refuses_lines_it_cannot_pass_on_whole(img, tmp_path, opts, message):
+    """A remaptab line whose options activate cannot hand to create as
+    written (more than it passes on, which it used to drop silently, or
+    one without a name, which create would take for the end of its
+    options) is refused with the reason, and nothing is created."""
+    activate_one_line_refused(img, tmp_path, opts, message)
 
 
 def test_version_names_the_package_and_the_format():

@@ -119,14 +119,15 @@ def memory_bytes(d, cache_mib=0):
     # buffers (four log heads, three in flight, GC's), the bounce buffer
     sb = int(d["segment_blocks"])
     pages = math.ceil(logical / entries_per_block(d))
-    # with a cache smaller than the map: 256 pages per MiB, half of that
-    # again and two (the most it holds at once: a discard's piece, in the
-    # writer or in replay), and per map block the CLOCK's ring entry (4),
-    # state and used byte
+    # with a cache smaller than the map: 256 pages per MiB, and the larger
+    # of half of that and two (a discard's piece, in the writer or in
+    # replay) or a segment's blocks (a GC collection): the most it holds
+    # at once; and per map block the CLOCK's ring entry (4), state and
+    # used byte
     held, clock = pages, 0
     if 0 < cache_mib * 256 < pages:
         cap = cache_mib * 256
-        held, clock = cap + cap // 2 + 2, pages * 6
+        held, clock = cap + max(cap // 2 + 2, sb), pages * 6
     return (held * BLOCK + pages * 8 + clock + segs * (48 + 4 + 4) + (sb + 5) * 4 +
             pages * 5 + 8 * sb * BLOCK + 64 * BLOCK)
 

@@ -468,16 +468,21 @@ def test_udev_rule_and_activation_of_one_device(ram, tmp_path):
         # operator deactivated stays so
         out = udev_props("change")
         assert "DMR_UUID=" not in out and "dm-remap-activate@" not in out, out[-3000:]
+        def probed_when_ready(dev, name, dev_uuid):
+            """The change that makes a late device ready probes it: in
+            this event, or, if udevd ran the rule on an event of its own
+            after all (DMR_LATE_READY in its database), then, once."""
+            db = run(["udevadm", "info", "--query=property", f"--name={dev}"],
+                     check=False).stdout
+            out = udev_props("change", name)
+            if "DMR_LATE_READY=1" in db:
+                assert f"DMR_UUID={dev_uuid}" in db, db
+            else:
+                assert f"DMR_UUID={dev_uuid}" in out and "dm-remap-activate@" in out, \
+                    out[-3000:]
+
         # a loop device is ready on the change that gives it its file
-        db = run(["udevadm", "info", "--query=property", f"--name={loop}"],
-                 check=False).stdout
-        out = udev_props("change", lname)
-        if "DMR_LATE_READY=1" in db:
-            # udevd ran the rule on an event of its own after all: it
-            # probed the device then, once
-            assert f"DMR_UUID={luuid}" in db, db
-        else:
-            assert f"DMR_UUID={luuid}" in out, out[-3000:]
+        probed_when_ready(loop, lname, luuid)
         # detached: no file behind it, nothing to activate
         run(["losetup", "-d", loop])
         loop = None
@@ -485,13 +490,7 @@ def test_udev_rule_and_activation_of_one_device(ram, tmp_path):
         assert "dm-remap-activate@" not in out, out[-3000:]
         # zram: probed when it has a size (the review of 12c54e4: only
         # loop was), not once it is reset to none
-        db = run(["udevadm", "info", "--query=property", f"--name={zram}"],
-                 check=False).stdout
-        out = udev_props("change", zname)
-        if "DMR_LATE_READY=1" in db:
-            assert f"DMR_UUID={zuuid}" in db, db
-        else:
-            assert f"DMR_UUID={zuuid}" in out and "dm-remap-activate@" in out, out[-3000:]
+        probed_when_ready(zram, zname, zuuid)
         run(["zramctl", "--reset", zram])
         zram = None
         out = udev_props("change", zname)

@@ -103,6 +103,11 @@ def test_map_cache_pages_leave_and_come_back(loop4g, wide):
     assert st["prefree_segments"] + st["segments_freed"] > \
         before["prefree_segments"] + before["segments_freed"], (before, st)
     assert st["map_misses"] > misses, (before, st)
+    # what the memory check counts for the cache (dmr_map_cache_most()):
+    # GC tests a victim's every block, a page each at most, before any
+    # page leaves (segments of 1 MiB: 256 blocks)
+    most = CACHE_PAGES + max(CACHE_PAGES // 2 + 2, int(s.info["segment_blocks"]))
+    assert st["map_pages_peak"] <= most, (most, st)
     _check_all(s.top, model, "after GC")
 
     # acknowledged by a flush, then the power goes
@@ -121,7 +126,8 @@ def test_map_cache_pages_leave_and_come_back(loop4g, wide):
     st = s.status()
     report_count(f"map_cache 1 over {pages} pages: {st['map_evictions']} evicted after "
                  f"the reload, {misses} read back before it, "
-                 f"{st['map_forced']} checkpoints forced")
+                 f"{st['map_forced']} checkpoints forced, at most "
+                 f"{st['map_pages_peak']} pages in memory since the reload")
     s.crash_free_remove()
     p = remapctl("check", s.under, check=False)
     assert p.returncode == 0, p.stdout + p.stderr

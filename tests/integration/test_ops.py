@@ -49,8 +49,8 @@ MIB = 1 << 20
 ZERO = bytes(BLOCK)
 
 TOTALS = Counter()
-# map_cache 1: 256 pages, and what a load or a discard's piece may add
-# (dmr_map_cache_most())
+# map_cache 1: 256 pages, and what a load's discard piece may add: a load
+# runs no GC (dmr_map_cache_most(), dmr_replay_step())
 CACHE_MOST = 256 + 128 + 2
 
 
