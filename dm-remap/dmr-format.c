@@ -403,7 +403,7 @@ enum dmr_alloc_path dmr_alloc_path(u64 n, u32 size, u64 max_bytes)
  * CRC32C per map block), DMR_SEG_BUFFERS segment buffers (one per log
  * head, DMR_FLIGHT_SLOTS in flight, GC's read buffer) and the checkpoint
  * bounce buffer.  Small fixed allocations (the target itself, log unit
- * scratch) are left out.
+ * scratch, the map page reserve's 128 KiB: DMR_MAP_RESERVE) are left out.
  *
  * With a map cache smaller than the map (dmr_map_cache_init()), only the
  * pages it may hold at once are counted (dmr_map_cache_most(): a request,

@@ -113,25 +113,19 @@ void *dmr_alloc_dev_array(const struct dmr_target *rc, enum dmr_array a)
 }
 
 /*
- * A page of the map (struct dmr_map): the worker maps a block of it for
- * the first time (dmr_map_reserve(), outside the map's lock), or a load
- * finds it in a checkpoint or the log.  GFP_NOIO: the worker serves the
- * device's own writes, and reclaim must not wait for them.  While
- * loading, as for the constructor's other allocations (dmr_alloc_array()),
- * a failure is an error for the table load, never the OOM killer.
+ * A new page of the map (struct dmr_map): the worker maps a block of it
+ * for the first time (dmr_map_reserve(), outside the map's lock), or a
+ * load finds it in a checkpoint or the log.  Its memory is
+ * dmr_map_page_get()'s: the reserve, waited for, in the worker; while
+ * loading, a failure is an error for the table load.
  */
-gfp_t dmr_map_gfp(const struct dmr_target *rc)
-{
-	gfp_t gfp = GFP_NOIO;
-
-	if (!READ_ONCE(rc->loaded))
-		gfp |= __GFP_RETRY_MAYFAIL | __GFP_NOWARN;
-	return gfp;
-}
-
 static void *dmr_map_page_alloc(void *ctx, u64 page __always_unused)
 {
-	return kzalloc(DMR_BLOCK_SIZE, dmr_map_gfp(ctx));
+	u32 *p = dmr_map_page_get(ctx, true);
+
+	if (p)
+		memset(p, 0, DMR_BLOCK_SIZE);
+	return p;
 }
 
 int dmr_io_init(struct dmr_target *rc, const char **error)
@@ -229,6 +223,10 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 			  geo->nr_segments, geo->segment_blocks, dirty, lists);
 	rc->map.page_alloc = dmr_map_page_alloc;
 	rc->map.page_ctx = rc;
+	if (dmr_page_pool_init(rc)) {
+		*error = "Cannot allocate the map page reserve";
+		return -ENOMEM;
+	}
 	if (dmr_map_cache_init(rc)) {
 		*error = "Cannot allocate the map cache";
 		return -ENOMEM;
@@ -287,6 +285,7 @@ void dmr_io_exit(struct dmr_target *rc)
 	for (i = 0; i < DMR_FLIGHT_SLOTS; i++)
 		vfree(rc->flight[i].buf);
 	dmr_page_batch_exit(rc);
+	dmr_page_pool_exit(rc);
 	dmr_map_cache_exit(rc);
 	kvfree(rc->map_crc);
 	kvfree(rc->readers);

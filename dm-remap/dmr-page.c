@@ -28,10 +28,99 @@
  * copy.
  */
 #include <linux/bio.h>
+#include <linux/mempool.h>
+#include <linux/module.h>
 #include <linux/rcupdate.h>
 #include <linux/slab.h>
 
 #include "dmr.h"
+
+static bool dmr_page_batch_submit(struct dmr_target *rc, bool wait);
+
+/*
+ * Test hook (fault injection, as fault_flight_fail): the next this many
+ * map pages a loaded target asks the kernel for are refused, as when
+ * memory is short, so that a test can show the worker goes on with the
+ * reserve (issue 40, item 11).  0, the default, does nothing.
+ */
+static unsigned int dmr_fault_page_alloc;
+module_param_named(fault_page_alloc, dmr_fault_page_alloc, uint, 0600);
+MODULE_PARM_DESC(fault_page_alloc,
+		 "Test hook: refuse the next N map page allocations of loaded targets");
+
+/* The reserve's allocator (mempool_alloc_t): a map page, or none. */
+static void *dmr_page_pool_alloc(gfp_t gfp, void *data)
+{
+	struct dmr_target *rc = data;
+
+	if (READ_ONCE(rc->loaded) && dmr_fault_take(&dmr_fault_page_alloc))
+		return NULL;
+	return kmalloc(DMR_BLOCK_SIZE, gfp);
+}
+
+/**
+ * dmr_page_pool_init() - the map page reserve
+ * @rc: target
+ *
+ * DMR_MAP_RESERVE pages set aside at construction (counted by the memory
+ * check, dmr_map_memory_bytes()), for the worker when memory is short:
+ * see dmr_map_page_get().
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int dmr_page_pool_init(struct dmr_target *rc)
+{
+	rc->page_pool = mempool_create(DMR_MAP_RESERVE, dmr_page_pool_alloc,
+				       mempool_kfree, rc);
+	return rc->page_pool ? 0 : -ENOMEM;
+}
+
+/* After dmr_page_batch_exit(): no callback returns a page any more. */
+void dmr_page_pool_exit(struct dmr_target *rc)
+{
+	mempool_destroy(rc->page_pool);
+	rc->page_pool = NULL;
+}
+
+/**
+ * dmr_map_page_get() - memory for a map page (not zeroed)
+ * @rc: target; loaded, the worker
+ * @wait: wait for it (a page the request cannot do without)
+ *
+ * Issue 40, item 11: the worker serves the device's own writes, so
+ * reclaim may wait for it (swap or dirty page cache on the device).
+ * GFP_NOIO, under the worker's memalloc_noio_save() too, keeps reclaim
+ * from writing to the device; the reserve keeps the worker going when
+ * reclaim finds nothing: pages come from the kernel without waiting, or
+ * from the reserve, which the pages leaving the cache refill after their
+ * grace period (dmr_page_batch_free()).  Only then does it wait: first
+ * the evicted pages of a partial batch are handed to RCU, so that the
+ * wait ends on their return if on nothing else (mempool_alloc() also
+ * retries reclaim every 5 s).  With a cache (map_cache), the pages a
+ * request holds at once are its own (within DMR_MAP_RESERVE for any
+ * request of up to DMR_MAP_RESERVE - 1 pages of the map: 124 MiB of
+ * logical space narrow, 62 MiB wide) and every other left the cache at
+ * its last trim, so the wait always ends.  Without a cache, pages never
+ * leave: the reserve covers the first DMR_MAP_RESERVE pages memory
+ * refused, and after that the worker waits for reclaim.
+ *
+ * While loading nothing waits: a page without memory fails the table
+ * load (its error), never calls the OOM killer.
+ *
+ * Return: the page, or NULL (loading, or !@wait).
+ */
+u32 *dmr_map_page_get(struct dmr_target *rc, bool wait)
+{
+	u32 *page;
+
+	if (!READ_ONCE(rc->loaded))
+		return kmalloc(DMR_BLOCK_SIZE, GFP_NOIO | __GFP_RETRY_MAYFAIL | __GFP_NOWARN);
+	page = mempool_alloc(rc->page_pool, GFP_NOIO & ~__GFP_DIRECT_RECLAIM);
+	if (page || !wait)
+		return page;
+	dmr_page_batch_submit(rc, true);
+	return mempool_alloc(rc->page_pool, GFP_NOIO);
+}
 
 /**
  * dmr_map_cache_init() - the cache the table asks for
@@ -116,7 +205,7 @@ int dmr_map_cache_loaded(void *ctx, u64 p)
  */
 int dmr_map_cache_replay(void *ctx, u64 lba, u64 n)
 {
-	return n ? dmr_map_need(ctx, lba, n) : 0;
+	return dmr_map_need(ctx, lba, n);	/* (replay asks for n > 0) */
 }
 
 /*
@@ -164,13 +253,14 @@ static int dmr_page_read(struct dmr_target *rc, u64 p, u32 *page)
  * Map page @p back in: a miss.  A page that cannot be read or fails its
  * checks is the map lost for its blocks: the I/O error of the request
  * that needed it, and failed mode (read-only), as a damaged checkpoint is
- * at load.  Allocated as a new map page is (dmr_map_gfp()): while
- * loading (replay reads pages back), a lack of memory fails the table
- * load rather than waiting for it.
+ * at load.  Its memory is dmr_map_page_get()'s, waiting for it if @wait;
+ * without memory at once (!@wait), or while loading (replay reads pages
+ * back: a lack of memory fails the table load rather than waiting for
+ * it), -ENOMEM, the target unchanged.
  */
-static int dmr_page_fetch(struct dmr_target *rc, u64 p)
+static int dmr_page_fetch(struct dmr_target *rc, u64 p, bool wait)
 {
-	u32 *page = kmalloc(DMR_BLOCK_SIZE, dmr_map_gfp(rc));
+	u32 *page = dmr_map_page_get(rc, wait);
 	int r;
 
 	if (!page)
@@ -182,7 +272,7 @@ static int dmr_page_fetch(struct dmr_target *rc, u64 p)
 		spin_unlock(&rc->map_lock);
 	}
 	if (r) {
-		kfree(page);
+		mempool_free(page, rc->page_pool);
 		DMERR_LIMIT("%s: map page %llu cannot be read back (%d)",
 			    rc->dev->name, (unsigned long long)p, r);
 		dmr_fail(rc, -EIO, "map page read");
@@ -193,10 +283,14 @@ static int dmr_page_fetch(struct dmr_target *rc, u64 p)
 }
 
 /**
- * dmr_map_need() - the map pages of blocks [@lba, @lba + @n) in memory
+ * dmr_map_need_part() - the map pages of blocks [@lba, @lba + @n) in memory
  * @rc: target (worker)
  * @lba: first logical block
  * @n: blocks (> 0)
+ * @whole: every page is needed (dmr_need_waits()); if not, the pages
+ *	after the first are taken only as memory gives them at once
+ * @got: blocks from @lba whose pages are in memory now: @n, or fewer
+ *	without @whole (at least the first page's)
  *
  * Called by the worker before it looks up or changes their entries: a
  * write, a discard, a read the map path could not serve, GC's test of a
@@ -204,26 +298,44 @@ static int dmr_page_fetch(struct dmr_target *rc, u64 p)
  * there, over its size until dmr_map_trim() (nothing leaves during a
  * request, so a page needed here stays until the request is done).
  *
- * Return: 0, -ENOMEM, or -EIO if a page out could not be read back.
+ * Return: 0, -ENOMEM (loading), or -EIO if a page out could not be
+ * read back.
  */
-int dmr_map_need(struct dmr_target *rc, u64 lba, u64 n)
+int dmr_map_need_part(struct dmr_target *rc, u64 lba, u64 n, bool whole, u64 *got)
 {
-	u64 p, last = (lba + n - 1) >> rc->map.page_shift;
+	u64 first = lba >> rc->map.page_shift, p;
+	u64 last = (lba + n - 1) >> rc->map.page_shift;
 	int r;
 
+	*got = n;
 	if (!rc->pc.cap)
 		return 0;
-	for (p = lba >> rc->map.page_shift; p <= last; p++) {
+	for (p = first; p <= last; p++) {
 		if (dmr_page_clock_touch(&rc->pc, p))
 			continue;
 		if (dmr_map_page_state(&rc->map, p) == DMR_PAGE_EVICTED) {
-			r = dmr_page_fetch(rc, p);
+			bool wait = dmr_need_waits(whole, p - first);
+
+			r = dmr_page_fetch(rc, p, wait);
+			if (r == -ENOMEM && !wait) {
+				*got = dmr_need_blocks_in(lba, n, p - first,
+							  rc->map.page_shift);
+				return 0;
+			}
 			if (r)
 				return r;
 		}
 		dmr_page_clock_insert(&rc->pc, p);
 	}
 	return 0;
+}
+
+/* dmr_map_need_part() of every page: a write, a read, GC's test. */
+int dmr_map_need(struct dmr_target *rc, u64 lba, u64 n)
+{
+	u64 got;
+
+	return dmr_map_need_part(rc, lba, n, true, &got);
 }
 
 /* RCU callback: a batch's grace period is over, no reader holds its pages. */
@@ -233,8 +345,9 @@ static void dmr_page_batch_free(struct rcu_head *head)
 	struct dmr_target *rc = b->rc;
 	unsigned int i;
 
+	/* back to the reserve first (mempool_free() is safe in softirq) */
 	for (i = 0; i < b->nr; i++)
-		kfree(b->pages[i]);
+		mempool_free(b->pages[i], rc->page_pool);
 	b->nr = 0;
 	smp_store_release(&b->busy, false);	/* the frees, then the flag */
 	wake_up(&rc->evict_wq);

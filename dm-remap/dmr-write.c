@@ -101,21 +101,6 @@ module_param_named(fault_flight_fail, dmr_fault_flight_fail, uint, 0600);
 MODULE_PARM_DESC(fault_flight_fail,
 		 "Test hook: fail the next N segment writes of the second stage");
 
-/* Take one from a fault count; true if there was one to take. */
-static bool dmr_fault_take(unsigned int *count)
-{
-	unsigned int n = READ_ONCE(*count);
-
-	while (n) {
-		unsigned int old = cmpxchg(count, n, n - 1);
-
-		if (old == n)
-			return true;
-		n = old;
-	}
-	return false;
-}
-
 /*
  * Add the checksums to the units in blocks [@from, @from + @nr) of segment
  * buffer @buf and write them to @blocknr.  With @flush the first piece goes
@@ -704,11 +689,16 @@ void dmr_do_discard(struct dmr_target *rc, struct bio *bio)
 		u32 piece = dmr_discard_piece(rc->pc.cap, rc->map.page_shift);
 		u32 count = min_t(u64, nr, piece), n;
 		struct dmr_unit *u;
+		u64 got;
 
-		/* its map pages, read back if they were out */
-		r = dmr_map_need(rc, lba, count);
+		/*
+		 * Its map pages, read back if they were out; short of memory,
+		 * the piece ends where the pages it got end (dmr_need_waits())
+		 */
+		r = dmr_map_need_part(rc, lba, count, false, &got);
 		if (r)
 			goto out;
+		count = got;
 		/* rule 10: a copy in the hot head's open unit is numbered first */
 		r = dmr_order_before(rc, DMR_HEAD_COLD, lba, count);
 		if (r)

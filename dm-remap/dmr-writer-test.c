@@ -252,6 +252,36 @@ static void dmr_test_unmap_step(struct kunit *test)
 }
 
 /*
+ * Item 11 of issue 40: a write, a read and GC wait for every page they
+ * need, a discard's piece for its first only; a piece cut short ends
+ * where its pages end, never inside one, never past the extent, and
+ * with no page it has no block.
+ */
+static void dmr_test_need_part(struct kunit *test)
+{
+	const unsigned int narrow = 10, wide = 9;
+
+	KUNIT_EXPECT_TRUE(test, dmr_need_waits(true, 0));
+	KUNIT_EXPECT_TRUE(test, dmr_need_waits(true, 5));
+	KUNIT_EXPECT_TRUE(test, dmr_need_waits(false, 0));
+	KUNIT_EXPECT_FALSE(test, dmr_need_waits(false, 1));
+
+	KUNIT_EXPECT_EQ(test, dmr_need_blocks_in(0, 4096, 0, narrow), 0ULL);
+	KUNIT_EXPECT_EQ(test, dmr_need_blocks_in(0, 4096, 1, narrow), 1024ULL);
+	KUNIT_EXPECT_EQ(test, dmr_need_blocks_in(0, 4096, 4, narrow), 4096ULL);
+	KUNIT_EXPECT_EQ(test, dmr_need_blocks_in(0, 4096, 9, narrow), 4096ULL);
+	/* unaligned: the first page holds only its tail of the extent */
+	KUNIT_EXPECT_EQ(test, dmr_need_blocks_in(1000, 4096, 1, narrow), 24ULL);
+	KUNIT_EXPECT_EQ(test, dmr_need_blocks_in(1000, 4096, 2, narrow), 1048ULL);
+	KUNIT_EXPECT_EQ(test, dmr_need_blocks_in(1000, 10, 1, narrow), 10ULL);
+	KUNIT_EXPECT_EQ(test, dmr_need_blocks_in(1000, 4096, 1, wide), 24ULL);
+	KUNIT_EXPECT_EQ(test, dmr_need_blocks_in(1030, 4096, 1, wide), 506ULL);
+	/* 64-bit block numbers past 2^32, a piece of 2^30 blocks */
+	KUNIT_EXPECT_EQ(test, dmr_need_blocks_in((1ULL << 40) + 7, 1ULL << 30, 3, wide),
+			(3ULL << wide) - 7);
+}
+
+/*
  * Item 10 of issue 40: a discard's piece is half the map cache (a page
  * at least, 2^30 blocks at most, all of it without a cache), and the
  * cache holds at most itself and the larger of half of it and two, or a
@@ -1150,6 +1180,7 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_instance_relation),
 	KUNIT_CASE(dmr_test_unmap_step),
 	KUNIT_CASE(dmr_test_replay_checkpoint_policy),
+	KUNIT_CASE(dmr_test_need_part),
 	KUNIT_CASE(dmr_test_flush_carrier),
 	KUNIT_CASE(dmr_test_discard_at_segment_end),
 	KUNIT_CASE(dmr_test_write_pieces),

@@ -687,6 +687,47 @@ u32 dmr_discard_piece(u32 cap, unsigned int page_shift)
 }
 
 /**
+ * dmr_need_waits() - may a map page the worker needs wait for memory?
+ * @whole: the caller needs every page of its extent (a write, a read,
+ *	GC's test of a block); a discard's piece needs only its first
+ * @got: pages of the extent already in memory, from its first
+ *
+ * Issue 40, item 11: a page the worker waits for comes from the map
+ * page reserve (dmr_map_page_get()), which only the pages leaving the
+ * cache refill, and nothing leaves during a request.  A discard's piece
+ * is half the cache, more than the reserve: it waits for its first page
+ * only, and ends where the pages memory gave at once end
+ * (dmr_need_blocks_in()); the rest is its next piece, after the cache
+ * was trimmed.
+ *
+ * Return: true to wait (the reserve, then reclaim), false to take only
+ * what memory gives at once.
+ */
+bool dmr_need_waits(bool whole, u64 got)
+{
+	return whole || !got;
+}
+
+/**
+ * dmr_need_blocks_in() - blocks of an extent its first map pages cover
+ * @lba: first logical block
+ * @n: blocks
+ * @pages: pages of the extent in memory, from the first
+ * @page_shift: log2 of the logical blocks a map page maps
+ *
+ * Return: blocks from @lba, at most @n.
+ */
+u64 dmr_need_blocks_in(u64 lba, u64 n, u64 pages, unsigned int page_shift)
+{
+	u64 end;
+
+	if (!pages)
+		return 0;
+	end = ((lba >> page_shift) + pages) << page_shift;
+	return min(n, end - lba);
+}
+
+/**
  * dmr_replay_may_checkpoint() - may a load write checkpoints while it replays?
  * @writable: the table is not read-only (rule 8: a read-only load writes
  *	nothing)

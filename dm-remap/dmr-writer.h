@@ -223,6 +223,8 @@ bool dmr_copy_in_open_unit(u64 entry, u32 seg_blocks, bool unit_open,
 
 u32 dmr_unmap_step(u64 left);
 u32 dmr_discard_piece(u32 cap, unsigned int page_shift);
+bool dmr_need_waits(bool whole, u64 got);
+u64 dmr_need_blocks_in(u64 lba, u64 n, u64 pages, unsigned int page_shift);
 bool dmr_replay_may_checkpoint(bool writable, bool fell_back, bool growing,
 			       bool sb_copies_ok);
 bool dmr_replay_ckpt_due(u64 cached, u32 cap, bool may, bool heads_valid);

@@ -69,6 +69,7 @@
 #include <linux/atomic.h>
 #include <linux/bio.h>
 #include <linux/completion.h>
+#include <linux/mempool.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
@@ -282,6 +283,12 @@ enum dmr_gc_mode {
  */
 #define DMR_EVICT_BATCH	64
 
+/*
+ * Map pages set aside for the worker when memory is short
+ * (dmr_map_page_get(); issue 40, item 11): 128 KiB a target.
+ */
+#define DMR_MAP_RESERVE	32
+
 struct dmr_page_batch {
 	struct rcu_head rcu;
 	struct dmr_target *rc;
@@ -312,6 +319,7 @@ struct dmr_target {
 	 * and wakes @evict_wq.
 	 */
 	struct dmr_page_batch evict[2];
+	mempool_t *page_pool;	/* the map page reserve (its own lock) */
 	unsigned int evict_cur;
 	wait_queue_head_t evict_wq;
 	u32 *load_valid;	/* dmr_load() only: counts per segment */
@@ -388,6 +396,24 @@ struct dmr_target {
 	struct dmr_stats stats;
 };
 
+/*
+ * Take one from a test hook's fault count (fault_flight_fail,
+ * fault_page_alloc); true if there was one to take.
+ */
+static inline bool dmr_fault_take(unsigned int *count)
+{
+	unsigned int n = READ_ONCE(*count);
+
+	while (n) {
+		unsigned int old = cmpxchg(count, n, n - 1);
+
+		if (old == n)
+			return true;
+		n = old;
+	}
+	return false;
+}
+
 static inline u32 dmr_seg_blocks(const struct dmr_target *rc)
 {
 	return rc->sb.geo.segment_blocks;
@@ -413,7 +439,6 @@ int dmr_rw(struct dmr_target *rc, blk_opf_t opf, u64 blocknr, u32 nr, void *buf)
 void dmr_fail(struct dmr_target *rc, int err, const char *what);
 u64 dmr_map_memory(const struct dmr_target *rc);
 void *dmr_alloc_dev_array(const struct dmr_target *rc, enum dmr_array a);
-gfp_t dmr_map_gfp(const struct dmr_target *rc);
 
 /* Functions defined in dmr-worker.c */
 void dmr_queue_bio(struct dmr_target *rc, struct bio *bio);
@@ -454,6 +479,11 @@ int dmr_map_cache_loaded(void *ctx, u64 p);
 int dmr_map_cache_replay(void *ctx, u64 lba, u64 n);
 void dmr_map_cache_start(struct dmr_target *rc);
 int __must_check dmr_map_need(struct dmr_target *rc, u64 lba, u64 n);
+int __must_check dmr_map_need_part(struct dmr_target *rc, u64 lba, u64 n, bool whole,
+				   u64 *got);
+u32 *dmr_map_page_get(struct dmr_target *rc, bool wait);
+int dmr_page_pool_init(struct dmr_target *rc);
+void dmr_page_pool_exit(struct dmr_target *rc);
 bool dmr_map_evict_clean(struct dmr_target *rc);
 void dmr_map_trim(struct dmr_target *rc);
 

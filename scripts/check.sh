@@ -225,7 +225,8 @@ run_tests() {	# run_tests NAME LOGFILE CMD...
 # vm stage runs the random race loop too), and one sequence of the
 # operations test (test_ops.py: seq0, whose power cuts and recoveries
 # replaced test_check_after_power_cut[0] here; the vm stage runs the
-# others).  The
+# others), and swap on dm-remap under memory pressure (issue 40, item
+# 11: the hung-task detector, and lockdep on reclaim).  The
 # large-device tier's whole-device discard runs under the soft-lockup
 # detector on Debian's kernel in the vm stage (it caught 7d92c5b there).
 # Boot options: every KASAN report, not only the first; 4-level paging
@@ -238,7 +239,7 @@ VMDEBUG_APPEND="kasan_multi_shot no5lvl log_buf_len=16M"
 # full: 16 operations of sequence 0, 6 suspend/resume cycles, every fifth
 # allocation failed at construction (the first and last 32 all the same).
 VMDEBUG_ENV=${DMR_VMDEBUG_ENV:-"DMR_OPS_STEPS=16 DMR_SR_CYCLES=4 DMR_OOM_STRIDE=7"}
-VMDEBUG_TESTS=${DMR_VMDEBUG_TESTS:-"test_faults or test_suspend_resume_loop or test_checkpoint_message_against or test_ops[seq0]"}
+VMDEBUG_TESTS=${DMR_VMDEBUG_TESTS:-"test_faults or test_suspend_resume_loop or test_checkpoint_message_against or test_ops[seq0] or test_map_cache_swap_under_memory_pressure"}
 
 for s in "${stages[@]}"; do
 	t0=$(date +%s)

@@ -14,9 +14,9 @@ import threading
 
 import pytest
 
-from conftest import (BLOCK, ckpt_layout, dm_table, dump, loop_dev, newest_ckpt,
-                      read_blocks_direct, remapctl, report_count, run,
-                      write_blocks_direct)
+from conftest import (BLOCK, ckpt_layout, dm_create_table, dm_path, dm_table, dump,
+                      loop_dev, newest_ckpt, read_blocks_direct, remapctl, report_count,
+                      run, sectors, write_blocks_direct)
 from test_log import Stack, _pread, _pwrite, block, mmap_buf
 
 PAGE_BLOCKS = 1024          # logical blocks per map page (DMR_MAP_NARROW_ENTRIES)
@@ -449,6 +449,199 @@ def test_map_cache_replay_stays_within_the_cache(loop16g):
     bad = [lba for lba in sample[1:] if lba != keep and _pread(s.top, lba) != bytes(BLOCK)]
     assert not bad, f"after a second power cut: {len(bad)} blocks not zeroes, first {bad[:5]}"
     assert s.status()["map_pages_peak"] <= most
+    s.crash_free_remove()
+    p = remapctl("check", s.under, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+# Issue 40, item 11: memory inside the I/O path
+PAGE_ALLOC = "/sys/module/dm_remap/parameters/fault_page_alloc"
+REFUSE_ALL = 10 ** 9
+
+
+class _Refused:
+    """Map page allocations refused (the test hook fault_page_alloc) while
+    the block runs; a watchdog ends the refusal after @limit seconds, so a
+    worker waiting for memory only the kernel could give (no reserve, or
+    one never refilled) comes back instead of hanging the VM, and the
+    test fails saying so."""
+
+    def __init__(self, limit):
+        self.limit, self.fired = limit, False
+        self.done = threading.Event()
+
+    def _watch(self):
+        if not self.done.wait(self.limit):
+            self.fired = True
+            with open(PAGE_ALLOC, "w") as f:
+                f.write("0")
+
+    def __enter__(self):
+        with open(PAGE_ALLOC, "w") as f:
+            f.write(str(REFUSE_ALL))
+        self.t = threading.Thread(target=self._watch)
+        self.t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.t.join()
+        with open(PAGE_ALLOC) as f:
+            self.refused = REFUSE_ALL - int(f.read()) if not self.fired else None
+        with open(PAGE_ALLOC, "w") as f:
+            f.write("0")
+        return False
+
+
+def test_map_cache_goes_on_with_its_reserve_when_memory_is_refused(loop4g):
+    """Issue 40, item 11: with every map page the kernel is asked for
+    refused (fault_page_alloc), a device with map_cache 1 whose map is
+    four times the cache still serves writes, reads and a discard over
+    every page: the pages read back come from the map page reserve
+    (DMR_MAP_RESERVE), refilled by the pages leaving the cache after
+    their grace period, and the discard's pieces end where the pages
+    memory gave at once end.  No request fails and none waits for memory
+    that never comes (a watchdog ends the refusal after 240 s: the test
+    then fails); every block holds after a power cut, and the device
+    checks clean."""
+    s = Stack(loop4g)
+    nb = s.n // 8
+    s.crash_free_remove()
+    s.create("2 map_cache 1")
+    mem0 = s.status()["map_memory"]
+    lbas = _one_per_page(nb, 11)
+    assert len(lbas) > 3 * CACHE_PAGES, len(lbas)
+    _write_all(s.top, lbas, 1)
+    model = dict.fromkeys(lbas, 1)
+    lo = nb // 4 // PAGE_BLOCKS * PAGE_BLOCKS + 3
+    hi = nb // 2 // PAGE_BLOCKS * PAGE_BLOCKS + 500
+    before = s.status()
+    assert before["map_evictions"] > 0, before
+
+    with _Refused(240) as w:
+        _write_all(s.top, lbas[::2], 2)
+        model.update(dict.fromkeys(lbas[::2], 2))
+        _check_all(s.top, model, "refused: after the overwrites")
+        run(["blkdiscard", "-o", str(lo * BLOCK), "-l", str((hi - lo) * BLOCK), s.top])
+        _pwrite(s.top, lbas[0], block(lbas[0], 3), sync=True)
+        model[lbas[0]] = 3
+        _check_discarded(s, model, lo, hi, mem0, "refused: after the discard")
+    st = s.status()
+    assert not w.fired, f"the worker waited for memory while it was refused: {st}"
+    misses = st["map_misses"] - before["map_misses"]
+    # each page read back was first asked of the kernel, and refused
+    assert misses > 2 * CACHE_PAGES and w.refused >= misses, (misses, w.refused, st)
+    assert st["mode"] == "write" and st["map_forced"] > before["map_forced"], st
+
+    s.crash()
+    s.create("2 map_cache 1")
+    _check_discarded(s, model, lo, hi, mem0, "after the power cut")
+    report_count(f"map_cache 1, every page allocation refused: {misses} pages read "
+                 f"back from the reserve, {w.refused} allocations refused")
+    s.crash_free_remove()
+    p = remapctl("check", s.under, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+HOG = r"""
+import mmap, sys
+want, most = int(sys.argv[1]), int(sys.argv[2])    # KiB of swap used; of hog
+def swap_used():
+    with open("/proc/meminfo") as f:
+        m = {l.split(":")[0]: int(l.split()[1]) for l in f}
+    return m["SwapTotal"] - m["SwapFree"]
+chunks = []     # 8 MiB each, private anonymous memory, a stamp in every page
+while swap_used() < want and len(chunks) * 8192 < most:
+    m = mmap.mmap(-1, 8 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    base = len(chunks) * 2048
+    for i in range(2048):
+        m[i * 4096:i * 4096 + 16] = (base + i + 1).to_bytes(16, "little")
+    chunks.append(m)
+for r in range(1):
+    for c, m in enumerate(chunks):
+        for i in range(2048):
+            if m[i * 4096:i * 4096 + 16] != (c * 2048 + i + 1).to_bytes(16, "little"):
+                sys.exit(f"page {i} of chunk {c} lost its data")
+print(len(chunks) * 8, swap_used() // 1024)
+"""
+
+
+def _meminfo():
+    with open("/proc/meminfo") as f:
+        return {l.split(":")[0]: int(l.split()[1]) for l in f}
+
+
+def _sysctl(path, value):
+    with open(path) as f:
+        old = f.read().strip()
+    with open(path, "w") as f:
+        f.write(str(value))
+    return old
+
+
+def test_map_cache_swap_under_memory_pressure(ram, ram2):
+    """Issue 40, item 11: swap on dm-remap (map_cache 1), the machine's
+    free memory taken by huge pages, and a memory hog larger than what is
+    left: the hog's pages go out to the device and come back intact while
+    the worker allocates map pages under the same shortage (GFP_NOIO,
+    memalloc_noio_save(), the reserve).  The hung-task detector, at 30 s,
+    reports any task that waits that long (the autouse kernel-log check
+    fails the test on it); on the debug kernel lockdep also flags reclaim
+    that could recurse into the device.  The swap then comes off cleanly
+    and the device checks clean."""
+    # two ramdisks end to end: swap of some 215 MiB, room for the pages
+    # swapped back in that keep their slots (the swap cache) while the hog
+    # checks them
+    a, b = sectors(ram), sectors(ram2)
+    # every page of the ramdisks allocated now: brd allocates a page at
+    # its first write, with GFP_NOIO, which under this shortage waits for
+    # ever (no OOM kill without __GFP_FS) where a disk would not; and no
+    # discard passed down to free one again
+    for dev, n in ((ram, a), (ram2, b)):
+        run(["dd", "if=/dev/zero", f"of={dev}", "bs=1M", f"count={n // 2048}",
+             "oflag=direct", "status=none"])
+    dm_create_table("cat", [f"0 {a} linear {ram} 0", f"{a} {b} linear {ram2} 0"])
+    s = Stack(dm_path("cat"))
+    s.crash_free_remove()
+    s.create("3 map_cache 1 no_discard_passdown")
+    run(["mkswap", s.top])
+    hung = "/proc/sys/kernel/hung_task_timeout_secs"
+    old_hung = _sysctl(hung, 30) if os.path.exists(hung) else None
+    huge = "/proc/sys/vm/nr_hugepages"
+    run(["swapon", "-p", "32767", s.top])
+    try:
+        run(["sync"])
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3")
+        # free memory down to 128 MiB over four times the kernel's
+        # reserve (min_free_kbytes; its watermarks are up to 1.5 times
+        # that), taken in 2 MiB pages
+        with open("/proc/sys/vm/min_free_kbytes") as f:
+            keep = 4 * int(f.read()) + 128 * 1024
+        _sysctl(huge, max(0, (_meminfo()["MemFree"] - keep) // 2048))
+        left = _meminfo()["MemAvailable"]
+        assert left < 512 * 1024, f"huge pages left {left} KiB available: {_meminfo()}"
+        # the hog grows until 24 MiB of swap are in use, or to 48 MiB
+        # over what was available (its pages swapped back in keep their
+        # slots, the swap cache: one check of them all uses more)
+        hog = left + 48 * 1024
+        before = s.status()
+        p = run(["sh", "-c", "echo 1000 > /proc/self/oom_score_adj && exec python3 -c \"$0\" "
+                 + f"{24 * 1024} {hog}", HOG], check=False)
+        st = s.status()
+        used = st["user_blocks"] - before["user_blocks"]
+        assert p.returncode == 0, (p.returncode, p.stdout, p.stderr, _meminfo())
+    finally:
+        _sysctl(huge, 0)
+        run(["swapoff", s.top], check=False)
+        if old_hung is not None:
+            _sysctl(hung, old_hung)
+    # the hog's pages went out through the device
+    assert used * 4 >= 16 * 1024 and st["mode"] == "write", (used, st)
+    report_count(f"swap on dm-remap, {left // 1024} MiB left, a hog of "
+                 f"{p.stdout.split()[0]} MiB: "
+                 f"{used * 4 // 1024} MiB swapped out through the device, "
+                 f"{st['map_pages_peak']} map pages at most")
     s.crash_free_remove()
     p = remapctl("check", s.under, check=False)
     assert p.returncode == 0, p.stdout + p.stderr
