@@ -14,9 +14,9 @@ import threading
 
 import pytest
 
-from conftest import (BLOCK, ckpt_layout, dm_create_table, dm_path, dm_table, dump,
-                      loop_dev, newest_ckpt, read_blocks_direct, remapctl, report_count,
-                      run, sectors, write_blocks_direct)
+from conftest import (BLOCK, Kmsg, ckpt_layout, dm_create, dm_create_table, dm_path,
+                      dm_table, dump, loop_dev, newest_ckpt, read_blocks_direct, remapctl,
+                      report_count, run, sectors, write_blocks_direct)
 from test_log import Stack, _pread, _pwrite, block, mmap_buf
 
 PAGE_BLOCKS = 1024          # logical blocks per map page (DMR_MAP_NARROW_ENTRIES)
@@ -397,7 +397,9 @@ def test_map_cache_replay_stays_within_the_cache(loop16g):
     unmap its entries, and writes checkpoints as it goes (map_forced) so
     the pages it changed can leave: the most map memory the load held
     (map_pages_peak) stays within the cache, half of it again and two,
-    where it used to hold them all until the recovery checkpoint.  The
+    where it used to hold them all until the recovery checkpoint.  A load
+    while the device refuses writes fails at replay's first checkpoint
+    ("Cannot write a checkpoint during replay") and loses nothing.  The
     data verifies, after a second power cut too, and the device checks
     clean."""
     s = Stack(loop16g)
@@ -422,6 +424,16 @@ def test_map_cache_replay_stays_within_the_cache(loop16g):
     st = s.status()
     assert st["discards"] > 0 and st["checkpoint_seq"] >= 2, st
     s.crash()
+
+    # the device refuses writes: the first checkpoint replay needs fails
+    # the load, with its own message, and writes nothing else
+    s.flakey("error")
+    log = Kmsg()
+    p = dm_create("top", f"0 {s.n} remap {s.under} 4 map_cache 1 checkpoint_interval 3600",
+                  check=False)
+    assert p.returncode != 0, "a load whose replay cannot checkpoint went live"
+    assert "Cannot write a checkpoint during replay" in log.text(), log.text()
+    s.flakey("up")
 
     s.create("4 map_cache 1 checkpoint_interval 3600")
     st = s.status()
