@@ -47,6 +47,23 @@ def _check_all(top, model, what):
     assert not bad, f"{what}: {len(bad)} blocks wrong, first {bad[:5]}"
 
 
+def _removed_checks_clean(s):
+    """The target removed cleanly: `remapctl check` of the device finds
+    nothing wrong."""
+    s.crash_free_remove()
+    p = remapctl("check", s.under, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def _cached_stack(dev):
+    """A device formatted on @dev and loaded with map_cache 1: the stack,
+    its logical blocks, and the empty map's memory with the cache."""
+    s = Stack(dev)
+    s.crash_free_remove()
+    s.create("2 map_cache 1")
+    return s, s.n // 8, s.status()["map_memory"]
+
+
 @pytest.mark.parametrize("wide", [False, True], ids=["narrow", "wide"])
 def test_map_cache_pages_leave_and_come_back(loop4g, wide):
     """A block written in every map page: the cache holds 256 of the ~900
@@ -128,9 +145,7 @@ def test_map_cache_pages_leave_and_come_back(loop4g, wide):
                  f"the reload, {misses} read back before it, "
                  f"{st['map_forced']} checkpoints forced, at most "
                  f"{st['map_pages_peak']} pages in memory since the reload")
-    s.crash_free_remove()
-    p = remapctl("check", s.under, check=False)
-    assert p.returncode == 0, p.stdout + p.stderr
+    _removed_checks_clean(s)
 
 
 def test_map_cache_damaged_page_fails_the_read(loop4g):
@@ -262,11 +277,7 @@ def test_map_cache_discard_whole_device(loop4g):
     the cache once it is done; the discarded blocks read as zeroes, the
     others (the edges of the range too) keep their data, and all of it
     holds after a power cut; the device then checks clean."""
-    s = Stack(loop4g)
-    nb = s.n // 8
-    s.crash_free_remove()
-    s.create("2 map_cache 1")
-    mem0 = s.status()["map_memory"]
+    s, nb, mem0 = _cached_stack(loop4g)
 
     lbas = _one_per_page(nb, 0)
     lo = nb // 5 // PAGE_BLOCKS * PAGE_BLOCKS + 17       # not on page boundaries
@@ -316,9 +327,7 @@ def test_map_cache_discard_whole_device(loop4g):
     _pwrite(s.top, edges[-1], block(edges[-1], 2), sync=True)
     model[edges[-1]] = 2
     _check_discarded(s, model, lo, hi, mem0, "after the power cut and a write")
-    s.crash_free_remove()
-    p = remapctl("check", s.under, check=False)
-    assert p.returncode == 0, p.stdout + p.stderr
+    _removed_checks_clean(s)
 
 
 def test_map_cache_read_only(loop4g):
@@ -328,11 +337,7 @@ def test_map_cache_read_only(loop4g):
     read-only.  The load lets pages go as it counts them, and nothing
     changed since the clean checkpoint: the map stays within the cache
     although a read-only target writes no checkpoint."""
-    s = Stack(loop4g)
-    nb = s.n // 8
-    s.crash_free_remove()
-    s.create("2 map_cache 1")
-    mem0 = s.status()["map_memory"]
+    s, nb, mem0 = _cached_stack(loop4g)
     lbas = _one_per_page(nb, 5)
     _write_all(s.top, lbas, 1)
     model = dict.fromkeys(lbas, 1)
@@ -363,9 +368,7 @@ def test_map_cache_read_only(loop4g):
                  f"{(after['map_memory'] - mem0) // BLOCK} pages' worth over the "
                  f"empty map (cache {CACHE_PAGES}), {after['map_misses']} read back, "
                  f"{after['map_evictions']} evicted")
-    s.crash_free_remove()
-    p = remapctl("check", s.under, check=False)
-    assert p.returncode == 0, p.stdout + p.stderr
+    _removed_checks_clean(s)
 
 
 @pytest.fixture
@@ -461,9 +464,7 @@ def test_map_cache_replay_stays_within_the_cache(loop16g):
     bad = [lba for lba in sample[1:] if lba != keep and _pread(s.top, lba) != bytes(BLOCK)]
     assert not bad, f"after a second power cut: {len(bad)} blocks not zeroes, first {bad[:5]}"
     assert s.status()["map_pages_peak"] <= most
-    s.crash_free_remove()
-    p = remapctl("check", s.under, check=False)
-    assert p.returncode == 0, p.stdout + p.stderr
+    _removed_checks_clean(s)
 
 
 # Issue 40, item 11: memory inside the I/O path
@@ -516,11 +517,7 @@ def test_map_cache_goes_on_with_its_reserve_when_memory_is_refused(loop4g):
     that never comes (a watchdog ends the refusal after 240 s: the test
     then fails); every block holds after a power cut, and the device
     checks clean."""
-    s = Stack(loop4g)
-    nb = s.n // 8
-    s.crash_free_remove()
-    s.create("2 map_cache 1")
-    mem0 = s.status()["map_memory"]
+    s, nb, mem0 = _cached_stack(loop4g)
     lbas = _one_per_page(nb, 11)
     assert len(lbas) > 3 * CACHE_PAGES, len(lbas)
     _write_all(s.top, lbas, 1)
@@ -550,9 +547,7 @@ def test_map_cache_goes_on_with_its_reserve_when_memory_is_refused(loop4g):
     _check_discarded(s, model, lo, hi, mem0, "after the power cut")
     report_count(f"map_cache 1, every page allocation refused: {misses} pages read "
                  f"back from the reserve, {w.refused} allocations refused")
-    s.crash_free_remove()
-    p = remapctl("check", s.under, check=False)
-    assert p.returncode == 0, p.stdout + p.stderr
+    _removed_checks_clean(s)
 
 
 HOG = r"""
@@ -654,6 +649,4 @@ def test_map_cache_swap_under_memory_pressure(ram, ram2):
                  f"{p.stdout.split()[0]} MiB: "
                  f"{used * 4 // 1024} MiB swapped out through the device, "
                  f"{st['map_pages_peak']} map pages at most")
-    s.crash_free_remove()
-    p = remapctl("check", s.under, check=False)
-    assert p.returncode == 0, p.stdout + p.stderr
+    _removed_checks_clean(s)
