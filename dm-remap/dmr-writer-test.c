@@ -267,6 +267,7 @@ static void dmr_test_need_part(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, dmr_need_waits(false, 1));
 
 	KUNIT_EXPECT_EQ(test, dmr_need_blocks_in(0, 4096, 0, narrow), 0ULL);
+	KUNIT_EXPECT_EQ(test, dmr_need_blocks_in(1000, 4096, 0, narrow), 0ULL);
 	KUNIT_EXPECT_EQ(test, dmr_need_blocks_in(0, 4096, 1, narrow), 1024ULL);
 	KUNIT_EXPECT_EQ(test, dmr_need_blocks_in(0, 4096, 4, narrow), 4096ULL);
 	KUNIT_EXPECT_EQ(test, dmr_need_blocks_in(0, 4096, 9, narrow), 4096ULL);
