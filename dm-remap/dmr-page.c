@@ -62,9 +62,10 @@ static void *dmr_page_pool_alloc(gfp_t gfp, void *data)
  * dmr_page_pool_init() - the map page reserve
  * @rc: target
  *
- * DMR_MAP_RESERVE pages set aside at construction (counted by the memory
- * check, dmr_map_memory_bytes()), for the worker when memory is short:
- * see dmr_map_page_get().
+ * DMR_MAP_RESERVE pages set aside at construction (128 KiB, left out of
+ * the memory check's count with the other small fixed allocations,
+ * dmr_map_memory_bytes()), for the worker when memory is short: see
+ * dmr_map_page_get().
  *
  * Return: 0 or -ENOMEM.
  */
@@ -101,8 +102,10 @@ void dmr_page_pool_exit(struct dmr_target *rc)
  * request of up to DMR_MAP_RESERVE - 1 pages of the map: 124 MiB of
  * logical space narrow, 62 MiB wide) and every other left the cache at
  * its last trim, so the wait always ends.  Without a cache, pages never
- * leave: the reserve covers the first DMR_MAP_RESERVE pages memory
- * refused, and after that the worker waits for reclaim.
+ * leave and nothing would end a wait on the reserve but that 5 s timer:
+ * the reserve covers the first DMR_MAP_RESERVE pages memory refused, and
+ * after that the worker waits in the page allocator's own reclaim loop,
+ * as any GFP_NOIO allocation does.
  *
  * While loading nothing waits: a page without memory fails the table
  * load (its error), never calls the OOM killer.
@@ -118,6 +121,8 @@ u32 *dmr_map_page_get(struct dmr_target *rc, bool wait)
 	page = mempool_alloc(rc->page_pool, GFP_NOIO & ~__GFP_DIRECT_RECLAIM);
 	if (page || !wait)
 		return page;
+	if (!rc->pc.cap)	/* no cache: no page comes back to the reserve */
+		return kmalloc(DMR_BLOCK_SIZE, GFP_NOIO);
 	dmr_page_batch_submit(rc, true);
 	return mempool_alloc(rc->page_pool, GFP_NOIO);
 }

@@ -591,7 +591,12 @@ def test_map_cache_swap_under_memory_pressure(ram, ram2):
     free memory taken by huge pages, and a memory hog larger than what is
     left: the hog's pages go out to the device and come back intact while
     the worker allocates map pages under the same shortage (GFP_NOIO,
-    memalloc_noio_save(), the reserve).  The hung-task detector, at 30 s,
+    memalloc_noio_save(), the reserve).  On 256 MiB the map is 64 pages,
+    which a cache of 1 MiB holds whole (no cache in effect: the reserve,
+    then the page allocator's own loop); the reserve with a cache that
+    evicts is the test above's, with every allocation refused, since
+    ramdisks cannot give the GiBs a map larger than 1 MiB needs here.
+    The hung-task detector, at 30 s,
     reports any task that waits that long (the autouse kernel-log check
     fails the test on it); on the debug kernel lockdep also flags reclaim
     that could recurse into the device.  The swap then comes off cleanly
