@@ -300,8 +300,10 @@ int dmr_checkpoint(struct dmr_target *rc, bool clean)
 	spin_lock(&rc->map_lock);
 	dmr_map_ckpt_done(&rc->map, c.seq);
 	spin_unlock(&rc->map_lock);
-	dmr_gc_free_ready(rc);
-	dmr_gc_retry(rc);
+	/*
+	 * What it made reusable is freed by GC, which the worker schedules
+	 * (@ckpt_seq moved on: DMR_WORKER_GC_FREE).
+	 */
 	return 0;
 fail:
 	dmr_fail(rc, r, "checkpoint write");
@@ -323,66 +325,6 @@ void dmr_checkpoint_due(struct dmr_target *rc)
 	WRITE_ONCE(rc->ckpt_requested, false);
 	if (dmr_ckpt_rearm(READ_ONCE(rc->mode), READ_ONCE(rc->suspended),
 			   READ_ONCE(rc->stopping)))
-		queue_delayed_work(rc->wq, &rc->ckpt_work,
-				   rc->opts.checkpoint_interval * HZ);
-}
-
-/* The checkpoint timer only hands the checkpoint to the worker. */
-void dmr_ckpt_timer(struct work_struct *work)
-{
-	struct dmr_target *rc = container_of(to_delayed_work(work),
-					     struct dmr_target, ckpt_work);
-
-	WRITE_ONCE(rc->ckpt_due, true);
-	queue_work(rc->wq, &rc->work);
-}
-
-/**
- * dmr_checkpoint_now() - checkpoint on request
- * @rc: target
- * @clean: see dmr_checkpoint(); only with the worker stopped
- *
- * Return: 0 or the target's first error.
- */
-int dmr_checkpoint_now(struct dmr_target *rc, bool clean)
-{
-	if (clean)
-		return dmr_checkpoint(rc, true);
-	/* run it in the worker, serialised with the I/O */
-	WRITE_ONCE(rc->ckpt_requested, true);
-	WRITE_ONCE(rc->ckpt_due, true);
-	queue_work(rc->wq, &rc->work);
-	flush_work(&rc->work);
-	return READ_ONCE(rc->mode) == DMR_MODE_FAILED ? rc->first_error : 0;
-}
-
-/**
- * dmr_worker_stop() - stop periodic checkpoints, wait for the worker and the log
- * @rc: target; no new I/O arrives (postsuspend, destructor)
- *
- * The worker re-arms the timer after a periodic checkpoint, so @stopping is
- * set first (the worker no longer re-arms once it sees it), the timer is
- * cancelled, the worker flushed, and the timer cancelled again in case
- * the worker re-armed it before it saw @stopping.  Then nothing is left
- * queued that could run after the destructor frees the target.
- */
-void dmr_worker_stop(struct dmr_target *rc)
-{
-	WRITE_ONCE(rc->stopping, true);
-	cancel_delayed_work_sync(&rc->ckpt_work);
-	flush_work(&rc->work);
-	/* no new victim read while stopping; its end queued the worker */
-	dmr_gc_read_drop(rc);
-	flush_work(&rc->work);
-	cancel_delayed_work_sync(&rc->ckpt_work);
-	dmr_flight_wait(rc);
-}
-
-/* Start periodic checkpoints (resume of an active, writable instance). */
-void dmr_worker_start(struct dmr_target *rc)
-{
-	WRITE_ONCE(rc->stopping, false);
-	if (dmr_ckpt_rearm(READ_ONCE(rc->mode), READ_ONCE(rc->suspended), false))
 		queue_delayed_work(rc->wq, &rc->ckpt_work,
 				   rc->opts.checkpoint_interval * HZ);
 }
@@ -488,7 +430,7 @@ static int dmr_replay_step(void *ctx, const struct dmr_log_pos *pos,
 	unsigned int i;
 	int r;
 
-	if (!dmr_map_evict_clean(rc) ||
+	if (!dmr_map_trim(rc) ||
 	    !dmr_replay_ckpt_due(rc->pc.nr, rc->pc.cap, rc->replay_ckpt,
 				 dmr_heads_valid(&rc->sb.geo, pos)))
 		return 0;
@@ -509,7 +451,7 @@ static int dmr_replay_step(void *ctx, const struct dmr_log_pos *pos,
 	}
 	WRITE_ONCE(rc->mode, DMR_MODE_READ_ONLY);
 	atomic64_inc(&rc->stats.map_forced);
-	dmr_map_evict_clean(rc);
+	dmr_map_trim(rc);
 	cond_resched();
 	return 0;
 }
@@ -718,7 +660,7 @@ int dmr_load(struct dmr_target *rc, const char **error)
 	dmr_map_cache_start(rc);
 	if (rc->read_only) {
 		rc->loaded = true;	/* rule 8: nothing is written */
-		dmr_map_trim(rc);	/* (forces no checkpoint: read only) */
+		dmr_map_trim(rc);	/* (no checkpoint: nothing is written) */
 		return 0;
 	}
 	/*

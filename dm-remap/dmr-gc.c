@@ -133,7 +133,7 @@ static void dmr_gc_read_over(struct dmr_target *rc)
  * this, with release semantics; @gc_rd_done completes last, so
  * dmr_gc_read_drop() and the next read's submission wait for this too.
  */
-void dmr_gc_verify_fn(struct work_struct *work)
+static void dmr_gc_verify_fn(struct work_struct *work)
 {
 	struct dmr_target *rc = container_of(work, struct dmr_target, gc_verify);
 	u32 seg = rc->gc_rd_seg, seg_blocks = dmr_seg_blocks(rc);
@@ -142,6 +142,15 @@ void dmr_gc_verify_fn(struct work_struct *work)
 		       seg_blocks, rc->map.segs[seg].seq, rc->sb.uuid,
 		       &rc->map, rc->gc_vunit, rc->gc_ok);
 	dmr_gc_read_over(rc);
+}
+
+/* The constructor: no victim read, and none whose end is running. */
+void dmr_gc_init(struct dmr_target *rc)
+{
+	rc->gc_rd_seg = DMR_NO_SEGMENT;
+	INIT_WORK(&rc->gc_verify, dmr_gc_verify_fn);
+	init_completion(&rc->gc_rd_done);
+	complete_all(&rc->gc_rd_done);	/* no read's end is running */
 }
 
 /* The victim's read ended (dm-io's completion, any context). */
@@ -265,10 +274,14 @@ static int dmr_gc_collect(struct dmr_target *rc)
 		rc->gc_retry = true;
 		goto bad;
 	}
-	if (rc->ckpt_clean_on_disk) {
-		r = dmr_mark_dirty(rc);		/* rule 7: GC writes the log too */
-		if (r)
-			goto out;
+	/*
+	 * Rule 7: GC writes the log too; the worker marked the clean
+	 * checkpoint not clean before this step (a victim read was
+	 * pending: DMR_WORKER_MARK_DIRTY).
+	 */
+	if (WARN_ON_ONCE(rc->ckpt_clean_on_disk)) {
+		r = -EIO;
+		goto out;
 	}
 	while (off + 2 <= seg_blocks) {
 		u64 blk = dmr_seg_block(rc, seg, off);
@@ -383,9 +396,14 @@ static bool dmr_gc_victim_fits(struct dmr_target *rc, u32 victim)
  * @rc: target, in the worker
  * @urgent: a user write waits for a segment (greedy victims, no idling)
  *
- * Return: 1 if there was nothing to do, 0 after an action, or a negative
- * errno (-ENOSPC when nothing can free space, which the format's
- * reserved segments and the watermark checks rule out).
+ * A checkpoint the policy asks for (DMR_GC_CHECKPOINT: segments that
+ * wait for one) is returned to the worker, which writes it and then
+ * frees what it made reusable (DMR_WORKER_GC_FREE): GC does not call
+ * up into the checkpoint.
+ *
+ * Return: DMR_GC_NOTHING, DMR_GC_RAN after an action, DMR_GC_WANTS_CKPT,
+ * or a negative errno (-ENOSPC when nothing can free space, which the
+ * format's reserved segments and the watermark checks rule out).
  */
 int dmr_gc_run(struct dmr_target *rc, bool urgent)
 {
@@ -395,6 +413,7 @@ int dmr_gc_run(struct dmr_target *rc, bool urgent)
 	bool ended;
 	int r;
 
+	BUILD_BUG_ON(DMR_GC_RAN != 0 || DMR_GC_NOTHING != 1);
 	if (READ_ONCE(rc->mode) != DMR_MODE_WRITE)
 		return -EIO;
 	/* acquire: pairs with dmr_gc_read_end(), @gc_rd_error is then set */
@@ -406,7 +425,7 @@ int dmr_gc_run(struct dmr_target *rc, bool urgent)
 	case DMR_GC_READ_COLLECT:
 		return dmr_gc_collect(rc);
 	case DMR_GC_READ_LATER:
-		return 1;	/* its end queues the worker */
+		return DMR_GC_NOTHING;	/* its end queues the worker */
 	default:
 		break;
 	}
@@ -417,7 +436,7 @@ int dmr_gc_run(struct dmr_target *rc, bool urgent)
 				      rc->map.nr_prefree);
 	/* the common case, after every request: nothing to do, no scan */
 	if (!urgent && !rc->gc_active)
-		return 1;
+		return DMR_GC_NOTHING;
 	dmr_gc_free_ready(rc);
 	st.nr_free = rc->map.nr_free;
 	dmr_gc_prefree_waiting(rc, &st);
@@ -434,10 +453,9 @@ int dmr_gc_run(struct dmr_target *rc, bool urgent)
 			wait_for_completion(&rc->gc_rd_done);
 			return dmr_gc_collect(rc);
 		}
-		return 0;
+		return DMR_GC_RAN;
 	case DMR_GC_CHECKPOINT:
-		r = dmr_checkpoint(rc, false);
-		return r;
+		return DMR_GC_WANTS_CKPT;
 	case DMR_GC_FLUSH:
 		r = dmr_flush_all(rc, true);
 		if (!r)
@@ -445,13 +463,13 @@ int dmr_gc_run(struct dmr_target *rc, bool urgent)
 		return r;
 	case DMR_GC_WAIT_READERS:
 		wait_event_timeout(rc->readers_wq, dmr_gc_readers_gone(rc), HZ / 10);
-		return 0;
+		return DMR_GC_RAN;
 	case DMR_GC_STUCK:
 		DMERR_LIMIT("%s: no space can be freed (%u free, %u prefree segments)",
 			    rc->dev->name, rc->map.nr_free, rc->map.nr_prefree);
 		return -ENOSPC;
 	default:
-		return 1;
+		return DMR_GC_NOTHING;
 	}
 }
 
@@ -489,17 +507,17 @@ int dmr_gc_collect_now(struct dmr_target *rc)
  * Not while suspended or stopping (postsuspend waits for the worker), and
  * never when the target cannot write.
  *
- * Return: true if it did something (the worker then looks again).
+ * Return: dmr_gc_run()'s, or DMR_GC_NOTHING.
  */
-bool dmr_gc_background(struct dmr_target *rc)
+int dmr_gc_background(struct dmr_target *rc)
 {
-	bool did;
+	int r;
 
 	if (READ_ONCE(rc->mode) != DMR_MODE_WRITE || READ_ONCE(rc->stopping) ||
 	    READ_ONCE(rc->suspended) || !rc->active)
-		return false;
-	did = dmr_gc_run(rc, false) == 0;
+		return DMR_GC_NOTHING;
+	r = dmr_gc_run(rc, false);
 	WRITE_ONCE(rc->gc_mode, rc->gc_active ? DMR_GC_MODE_BACKGROUND :
 		   DMR_GC_MODE_IDLE);
-	return did;
+	return r;
 }

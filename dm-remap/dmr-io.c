@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * dm-remap set-up and tear-down of an instance, and the synchronous I/O
- * helpers the writer, checkpoints, loading and GC share.
+ * dm-remap set-up and tear-down of an instance's memory, work queues and
+ * I/O clients, and the synchronous I/O helpers the writer, checkpoints,
+ * loading and GC share: the bottom of the stack (dmr.h), calling nothing
+ * above it.  Each layer above sets up what is its own after
+ * dmr_io_init() (dmr_page_init(), dmr_write_init(), dmr_gc_init(),
+ * dmr_worker_init(), in the constructor).
  *
  * Locking: see dmr.h.  dmr_io_init() and dmr_io_exit() run in the
  * constructor and destructor, with no I/O in flight.
@@ -112,22 +116,6 @@ void *dmr_alloc_dev_array(const struct dmr_target *rc, enum dmr_array a)
 			       dmr_array_elem_size(a));
 }
 
-/*
- * A new page of the map (struct dmr_map): the worker maps a block of it
- * for the first time (dmr_map_reserve(), outside the map's lock), or a
- * load finds it in a checkpoint or the log.  Its memory is
- * dmr_map_page_get()'s: the reserve, waited for, in the worker; while
- * loading, a failure is an error for the table load.
- */
-static void *dmr_map_page_alloc(void *ctx, u64 page __always_unused)
-{
-	u32 *p = dmr_map_page_get(ctx, true);
-
-	if (p)
-		memset(p, 0, DMR_BLOCK_SIZE);
-	return p;
-}
-
 int dmr_io_init(struct dmr_target *rc, const char **error)
 {
 	const struct dmr_geometry *geo = &rc->sb.geo;
@@ -141,26 +129,10 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	bool ok;
 
 	spin_lock_init(&rc->map_lock);
-	dmr_page_batch_init(rc);
 	spin_lock_init(&rc->bio_lock);
 	init_waitqueue_head(&rc->readers_wq);
 	bio_list_init(&rc->bios);
 	bio_list_init(&rc->commit_bios);
-	INIT_WORK(&rc->work, dmr_worker);
-	INIT_DELAYED_WORK(&rc->ckpt_work, dmr_ckpt_timer);
-	for (i = 0; i < DMR_FLIGHT_SLOTS; i++) {
-		struct dmr_flight *f = &rc->flight[i];
-
-		f->rc = rc;
-		INIT_WORK(&f->work, dmr_flight_fn);
-		init_completion(&f->done);
-		f->segment = DMR_NO_SEGMENT;
-	}
-
-	rc->gc_rd_seg = DMR_NO_SEGMENT;
-	INIT_WORK(&rc->gc_verify, dmr_gc_verify_fn);
-	init_completion(&rc->gc_rd_done);
-	complete_all(&rc->gc_rd_done);	/* no read's end is running */
 	rc->mode = DMR_MODE_READ_ONLY;	/* until dmr_load() */
 	/*
 	 * A device this machine can never hold is refused before allocating:
@@ -221,16 +193,6 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	rc->zero_crc = crc32c(~0U, rc->bounce, DMR_BLOCK_SIZE);
 	dmr_map_init_wide(&rc->map, geo->wide, pages, NULL, geo->logical_blocks, segs,
 			  geo->nr_segments, geo->segment_blocks, dirty, lists);
-	rc->map.page_alloc = dmr_map_page_alloc;
-	rc->map.page_ctx = rc;
-	if (dmr_page_pool_init(rc)) {
-		*error = "Cannot allocate the map page reserve";
-		return -ENOMEM;
-	}
-	if (dmr_map_cache_init(rc)) {
-		*error = "Cannot allocate the map cache";
-		return -ENOMEM;
-	}
 
 	rc->io_client = dm_io_client_create();
 	if (IS_ERR(rc->io_client)) {
@@ -284,9 +246,6 @@ void dmr_io_exit(struct dmr_target *rc)
 	vfree(rc->gc_buf);
 	for (i = 0; i < DMR_FLIGHT_SLOTS; i++)
 		vfree(rc->flight[i].buf);
-	dmr_page_batch_exit(rc);
-	dmr_page_pool_exit(rc);
-	dmr_map_cache_exit(rc);
 	kvfree(rc->map_crc);
 	kvfree(rc->readers);
 	kvfree(rc->map.lists);

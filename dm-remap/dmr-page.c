@@ -19,8 +19,9 @@
  * to let a page go allocates memory or waits for a grace period of its
  * own (issue 40, item 11; kvfree_rcu_mightsleep() may do both).
  *
- * Crash safety: nothing here writes the device but the checkpoints the
- * cache forces (dmr_checkpoint(), rule 5).  A page leaves only when the
+ * Crash safety: nothing here writes the device; a cache that only a
+ * checkpoint lets shrink says so to the worker (dmr_map_trim(); rule 5
+ * for the checkpoint).  A page leaves only when the
  * newest slot holds its current copy (dmr_map_evict()), and @map_crc its
  * CRC; the next checkpoint, into the other slot, copies the block across
  * before it writes its header (dmr_write_map()), so whichever slot a load
@@ -69,7 +70,7 @@ static void *dmr_page_pool_alloc(gfp_t gfp, void *data)
  *
  * Return: 0 or -ENOMEM.
  */
-int dmr_page_pool_init(struct dmr_target *rc)
+static int dmr_page_pool_init(struct dmr_target *rc)
 {
 	rc->page_pool = mempool_create(DMR_MAP_RESERVE, dmr_page_pool_alloc,
 				       mempool_kfree, rc);
@@ -77,7 +78,7 @@ int dmr_page_pool_init(struct dmr_target *rc)
 }
 
 /* After dmr_page_batch_exit(): no callback returns a page any more. */
-void dmr_page_pool_exit(struct dmr_target *rc)
+static void dmr_page_pool_exit(struct dmr_target *rc)
 {
 	mempool_destroy(rc->page_pool);
 	rc->page_pool = NULL;
@@ -112,7 +113,7 @@ void dmr_page_pool_exit(struct dmr_target *rc)
  *
  * Return: the page, or NULL (loading, or !@wait).
  */
-u32 *dmr_map_page_get(struct dmr_target *rc, bool wait)
+static u32 *dmr_map_page_get(struct dmr_target *rc, bool wait)
 {
 	u32 *page;
 
@@ -136,7 +137,7 @@ u32 *dmr_map_page_get(struct dmr_target *rc, bool wait)
  *
  * Return: 0 or -ENOMEM.
  */
-int dmr_map_cache_init(struct dmr_target *rc)
+static int dmr_map_cache_init(struct dmr_target *rc)
 {
 	u64 cap = dmr_map_cache_pages(&rc->sb.geo, rc->opts.map_cache);
 	u32 *ring;
@@ -158,7 +159,7 @@ int dmr_map_cache_init(struct dmr_target *rc)
 	return 0;
 }
 
-void dmr_map_cache_exit(struct dmr_target *rc)
+static void dmr_map_cache_exit(struct dmr_target *rc)
 {
 	kvfree(rc->pc.ring);
 	kvfree(rc->pc.state);
@@ -358,7 +359,7 @@ static void dmr_page_batch_free(struct rcu_head *head)
 	wake_up(&rc->evict_wq);
 }
 
-void dmr_page_batch_init(struct dmr_target *rc)
+static void dmr_page_batch_init(struct dmr_target *rc)
 {
 	unsigned int i;
 
@@ -412,7 +413,7 @@ static void dmr_page_free_rcu(struct dmr_target *rc, u32 *page)
  * Destructor (dmr_io_exit()), after the worker stopped: every page
  * evicted is freed, and no callback of this target is left to run.
  */
-void dmr_page_batch_exit(struct dmr_target *rc)
+static void dmr_page_batch_exit(struct dmr_target *rc)
 {
 	if (!rc->evict[0].rc)
 		return;		/* dmr_page_batch_init() never ran */
@@ -421,16 +422,20 @@ void dmr_page_batch_exit(struct dmr_target *rc)
 }
 
 /**
- * dmr_map_evict_clean() - cache victims leave, as long as one may
+ * dmr_map_trim() - cache victims leave, as long as one may
  * @rc: target (worker, or the load)
  *
  * Victims leave until the cache is within its size or every page in it
  * changed since the newest checkpoint (dmr_map_evict() takes only a page
- * that slot holds).  Writes nothing.
+ * that slot holds).  Writes nothing.  A cache left over its size needs a
+ * checkpoint, which the worker writes (DMR_NEED_CKPT_CACHE; one is
+ * enough: after it every page is clean for the newest slot) and the
+ * loader's replay too (dmr_replay_step()); a target that cannot write
+ * one (read only, failed, stopping) stays over its size.
  *
  * Return: true if the cache is still over its size.
  */
-bool dmr_map_evict_clean(struct dmr_target *rc)
+bool dmr_map_trim(struct dmr_target *rc)
 {
 	struct dmr_page_clock *c = &rc->pc;
 	/* (the slot written last: the next checkpoint goes to @ckpt_slot) */
@@ -458,19 +463,49 @@ bool dmr_map_evict_clean(struct dmr_target *rc)
 }
 
 /*
- * Cache victims leave until it is within its size.  A checkpoint is
- * forced when every page in it changed since the last one (one is
- * enough: after it every page is clean for the newest slot, which is all
- * dmr_map_evict() asks); a target that cannot write one (read only,
- * failed, stopping) stays over its size.
+ * A new page of the map (struct dmr_map): the worker maps a block of it
+ * for the first time (dmr_map_reserve(), outside the map's lock), or a
+ * load finds it in a checkpoint or the log.  Its memory is
+ * dmr_map_page_get()'s: the reserve, waited for, in the worker; while
+ * loading, a failure is an error for the table load.
  */
-void dmr_map_trim(struct dmr_target *rc)
+static void *dmr_map_page_alloc(void *ctx, u64 page __always_unused)
 {
-	if (!dmr_map_evict_clean(rc) ||
-	    READ_ONCE(rc->mode) != DMR_MODE_WRITE || READ_ONCE(rc->stopping))
-		return;
-	if (dmr_checkpoint(rc, false))
-		return;
-	atomic64_inc(&rc->stats.map_forced);
-	dmr_map_evict_clean(rc);
+	u32 *p = dmr_map_page_get(ctx, true);
+
+	if (p)
+		memset(p, 0, DMR_BLOCK_SIZE);
+	return p;
+}
+
+/*
+ * The constructor, after dmr_io_init() allocated the map's arrays: the
+ * eviction batches, the map's page allocator, the reserve and the cache.
+ */
+int dmr_page_init(struct dmr_target *rc, const char **error)
+{
+	dmr_page_batch_init(rc);
+	rc->map.page_alloc = dmr_map_page_alloc;
+	rc->map.page_ctx = rc;
+	if (dmr_page_pool_init(rc)) {
+		*error = "Cannot allocate the map page reserve";
+		return -ENOMEM;
+	}
+	if (dmr_map_cache_init(rc)) {
+		*error = "Cannot allocate the map cache";
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * Undo dmr_page_init(), safe on a partial one, before dmr_io_exit()
+ * frees the pages still in the map: evicted pages are freed (an RCU
+ * barrier), then the reserve and the cache go.
+ */
+void dmr_page_exit(struct dmr_target *rc)
+{
+	dmr_page_batch_exit(rc);
+	dmr_page_pool_exit(rc);
+	dmr_map_cache_exit(rc);
 }

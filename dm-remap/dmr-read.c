@@ -181,7 +181,8 @@ void dmr_do_read(struct dmr_target *rc, struct bio *bio)
  * A read whose first blocks are on the device, physically contiguous, is
  * remapped straight down (trimmed with dm_accept_partial_bio() to that
  * run; device-mapper resubmits the rest), holding a count on the segment
- * until dmr_end_io().  Anything else goes to the worker.
+ * until dmr_end_io().  Anything else is for the worker: the caller
+ * queues it.
  *
  * No lock is taken.  The entry of the first block names the segment; the
  * read takes its count on that segment, then (after a full barrier) looks
@@ -196,9 +197,10 @@ void dmr_do_read(struct dmr_target *rc, struct bio *bio)
  * after the entry: a head sets it, under @map_lock, before any entry
  * points into its segment, and the lock's release orders the two.
  *
- * Return: a DM_MAPIO_* code.
+ * Return: true if @bio was remapped (DM_MAPIO_REMAPPED), false if the
+ * worker must serve it.
  */
-int dmr_map_read(struct dmr_target *rc, struct bio *bio)
+bool dmr_map_read(struct dmr_target *rc, struct bio *bio)
 {
 	struct dmr_per_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
 	u32 n = bio_sectors(bio) >> 3, run, seg;
@@ -224,8 +226,7 @@ int dmr_map_read(struct dmr_target *rc, struct bio *bio)
 		dmr_reader_put(rc, seg);
 	}
 	rcu_read_unlock();
-	dmr_queue_bio(rc, bio);
-	return DM_MAPIO_SUBMITTED;
+	return false;
 
 remap:
 	rcu_read_unlock();
@@ -237,5 +238,5 @@ remap:
 	bio_set_dev(bio, rc->dev->bdev);
 	bio->bi_iter.bi_sector = rc->data_start +
 		(sector_t)(e - 1) * DMR_SECTORS_PER_BLOCK;
-	return DM_MAPIO_REMAPPED;
+	return true;
 }

@@ -279,9 +279,16 @@ static int dmr_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	rc->data_start = rc->sb.geo.data_offset * DMR_SECTORS_PER_BLOCK;
 	dmr_clear_stats(&rc->stats);
 
+	/* each layer sets up its own, from the bottom (dmr.h) */
 	r = dmr_io_init(rc, &err);
 	if (r)
 		goto bad_io;
+	r = dmr_page_init(rc, &err);
+	if (r)
+		goto bad_io;
+	dmr_write_init(rc);
+	dmr_gc_init(rc);
+	dmr_worker_init(rc);
 	r = dmr_gc_setup(rc, &err);
 	if (r)
 		goto bad_io;
@@ -306,6 +313,7 @@ static int dmr_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 bad_load:
 	dmr_unregister(rc);
 bad_io:
+	dmr_page_exit(rc);
 	dmr_io_exit(rc);
 bad_dev:
 	dm_put_device(ti, rc->dev);
@@ -333,6 +341,7 @@ static void dmr_dtr(struct dm_target *ti)
 		DMERR("%s: final checkpoint failed; the next load replays the log",
 		      rc->dev->name);
 	dmr_unregister(rc);
+	dmr_page_exit(rc);
 	dmr_io_exit(rc);
 	dm_put_device(ti, rc->dev);
 	kfree(rc);
@@ -408,13 +417,17 @@ static int dmr_map(struct dm_target *ti, struct bio *bio)
 	struct dmr_per_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
 
 	pb->seg = DMR_NO_SEGMENT;	/* dmr_map_read() sets it */
+	pb->begun = false;
 	switch (bio_op(bio)) {
 	case REQ_OP_READ:
 		if (!bio_sectors(bio)) {
 			bio_endio(bio);
 			return DM_MAPIO_SUBMITTED;
 		}
-		return dmr_map_read(rc, bio);
+		if (dmr_map_read(rc, bio))
+			return DM_MAPIO_REMAPPED;
+		dmr_queue_bio(rc, bio);		/* served from memory */
+		return DM_MAPIO_SUBMITTED;
 	case REQ_OP_WRITE:
 	case REQ_OP_DISCARD:
 	case REQ_OP_WRITE_ZEROES:

@@ -52,37 +52,136 @@ static void dmr_group_commit(struct dmr_target *rc)
 }
 
 /*
- * One request.  A flush or FUA write leaves it waiting in @commit_bios
- * (dmr_do_write()), counted in @nr_commit; while one waits, every request
- * handled counts towards dmr_group_commit_now()'s bound, from the oldest
- * waiter's arrival, and defers its GC step (@gc_owed).
+ * A request ended (dmr_worker_request()): while a flush or FUA request
+ * waits in @commit_bios (dmr_do_write()), counted in @nr_commit, every
+ * request handled counts towards dmr_group_commit_now()'s bound, from
+ * the oldest waiter's arrival, and defers its GC step (@gc_owed).
  */
-static void dmr_handle_bio(struct dmr_target *rc, struct bio *bio)
+static void dmr_worker_request_done(struct dmr_target *rc)
+{
+	if (rc->room_wait) {
+		rc->room_wait = false;
+		WRITE_ONCE(rc->gc_mode, rc->gc_active ? DMR_GC_MODE_BACKGROUND :
+			   DMR_GC_MODE_IDLE);
+	}
+	WRITE_ONCE(rc->nr_handled, rc->nr_handled + 1);
+	rc->commit_behind = dmr_commit_behind(rc->nr_commit, rc->nr_handled,
+					      rc->commit_since);
+	rc->gc_owed = dmr_gc_owed_after_request(rc->nr_commit, rc->gc_owed);
+}
+
+static enum dmr_bio_result dmr_handle_bio(struct dmr_target *rc, struct bio *bio)
 {
 	switch (bio_op(bio)) {
 	case REQ_OP_READ:
 		dmr_do_read(rc, bio);
-		break;
+		return DMR_BIO_ENDED;
 	case REQ_OP_WRITE:
-		dmr_do_write(rc, bio);
-		break;
+		return dmr_do_write(rc, bio);
 	case REQ_OP_DISCARD:
 	case REQ_OP_WRITE_ZEROES:
-		dmr_do_discard(rc, bio);
-		break;
+		return dmr_do_discard(rc, bio);
 	default:
 		bio_io_error(bio);
+		return DMR_BIO_ENDED;
 	}
+}
+
+/*
+ * One request goes on: handled for the first time, or resumed.  One
+ * that is not done is held (@held), and goes on before any other
+ * (dmr_worker_next()): a discard between its pieces, so that the map
+ * cache is trimmed (and the checkpoint that needs, written) between
+ * them, or a write that waits for a free segment, which urgent GC frees
+ * (DMR_NEED_ROOM; throttled, counted once per request).
+ */
+static void dmr_worker_request(struct dmr_target *rc, struct bio *bio)
+{
+	enum dmr_bio_result res = dmr_handle_bio(rc, bio);
+
 	/*
 	 * A queue of large requests (a whole-device discard comes as
 	 * hundreds of 4 GiB bios) must not hold the CPU: without
 	 * preemption the worker would run them all back to back.
 	 */
 	cond_resched();
-	WRITE_ONCE(rc->nr_handled, rc->nr_handled + 1);
-	rc->commit_behind = dmr_commit_behind(rc->nr_commit, rc->nr_handled,
-					      rc->commit_since);
-	rc->gc_owed = dmr_gc_owed_after_request(rc->nr_commit, rc->gc_owed);
+	if (res == DMR_BIO_ENDED) {
+		dmr_worker_request_done(rc);
+		return;
+	}
+	rc->held = bio;
+	if (res != DMR_BIO_NO_ROOM)
+		return;
+	rc->need |= DMR_NEED_ROOM;
+	if (!rc->room_wait) {
+		rc->room_wait = true;
+		atomic64_inc(&rc->stats.throttled);
+		WRITE_ONCE(rc->gc_mode, DMR_GC_MODE_URGENT);
+	}
+}
+
+/*
+ * Urgent GC, for the held request waiting for room.  GC never waits for
+ * a user write, so this ends: with room (the request goes on, and may
+ * find none again), a checkpoint GC asks for first, or an error, which
+ * ends the request.
+ */
+static void dmr_worker_urgent(struct dmr_target *rc)
+{
+	struct bio *bio;
+	int r;
+
+	rc->need &= ~DMR_NEED_ROOM;
+	r = dmr_gc_run(rc, true);
+	if (r == DMR_GC_WANTS_CKPT) {
+		rc->need |= DMR_NEED_CKPT_GC | DMR_NEED_ROOM;
+	} else if (r < 0) {
+		bio = rc->held;
+		rc->held = NULL;
+		bio->bi_status = errno_to_blk_status(r);
+		bio_endio(bio);
+		dmr_worker_request_done(rc);
+	}
+}
+
+/* map_cache: back to its size, or a checkpoint is needed for that */
+static void dmr_worker_trim(struct dmr_target *rc)
+{
+	if (dmr_map_trim(rc))
+		rc->need |= DMR_NEED_CKPT_CACHE;
+}
+
+/*
+ * The checkpoint a mechanism asked for (@need): one serves both.  The
+ * map cache's is counted (map_forced), and the pages it made clean
+ * leave; if some cannot (the read path keeps using them), the cache
+ * stays over its size until the next trim, which may ask again: never
+ * one checkpoint after another with nothing between.
+ */
+static void dmr_worker_checkpoint(struct dmr_target *rc)
+{
+	bool cache = rc->need & DMR_NEED_CKPT_CACHE;
+
+	rc->need &= ~(DMR_NEED_CKPT_GC | DMR_NEED_CKPT_CACHE);
+	if (!dmr_checkpoint(rc, false) && cache)
+		atomic64_inc(&rc->stats.map_forced);
+	dmr_map_trim(rc);
+}
+
+/* Whether @bio, the batch's next request, writes the log (rule 7). */
+static bool dmr_bio_writes(const struct bio *bio)
+{
+	if (!bio)
+		return false;
+	switch (bio_op(bio)) {
+	case REQ_OP_WRITE:
+		return bio->bi_iter.bi_size;
+	case REQ_OP_DISCARD:
+	case REQ_OP_WRITE_ZEROES:
+		return true;
+	default:
+		return false;
+	}
 }
 
 /* What dmr_worker_next() decides on, read afresh before each step. */
@@ -99,6 +198,12 @@ static void dmr_worker_sample(struct dmr_target *rc,
 	s->nr_commit = rc->nr_commit;
 	s->commit_behind = rc->commit_behind;
 	s->gc_owed = rc->gc_owed;
+	s->need = rc->need;
+	s->held = !!rc->held;
+	s->ckpt_unfreed = rc->ckpt_seq != rc->gc_freed_ckpt;
+	s->clean_on_disk = rc->ckpt_clean_on_disk;
+	s->next_writes = dmr_bio_writes(bio_list_peek((struct bio_list *)batch));
+	s->gc_rd_pending = rc->gc_rd_seg != DMR_NO_SEGMENT;
 }
 
 /*
@@ -109,7 +214,8 @@ static void dmr_worker_sample(struct dmr_target *rc,
  * come after its commit), and goes on while it has work and no request
  * waits.  Queued requests are taken all at once (one round of
  * @bio_lock per batch, not per request) and handled in their order.
- * dmr_worker_next() gives the order and the conditions of each step.
+ * dmr_worker_next() gives the order and the conditions of each step,
+ * the needs the mechanisms below return (@need, @held) first.
  */
 void dmr_worker(struct work_struct *work)
 {
@@ -117,7 +223,9 @@ void dmr_worker(struct work_struct *work)
 	enum dmr_worker_phase phase = DMR_WORKER_AT_ROUND;
 	struct dmr_worker_state s = { };
 	struct bio_list batch = BIO_EMPTY_LIST;
+	struct bio *bio;
 	unsigned long flags;
+	int r;
 	/*
 	 * Every allocation the worker makes, its own and those of the
 	 * kernel functions it calls (a map page read back, a first write to
@@ -143,7 +251,7 @@ void dmr_worker(struct work_struct *work)
 		case DMR_WORKER_GC_COLLECT:
 			rc->gc_collect_result = dmr_gc_collect_now(rc);
 			WRITE_ONCE(rc->gc_collect_req, false);
-			dmr_map_trim(rc);
+			dmr_worker_trim(rc);
 			break;
 		case DMR_WORKER_CHECKPOINT_WINDOW:
 			/* rule 4: no unit is numbered past the window */
@@ -156,20 +264,119 @@ void dmr_worker(struct work_struct *work)
 			spin_unlock_irqrestore(&rc->bio_lock, flags);
 			break;
 		case DMR_WORKER_HANDLE_BIO:
-			dmr_handle_bio(rc, bio_list_pop(&batch));
-			dmr_map_trim(rc);	/* map_cache: back to its size */
+			dmr_worker_request(rc, bio_list_pop(&batch));
+			dmr_worker_trim(rc);
+			break;
+		case DMR_WORKER_RESUME:
+			bio = rc->held;
+			rc->held = NULL;
+			dmr_worker_request(rc, bio);
+			dmr_worker_trim(rc);
 			break;
 		case DMR_WORKER_COMMIT:
 			dmr_group_commit(rc);
 			break;
 		case DMR_WORKER_GC_STEP:
-			s.gc_did = dmr_gc_background(rc);
+			r = dmr_gc_background(rc);
+			if (r == DMR_GC_WANTS_CKPT)
+				rc->need |= DMR_NEED_CKPT_GC;
+			s.gc_did = r == DMR_GC_RAN || r == DMR_GC_WANTS_CKPT;
 			rc->gc_owed = dmr_gc_owed_after_step(rc->gc_owed, s.gc_did);
-			dmr_map_trim(rc);
+			dmr_worker_trim(rc);
+			break;
+		case DMR_WORKER_GC_URGENT:
+			dmr_worker_urgent(rc);
+			dmr_worker_trim(rc);
+			break;
+		case DMR_WORKER_GC_FREE:
+			/* what the checkpoint made reusable (the reuse rule) */
+			rc->gc_freed_ckpt = rc->ckpt_seq;
+			dmr_gc_free_ready(rc);
+			dmr_gc_retry(rc);
+			break;
+		case DMR_WORKER_CHECKPOINT_NEEDED:
+			dmr_worker_checkpoint(rc);
+			break;
+		case DMR_WORKER_MARK_DIRTY:
+			/* rule 7 (a failure leaves the target failed) */
+			dmr_mark_dirty(rc);
 			break;
 		case DMR_WORKER_IDLE:
 			memalloc_noio_restore(noio);
 			return;
 		}
 	}
+}
+
+/* The checkpoint timer only hands the checkpoint to the worker. */
+static void dmr_ckpt_timer(struct work_struct *work)
+{
+	struct dmr_target *rc = container_of(to_delayed_work(work),
+					     struct dmr_target, ckpt_work);
+
+	WRITE_ONCE(rc->ckpt_due, true);
+	queue_work(rc->wq, &rc->work);
+}
+
+/* The constructor: the worker and its timer (dmr_io_init() made @wq). */
+void dmr_worker_init(struct dmr_target *rc)
+{
+	INIT_WORK(&rc->work, dmr_worker);
+	INIT_DELAYED_WORK(&rc->ckpt_work, dmr_ckpt_timer);
+}
+
+/**
+ * dmr_checkpoint_now() - checkpoint on request
+ * @rc: target
+ * @clean: see dmr_checkpoint(); only with the worker stopped
+ *
+ * Return: 0 or the target's first error.
+ */
+int dmr_checkpoint_now(struct dmr_target *rc, bool clean)
+{
+	if (clean)
+		return dmr_checkpoint(rc, true);
+	/* run it in the worker, serialised with the I/O */
+	WRITE_ONCE(rc->ckpt_requested, true);
+	WRITE_ONCE(rc->ckpt_due, true);
+	queue_work(rc->wq, &rc->work);
+	flush_work(&rc->work);
+	return READ_ONCE(rc->mode) == DMR_MODE_FAILED ? rc->first_error : 0;
+}
+
+/**
+ * dmr_worker_stop() - stop periodic checkpoints, wait for the worker and the log
+ * @rc: target; no new I/O arrives (postsuspend, destructor)
+ *
+ * The worker re-arms the timer after a periodic checkpoint, so @stopping is
+ * set first (the worker no longer re-arms once it sees it), the timer is
+ * cancelled, the worker flushed, and the timer cancelled again in case
+ * the worker re-armed it before it saw @stopping.  Then nothing is left
+ * queued that could run after the destructor frees the target.  The
+ * worker returns only with nothing held (dmr_worker_next()).
+ */
+void dmr_worker_stop(struct dmr_target *rc)
+{
+	WRITE_ONCE(rc->stopping, true);
+	cancel_delayed_work_sync(&rc->ckpt_work);
+	flush_work(&rc->work);
+	/* no new victim read while stopping; its end queued the worker */
+	dmr_gc_read_drop(rc);
+	flush_work(&rc->work);
+	cancel_delayed_work_sync(&rc->ckpt_work);
+	dmr_flight_wait(rc);
+}
+
+/*
+ * Resume: periodic checkpoints again.  A map cache checkpoint asked for
+ * while stopping is dropped: postsuspend's clean one made every page
+ * clean since (the worker is stopped: its state is ours here).
+ */
+void dmr_worker_start(struct dmr_target *rc)
+{
+	rc->need &= ~DMR_NEED_CKPT_CACHE;
+	WRITE_ONCE(rc->stopping, false);
+	if (dmr_ckpt_rearm(READ_ONCE(rc->mode), READ_ONCE(rc->suspended), false))
+		queue_delayed_work(rc->wq, &rc->ckpt_work,
+				   rc->opts.checkpoint_interval * HZ);
 }

@@ -140,12 +140,27 @@ static int dmr_write_units(struct dmr_target *rc, u8 *buf, u32 from, u32 nr,
  * that is done, on another CPU, while the worker goes on.  Owns its
  * slot's buffer until it completes @done.
  */
-void dmr_flight_fn(struct work_struct *work)
+static void dmr_flight_fn(struct work_struct *work)
 {
 	struct dmr_flight *f = container_of(work, struct dmr_flight, work);
 
 	f->error = dmr_write_units(f->rc, f->buf, f->off, f->nr, f->blocknr, false);
 	complete(&f->done);
+}
+
+/* The constructor: the second stage's slots (dmr_io_init() gave their buffers). */
+void dmr_write_init(struct dmr_target *rc)
+{
+	unsigned int i;
+
+	for (i = 0; i < DMR_FLIGHT_SLOTS; i++) {
+		struct dmr_flight *f = &rc->flight[i];
+
+		f->rc = rc;
+		INIT_WORK(&f->work, dmr_flight_fn);
+		init_completion(&f->done);
+		f->segment = DMR_NO_SEGMENT;
+	}
 }
 
 /*
@@ -454,32 +469,22 @@ int dmr_flush_all(struct dmr_target *rc, bool flush_device)
 
 /*
  * Reserve the segment a head goes on in.  A user head that may not take
- * one (the throttle, dmr_head_may_alloc()) waits here while GC frees
- * space; GC never waits for a user write, so this ends.
+ * one (the throttle, dmr_head_may_alloc()) returns DMR_NO_ROOM: its
+ * request goes back to the worker, which runs urgent GC until there is
+ * room (DMR_NEED_ROOM).  GC's heads never wait for a user write: with no
+ * free segment at all GC cannot go on.
  */
 static int dmr_reserve_next(struct dmr_target *rc, unsigned int hid)
 {
 	struct dmr_head *h = &rc->heads[hid];
-	bool waited = false;
 	u32 seg;
-	int r;
 
-	while (!dmr_head_may_alloc(&rc->gc, hid, rc->map.nr_free)) {
-		if (dmr_head_is_gc(hid)) {
-			DMERR_LIMIT("%s: GC has no free segment", rc->dev->name);
-			return -ENOSPC;
-		}
-		if (!waited)
-			atomic64_inc(&rc->stats.throttled);
-		waited = true;
-		WRITE_ONCE(rc->gc_mode, DMR_GC_MODE_URGENT);
-		r = dmr_gc_run(rc, true);
-		if (r < 0)
-			return r;
+	if (!dmr_head_may_alloc(&rc->gc, hid, rc->map.nr_free)) {
+		if (!dmr_head_is_gc(hid))
+			return DMR_NO_ROOM;
+		DMERR_LIMIT("%s: GC has no free segment", rc->dev->name);
+		return -ENOSPC;
 	}
-	if (waited)
-		WRITE_ONCE(rc->gc_mode, rc->gc_active ? DMR_GC_MODE_BACKGROUND :
-			   DMR_GC_MODE_IDLE);
 	spin_lock(&rc->map_lock);
 	seg = dmr_seg_alloc(&rc->map);
 	spin_unlock(&rc->map_lock);
@@ -498,10 +503,11 @@ static int dmr_reserve_next(struct dmr_target *rc, unsigned int hid)
  *
  * Opens a unit if none can take a block (sealing a full one), and
  * reserves the next segment first if taking @n blocks leaves the segment
- * done (rule 9).  Reserving may run GC, which may write a checkpoint and
- * so seal this head: the checks then start again.
+ * done (rule 9).
  *
- * Return: 0 or a negative errno.
+ * Return: 0, DMR_NO_ROOM if a user head must wait for GC to free a
+ * segment (its request returns to the worker: dmr_reserve_next()), or a
+ * negative errno.
  */
 int dmr_head_room(struct dmr_target *rc, unsigned int hid, u32 want, u32 *n)
 {
@@ -550,13 +556,18 @@ static void dmr_copy_from_bio(struct bio *bio, u8 *dst, unsigned int bytes)
 	bio_advance(bio, bytes);
 }
 
-/* Common start of a write or discard: mode, rule 7. */
+/*
+ * Common start of a write or discard: mode, rule 7.  The worker marks
+ * the clean checkpoint not clean before a request that changes anything
+ * (DMR_WORKER_MARK_DIRTY), so a clean one here is a bug: the log is not
+ * written under it.
+ */
 static int dmr_write_begin(struct dmr_target *rc, bool changes)
 {
 	if (READ_ONCE(rc->mode) != DMR_MODE_WRITE)
 		return -EIO;
-	if (changes && rc->ckpt_clean_on_disk)
-		return dmr_mark_dirty(rc);	/* rule 7 */
+	if (changes && WARN_ON_ONCE(rc->ckpt_clean_on_disk))
+		return -EIO;	/* rule 7 */
 	return 0;
 }
 
@@ -602,9 +613,17 @@ static int dmr_order_before(struct dmr_target *rc, unsigned int hid, u64 lba, u3
  * needs no flush of its own first: replay applies a prefix of the log
  * (rule 2), so its data is never found on the device without what was
  * written before it, and the request completes only after the flush.
+ *
+ * A write that finds no room (DMR_NO_ROOM) returns to the worker with
+ * the blocks it wrote so far in its head and the bio advanced past them;
+ * when resumed it goes on from there, as a new request of what is left
+ * (chosen a head again by its first block).
+ *
+ * Return: DMR_BIO_ENDED, or DMR_BIO_NO_ROOM (the worker holds it).
  */
-void dmr_do_write(struct dmr_target *rc, struct bio *bio)
+enum dmr_bio_result dmr_do_write(struct dmr_target *rc, struct bio *bio)
 {
+	struct dmr_per_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
 	u32 seg_blocks = dmr_seg_blocks(rc);
 	u64 lba = dmr_bio_lba(rc, bio);
 	unsigned int hid;
@@ -614,8 +633,9 @@ void dmr_do_write(struct dmr_target *rc, struct bio *bio)
 	r = dmr_write_begin(rc, bio->bi_iter.bi_size);
 	if (r)
 		goto out;
-	if (bio->bi_opf & (REQ_PREFLUSH | REQ_FUA))
+	if (!pb->begun && (bio->bi_opf & (REQ_PREFLUSH | REQ_FUA)))
 		atomic64_inc(&rc->stats.flushes);
+	pb->begun = true;
 	if (!bio->bi_iter.bi_size)
 		goto done;
 	/* its map pages, read back if they were out (nothing leaves meanwhile) */
@@ -630,6 +650,8 @@ void dmr_do_write(struct dmr_target *rc, struct bio *bio)
 		u64 pba;
 
 		r = dmr_head_room(rc, hid, want, &n);
+		if (r == DMR_NO_ROOM)
+			return DMR_BIO_NO_ROOM;
 		if (r)
 			goto out;
 		r = dmr_order_before(rc, hid, lba, n);
@@ -660,100 +682,113 @@ void dmr_do_write(struct dmr_target *rc, struct bio *bio)
 done:
 	if (bio->bi_opf & (REQ_PREFLUSH | REQ_FUA)) {
 		/* the oldest waiter: its arrival starts the commit's bound */
-		if (!rc->nr_commit) {
-			struct dmr_per_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
-
+		if (!rc->nr_commit)
 			rc->commit_since = pb->arrived;
-		}
 		bio_list_add(&rc->commit_bios, bio);
 		rc->nr_commit++;
-		return;
+		return DMR_BIO_ENDED;
 	}
 out:
 	bio->bi_status = errno_to_blk_status(r);
 	bio_endio(bio);
+	return DMR_BIO_ENDED;
 }
 
-void dmr_do_discard(struct dmr_target *rc, struct bio *bio)
+/*
+ * A discard (or write of zeroes), one piece per call: its pieces are
+ * what the map cache allows between trims (dmr_discard_piece()), and the
+ * worker trims the cache between them, and writes the checkpoint that
+ * needs, while it holds the discard (DMR_BIO_MORE).  The cold head's
+ * unit stays open across the pieces (another request's seal or a
+ * checkpoint may close it: the next piece goes into a new one), and is
+ * closed after the last one.  A piece that finds no room returns to the
+ * worker before it changes anything, and is done again when resumed.
+ *
+ * Return: DMR_BIO_ENDED, DMR_BIO_MORE or DMR_BIO_NO_ROOM (the worker
+ * holds it for the last two).
+ */
+enum dmr_bio_result dmr_do_discard(struct dmr_target *rc, struct bio *bio)
 {
+	struct dmr_per_bio *pb = dm_per_bio_data(bio, sizeof(*pb));
 	struct dmr_head *h = &rc->heads[DMR_HEAD_COLD];
 	u64 lba = dmr_bio_lba(rc, bio), b;
 	u64 nr = bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT;
+	u32 piece = dmr_discard_piece(rc->pc.cap, rc->map.page_shift);
+	u32 count = min_t(u64, nr, piece), n;
+	struct dmr_unit *u;
+	u64 got;
 	int r;
 
-	atomic64_inc(&rc->stats.discards);
+	if (!pb->begun)
+		atomic64_inc(&rc->stats.discards);
+	pb->begun = true;
 	r = dmr_write_begin(rc, nr);
+	if (r || !nr)
+		goto out;
+	/*
+	 * Its map pages, read back if they were out; short of memory, the
+	 * piece ends where the pages it got end (dmr_need_waits())
+	 */
+	r = dmr_map_need_part(rc, lba, count, false, &got);
 	if (r)
 		goto out;
-	while (nr) {
-		u32 piece = dmr_discard_piece(rc->pc.cap, rc->map.page_shift);
-		u32 count = min_t(u64, nr, piece), n;
-		struct dmr_unit *u;
-		u64 got;
-
-		/*
-		 * Its map pages, read back if they were out; short of memory,
-		 * the piece ends where the pages it got end (dmr_need_waits())
-		 */
-		r = dmr_map_need_part(rc, lba, count, false, &got);
-		if (r)
-			goto out;
-		count = got;
-		/* rule 10: a copy in the hot head's open unit is numbered first */
-		r = dmr_order_before(rc, DMR_HEAD_COLD, lba, count);
-		if (r)
-			goto out;
+	count = got;
+	/* rule 10: a copy in the hot head's open unit is numbered first */
+	r = dmr_order_before(rc, DMR_HEAD_COLD, lba, count);
+	if (r)
+		goto out;
+	for (;;) {
 		if (dmr_discard_needs_seal(h->unit_open, h->unit)) {
 			r = dmr_seal(rc, h, false);
 			if (r)
 				goto out;
 		}
 		r = dmr_head_room(rc, DMR_HEAD_COLD, 0, &n);
+		if (r == DMR_NO_ROOM)
+			return DMR_BIO_NO_ROOM;
 		if (r)
 			goto out;
-		/* GC may have filled and sealed the unit meanwhile: check again */
-		if (dmr_discard_needs_seal(h->unit_open, h->unit))
-			continue;
-		/* the unit open now, after any seal: never one sealed before */
-		u = h->unit;
-		u->discard[u->nr_discards][0] = lba;
-		u->discard[u->nr_discards][1] = count;
-		u->nr_discards++;
-		/*
-		 * @map_lock is a spin lock (status and messages take it):
-		 * held for at most DMR_UNMAP_STEP entries at a time, since a
-		 * discard bio holds up to 2^20 blocks and preemption is off
-		 * while it is held, with a chance to reschedule between the
-		 * steps.  Only the worker changes the map, so the extent is
-		 * consistent between steps.
-		 */
-		for (b = 0; b < count; ) {
-			u64 end = b + dmr_unmap_step(count - b);
-
-			spin_lock(&rc->map_lock);
-			for (; b < end; b++)
-				dmr_map_unmap(&rc->map, lba + b);
-			spin_unlock(&rc->map_lock);
-			cond_resched();
-		}
-		lba += count;
-		nr -= count;
-		/*
-		 * map_cache: the pages this part unmapped, back to the cache's
-		 * size.  Only here, where the part is in the map and in its
-		 * unit: a checkpoint it forces covers both or neither.
-		 */
-		dmr_map_trim(rc);
+		/* opening a unit may have sealed a full one: check again */
+		if (!dmr_discard_needs_seal(h->unit_open, h->unit))
+			break;
 	}
+	/* the unit open now, after any seal: never one sealed before */
+	u = h->unit;
+	u->discard[u->nr_discards][0] = lba;
+	u->discard[u->nr_discards][1] = count;
+	u->nr_discards++;
+	/*
+	 * @map_lock is a spin lock (status and messages take it): held for
+	 * at most DMR_UNMAP_STEP entries at a time, since a piece holds up
+	 * to 2^20 blocks and preemption is off while it is held, with a
+	 * chance to reschedule between the steps.  Only the worker changes
+	 * the map, so the extent is consistent between steps.
+	 */
+	for (b = 0; b < count; ) {
+		u64 end = b + dmr_unmap_step(count - b);
+
+		spin_lock(&rc->map_lock);
+		for (; b < end; b++)
+			dmr_map_unmap(&rc->map, lba + b);
+		spin_unlock(&rc->map_lock);
+		cond_resched();
+	}
+	bio_advance(bio, count << DMR_BLOCK_SHIFT);
+	/*
+	 * map_cache: the worker trims the pages this piece unmapped back to
+	 * the cache's size before the next: here, where the piece is in
+	 * the map and in its unit, a checkpoint it needs covers both or
+	 * neither.
+	 */
+	if (bio->bi_iter.bi_size)
+		return DMR_BIO_MORE;
 	/*
 	 * Rule 10 for discards: the unit is closed now, so a later write of
 	 * these blocks, to any head, is numbered after it.
 	 */
 	r = dmr_seal(rc, h, false);
-	if (r)
-		goto out;
-	bio_advance(bio, bio->bi_iter.bi_size);
 out:
 	bio->bi_status = errno_to_blk_status(r);
 	bio_endio(bio);
+	return DMR_BIO_ENDED;
 }

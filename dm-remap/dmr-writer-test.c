@@ -909,6 +909,71 @@ static const struct dmr_worker_case dmr_worker_cases[] = {
 	{ "committed, nothing owed: the timer's checkpoint", DMR_WORKER_AT_OWED,
 	  { TW_ALL },
 	  DMR_WORKER_CHECKPOINT_DUE, DMR_WORKER_AT_COLLECT },
+	/* what the mechanisms returned: first, whatever the phase */
+	{ "needs: a checkpoint completed: free first", DMR_WORKER_AT_POP,
+	  { TW_ALL, .ckpt_unfreed = true, .held = true,
+	    .need = DMR_NEED_CKPT_GC | DMR_NEED_ROOM },
+	  DMR_WORKER_GC_FREE, DMR_WORKER_AT_POP },
+	{ "needs: read-only or failed: nothing freed", DMR_WORKER_AT_POP,
+	  { .ckpt_unfreed = true },
+	  DMR_WORKER_HANDLE_BIO, DMR_WORKER_AT_REQ_COMMIT },
+	{ "needs: GC's checkpoint, before the held request", DMR_WORKER_AT_REQ_COMMIT,
+	  { .mode_write = true, .held = true, .need = DMR_NEED_CKPT_GC | DMR_NEED_ROOM },
+	  DMR_WORKER_CHECKPOINT_NEEDED, DMR_WORKER_AT_REQ_COMMIT },
+	{ "needs: GC's checkpoint, even while stopping", DMR_WORKER_AT_ROUND,
+	  { .mode_write = true, .stopping = true, .held = true,
+	    .need = DMR_NEED_CKPT_GC | DMR_NEED_ROOM },
+	  DMR_WORKER_CHECKPOINT_NEEDED, DMR_WORKER_AT_ROUND },
+	{ "needs: the cache's checkpoint", DMR_WORKER_AT_ROUND,
+	  { TW_ALL, .need = DMR_NEED_CKPT_CACHE },
+	  DMR_WORKER_CHECKPOINT_NEEDED, DMR_WORKER_AT_ROUND },
+	{ "needs: not the cache's while stopping", DMR_WORKER_AT_TAKE,
+	  { .mode_write = true, .stopping = true, .batch_empty = true,
+	    .need = DMR_NEED_CKPT_CACHE },
+	  DMR_WORKER_TAKE_QUEUE, DMR_WORKER_AT_POP },
+	{ "needs: no checkpoint without writing: the held request", DMR_WORKER_AT_POP,
+	  { .held = true, .need = DMR_NEED_CKPT_GC | DMR_NEED_CKPT_CACHE },
+	  DMR_WORKER_RESUME, DMR_WORKER_AT_POP },
+	{ "needs: held, no room: urgent GC", DMR_WORKER_AT_REQ_COMMIT,
+	  { .mode_write = true, .held = true, .nr_commit = 1,
+	    .commit_behind = DMR_GROUP_COMMIT_BEHIND, .need = DMR_NEED_ROOM },
+	  DMR_WORKER_GC_URGENT, DMR_WORKER_AT_REQ_COMMIT },
+	{ "needs: held: goes on before the round", DMR_WORKER_AT_ROUND,
+	  { TW_ALL, .held = true },
+	  DMR_WORKER_RESUME, DMR_WORKER_AT_ROUND },
+	{ "needs: room without a held request: nothing", DMR_WORKER_AT_POP,
+	  { .mode_write = true, .need = DMR_NEED_ROOM },
+	  DMR_WORKER_HANDLE_BIO, DMR_WORKER_AT_REQ_COMMIT },
+	/* rule 7: marked not clean before a step that writes the log */
+	{ "clean: a write is marked first", DMR_WORKER_AT_POP,
+	  { .mode_write = true, .clean_on_disk = true, .next_writes = true },
+	  DMR_WORKER_MARK_DIRTY, DMR_WORKER_AT_POP },
+	{ "clean: a read is not", DMR_WORKER_AT_POP,
+	  { .mode_write = true, .clean_on_disk = true },
+	  DMR_WORKER_HANDLE_BIO, DMR_WORKER_AT_REQ_COMMIT },
+	{ "clean, read-only: nothing to mark", DMR_WORKER_AT_POP,
+	  { .clean_on_disk = true, .next_writes = true },
+	  DMR_WORKER_HANDLE_BIO, DMR_WORKER_AT_REQ_COMMIT },
+	{ "clean: marked before the collection", DMR_WORKER_AT_COLLECT,
+	  { TW_ALL, .clean_on_disk = true },
+	  DMR_WORKER_MARK_DIRTY, DMR_WORKER_AT_COLLECT },
+	{ "clean, stopping: no collection; the write is marked", DMR_WORKER_AT_COLLECT,
+	  { TW_ALL, .stopping = true, .clean_on_disk = true, .next_writes = true },
+	  DMR_WORKER_MARK_DIRTY, DMR_WORKER_AT_POP },
+	{ "clean: a GC step with a victim read pending", DMR_WORKER_AT_POP,
+	  { .mode_write = true, .batch_empty = true, .clean_on_disk = true,
+	    .gc_rd_pending = true },
+	  DMR_WORKER_MARK_DIRTY, DMR_WORKER_AT_POP },
+	{ "clean: a GC step without one", DMR_WORKER_AT_POP,
+	  { .mode_write = true, .batch_empty = true, .clean_on_disk = true },
+	  DMR_WORKER_GC_STEP, DMR_WORKER_AT_GC_TRIED },
+	{ "clean: the request's GC step", DMR_WORKER_AT_REQ_GC,
+	  { .mode_write = true, .clean_on_disk = true, .gc_rd_pending = true },
+	  DMR_WORKER_MARK_DIRTY, DMR_WORKER_AT_REQ_GC },
+	{ "clean: an owed GC step", DMR_WORKER_AT_OWED,
+	  { .mode_write = true, .clean_on_disk = true, .gc_rd_pending = true,
+	    .gc_owed = 1 },
+	  DMR_WORKER_MARK_DIRTY, DMR_WORKER_AT_OWED },
 };
 
 static void dmr_worker_desc(const struct dmr_worker_case *c, char *desc)
@@ -982,7 +1047,7 @@ struct dmr_tw_worker {
 	u32 queued, batch, flush_every, gc_work;
 	u32 handled, oldest, max_wait;
 	u32 commits, gc_steps, gc_with_flush, ckpts, collects;
-	u32 refill, refill_left;
+	u32 refill, refill_left, unexpected;
 };
 
 static enum dmr_worker_step dmr_tw_step(struct dmr_tw_worker *w)
@@ -1042,6 +1107,14 @@ static enum dmr_worker_step dmr_tw_step(struct dmr_tw_worker *w)
 		w->gc_steps++;
 		break;
 	case DMR_WORKER_IDLE:
+		break;
+	case DMR_WORKER_GC_FREE:
+	case DMR_WORKER_CHECKPOINT_NEEDED:
+	case DMR_WORKER_MARK_DIRTY:
+	case DMR_WORKER_GC_URGENT:
+	case DMR_WORKER_RESUME:
+		/* no mechanism here returns a need (dmr_test_worker_needs()) */
+		w->unexpected++;
 		break;
 	}
 	return step;
@@ -1162,7 +1235,197 @@ static void dmr_test_worker_drains(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, w.gc_with_flush, 0);
 		KUNIT_EXPECT_EQ(test, w.ckpts, runs[i].stopping ? 0 : 2);
 		KUNIT_EXPECT_EQ(test, w.collects, runs[i].stopping ? 0 : 1);
+		KUNIT_EXPECT_EQ(test, w.unexpected, 0);
 	}
+}
+
+/*
+ * What the mechanisms return, against a model of them (issue 40's
+ * structure): generated runs of requests (reads, writes, discards in
+ * pieces, flushes) where a write may find no room (urgent GC, which may
+ * ask for a checkpoint), a discard's piece may leave the map cache asking
+ * for one, a checkpoint makes segments reusable, the newest checkpoint
+ * starts clean, and GC reads victims.  Whatever the order: a held request
+ * goes on before any other is handled; a request or GC writes the log
+ * only after the clean checkpoint was marked (rule 7), which is marked
+ * only when clean; a checkpoint a mechanism asked for comes before the
+ * held request goes on (the map cache's not while stopping); the worker
+ * stops with nothing held, nothing owed and every request done.
+ */
+struct dmr_tn_worker {
+	struct dmr_worker_state s;
+	enum dmr_worker_phase phase;
+	u32 rnd, queued, batch, pieces, held_kind, gc_work;
+	u32 done, ckpts, marks, frees, urgent;
+	bool bad_order, bad_dirty, bad_mark, bad_ckpt;
+};
+
+static u32 dmr_tn_rand(struct dmr_tn_worker *w, u32 n)
+{
+	w->rnd = w->rnd * 1103515245U + 12345U;
+	return (w->rnd >> 16) % n;
+}
+
+/* A request goes on (handled, or resumed): 0 read, 1 write, 2 discard. */
+static void dmr_tn_request(struct dmr_tn_worker *w, u32 kind)
+{
+	struct dmr_worker_state *s = &w->s;
+
+	s->held = false;
+	if (kind && s->clean_on_disk)
+		w->bad_dirty = true;
+	/* a checkpoint asked for and due is written before anything goes on */
+	if ((s->need & DMR_NEED_CKPT_GC) ||
+	    ((s->need & DMR_NEED_CKPT_CACHE) && !s->stopping))
+		w->bad_ckpt = true;
+	if (kind == 1 && !dmr_tn_rand(w, 4)) {	/* no room */
+		s->held = true;
+		s->need |= DMR_NEED_ROOM;
+	} else if (kind == 2 && w->pieces > 1) {	/* a piece */
+		w->pieces--;
+		s->held = true;
+		if (!dmr_tn_rand(w, 2))
+			s->need |= DMR_NEED_CKPT_CACHE;
+	}
+	if (s->held) {
+		w->held_kind = kind;
+		return;
+	}
+	w->done++;
+	if (!dmr_tn_rand(w, 3)) {
+		if (!s->nr_commit)
+			s->commit_behind = 0;
+		s->nr_commit++;
+	}
+	s->commit_behind += !!s->nr_commit;
+}
+
+static enum dmr_worker_step dmr_tn_step(struct dmr_tn_worker *w)
+{
+	struct dmr_worker_state *s = &w->s;
+	enum dmr_worker_step step;
+	u32 kind;
+
+	s->batch_empty = !w->batch;
+	step = dmr_worker_next(s, &w->phase);
+	switch (step) {
+	case DMR_WORKER_CHECKPOINT_DUE:
+	case DMR_WORKER_CHECKPOINT_WINDOW:
+	case DMR_WORKER_CHECKPOINT_NEEDED:
+		if (step == DMR_WORKER_CHECKPOINT_DUE)
+			s->ckpt_due = false;
+		if (step == DMR_WORKER_CHECKPOINT_WINDOW)
+			s->seq_window_full = false;
+		s->need &= ~(DMR_NEED_CKPT_GC | DMR_NEED_CKPT_CACHE);
+		s->ckpt_unfreed = true;
+		w->ckpts++;
+		break;
+	case DMR_WORKER_GC_FREE:
+		s->ckpt_unfreed = false;
+		w->frees++;
+		break;
+	case DMR_WORKER_MARK_DIRTY:
+		if (!s->clean_on_disk)
+			w->bad_mark = true;
+		s->clean_on_disk = false;
+		w->marks++;
+		break;
+	case DMR_WORKER_GC_COLLECT:
+		if (s->clean_on_disk)
+			w->bad_dirty = true;
+		s->gc_collect_req = false;
+		s->gc_rd_pending = false;
+		break;
+	case DMR_WORKER_TAKE_QUEUE:
+		w->batch = w->queued;
+		w->queued = 0;
+		break;
+	case DMR_WORKER_HANDLE_BIO:
+		if (s->held)
+			w->bad_order = true;
+		w->batch--;
+		kind = s->next_writes ? 1 + dmr_tn_rand(w, 2) : 0;
+		w->pieces = kind == 2 ? 1 + dmr_tn_rand(w, 4) : 0;
+		dmr_tn_request(w, kind);
+		/* the next request in the batch */
+		s->next_writes = dmr_tn_rand(w, 3) != 0;
+		break;
+	case DMR_WORKER_RESUME:
+		dmr_tn_request(w, w->held_kind);
+		break;
+	case DMR_WORKER_GC_URGENT:
+		w->urgent++;
+		if (!dmr_tn_rand(w, 3))
+			s->need |= DMR_NEED_CKPT_GC;	/* room stays needed */
+		else
+			s->need &= ~DMR_NEED_ROOM;
+		break;
+	case DMR_WORKER_COMMIT:
+		s->nr_commit = 0;
+		s->commit_behind = 0;
+		break;
+	case DMR_WORKER_GC_STEP:
+		if (s->gc_rd_pending && s->clean_on_disk)
+			w->bad_dirty = true;
+		s->gc_did = w->gc_work > 0;
+		if (w->gc_work) {
+			w->gc_work--;
+			/* a victim read, collected at the next step */
+			s->gc_rd_pending = !s->gc_rd_pending;
+			if (!dmr_tn_rand(w, 4))
+				s->need |= DMR_NEED_CKPT_GC;
+		}
+		break;
+	case DMR_WORKER_IDLE:
+		break;
+	}
+	return step;
+}
+
+static void dmr_test_worker_needs(struct kunit *test)
+{
+	u32 seed, runs = 0, steps_all = 0, urgent = 0, marks = 0;
+
+	for (seed = 1; seed <= 400; seed++) {
+		struct dmr_tn_worker w = {
+			.s = { .mode_write = true, .clean_on_disk = seed % 2,
+			       .stopping = seed % 5 == 0,
+			       .ckpt_due = seed % 3 == 0, .gc_collect_req = seed % 7 == 0,
+			       .next_writes = true },
+			.rnd = seed, .gc_work = seed % 11,
+		};
+		u32 steps = 0, queued = 1 + seed % 40;
+
+		w.queued = queued;
+		while (dmr_tn_step(&w) != DMR_WORKER_IDLE)
+			KUNIT_ASSERT_LT(test, steps++, 100000U);
+		KUNIT_EXPECT_FALSE_MSG(test, w.bad_order,
+				       "seed %u: a request before the held one", seed);
+		KUNIT_EXPECT_FALSE_MSG(test, w.bad_dirty,
+				       "seed %u: the log written while clean", seed);
+		KUNIT_EXPECT_FALSE_MSG(test, w.bad_mark,
+				       "seed %u: marked when not clean", seed);
+		KUNIT_EXPECT_FALSE_MSG(test, w.bad_ckpt,
+				       "seed %u: went on before its checkpoint", seed);
+		KUNIT_EXPECT_EQ_MSG(test, w.done, queued, "seed %u", seed);
+		KUNIT_EXPECT_FALSE_MSG(test, w.s.held, "seed %u", seed);
+		KUNIT_EXPECT_FALSE_MSG(test, w.s.ckpt_unfreed, "seed %u", seed);
+		KUNIT_EXPECT_EQ_MSG(test, w.s.nr_commit, 0U, "seed %u", seed);
+		KUNIT_EXPECT_EQ_MSG(test, w.s.need & (DMR_NEED_ROOM | DMR_NEED_CKPT_GC), 0U,
+				    "seed %u", seed);
+		if (!w.s.stopping)
+			KUNIT_EXPECT_EQ_MSG(test, w.s.need, 0U, "seed %u", seed);
+		KUNIT_EXPECT_LE_MSG(test, w.marks, 1U, "seed %u", seed);
+		runs++;
+		steps_all += steps;
+		urgent += w.urgent;
+		marks += w.marks;
+	}
+	/* the runs walked through what they test */
+	KUNIT_EXPECT_GT(test, urgent, 50U);
+	KUNIT_EXPECT_GT(test, marks, 100U);
+	kunit_info(test, "%u runs, %u steps, %u urgent GC steps, %u marks",
+		   runs, steps_all, urgent, marks);
 }
 
 static struct kunit_case dmr_writer_cases[] = {
@@ -1177,6 +1440,7 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_worker_commit_bound),
 	KUNIT_CASE(dmr_test_worker_fua_gc),
 	KUNIT_CASE(dmr_test_worker_drains),
+	KUNIT_CASE(dmr_test_worker_needs),
 	KUNIT_CASE(dmr_test_message_checkpoint_verdict),
 	KUNIT_CASE(dmr_test_instance_relation),
 	KUNIT_CASE(dmr_test_unmap_step),

@@ -197,13 +197,51 @@ u32 dmr_gc_owed_after_step(u32 owed, bool did)
 	return did && owed ? owed - 1 : 0;
 }
 
+/*
+ * Rule 7: the clean checkpoint is marked not clean before a step that
+ * writes the log; a target that cannot write marks nothing (the step
+ * then fails on its own).
+ */
+static bool dmr_worker_dirty_first(const struct dmr_worker_state *s, bool writes)
+{
+	return writes && s->clean_on_disk && s->mode_write;
+}
+
+/*
+ * What the mechanisms returned (@need, @held, @ckpt_unfreed) comes before
+ * the round, in this order: GC frees what a checkpoint made reusable
+ * (a target that cannot write frees nothing: freeing discards);
+ * a checkpoint asked for is written (GC's even while stopping, as GC
+ * waits for it with a request held; the map cache's not, as the
+ * periodic one: postsuspend's clean checkpoint is next); then the held
+ * request: urgent GC while it waits for room, else it goes on.  The
+ * phase does not move: the round goes on where it was afterwards.
+ */
+static bool dmr_worker_need(const struct dmr_worker_state *s,
+			    enum dmr_worker_step *step)
+{
+	if (s->ckpt_unfreed && s->mode_write)
+		*step = DMR_WORKER_GC_FREE;
+	else if (s->mode_write && ((s->need & DMR_NEED_CKPT_GC) ||
+				   ((s->need & DMR_NEED_CKPT_CACHE) && !s->stopping)))
+		*step = DMR_WORKER_CHECKPOINT_NEEDED;
+	else if (s->held && (s->need & DMR_NEED_ROOM))
+		*step = DMR_WORKER_GC_URGENT;
+	else if (s->held)
+		*step = DMR_WORKER_RESUME;
+	else
+		return false;
+	return true;
+}
+
 /**
  * dmr_worker_next() - what the worker does next
  * @s: the state, as the worker sampled it just now
  * @phase: where the worker is in its round (DMR_WORKER_AT_ROUND when it
  *	starts); set to where it will be once the step returned is done
  *
- * A round, each check once and in this order:
+ * First, whatever the phase, what the mechanisms below returned
+ * (dmr_worker_need()).  Then a round, each check once and in this order:
  *
  *  1. the periodic checkpoint, if the timer asked for it, then the
  *     gc_collect message's collection, then a checkpoint if the sequence
@@ -227,11 +265,20 @@ u32 dmr_gc_owed_after_step(u32 owed, bool did)
  * dmr_gc_owed_after_request()), one after another until none is owed or
  * one finds nothing to do; then the next round.
  *
+ * A step that writes the log (a request that writes, the collection, a
+ * GC step with a victim read pending) is preceded by
+ * DMR_WORKER_MARK_DIRTY while the newest checkpoint is clean, in the
+ * same phase.
+ *
  * Return: the step.
  */
 enum dmr_worker_step dmr_worker_next(const struct dmr_worker_state *s,
 				     enum dmr_worker_phase *phase)
 {
+	enum dmr_worker_step need;
+
+	if (dmr_worker_need(s, &need))
+		return need;
 	/* each case returns a step, or moves @phase on and looks again */
 	for (;;) {
 		switch (*phase) {
@@ -241,10 +288,14 @@ enum dmr_worker_step dmr_worker_next(const struct dmr_worker_state *s,
 				return DMR_WORKER_CHECKPOINT_DUE;
 			break;
 		case DMR_WORKER_AT_COLLECT:
+			if (!s->gc_collect_req || s->stopping) {
+				*phase = DMR_WORKER_AT_WINDOW;
+				break;
+			}
+			if (dmr_worker_dirty_first(s, true))
+				return DMR_WORKER_MARK_DIRTY;
 			*phase = DMR_WORKER_AT_WINDOW;
-			if (s->gc_collect_req && !s->stopping)
-				return DMR_WORKER_GC_COLLECT;
-			break;
+			return DMR_WORKER_GC_COLLECT;
 		case DMR_WORKER_AT_WINDOW:
 			*phase = DMR_WORKER_AT_TAKE;
 			if (s->mode_write && !s->stopping && s->seq_window_full)
@@ -257,6 +308,8 @@ enum dmr_worker_step dmr_worker_next(const struct dmr_worker_state *s,
 			break;
 		case DMR_WORKER_AT_POP:
 			if (!s->batch_empty) {
+				if (dmr_worker_dirty_first(s, s->next_writes))
+					return DMR_WORKER_MARK_DIRTY;
 				*phase = DMR_WORKER_AT_REQ_COMMIT;
 				return DMR_WORKER_HANDLE_BIO;
 			}
@@ -264,6 +317,8 @@ enum dmr_worker_step dmr_worker_next(const struct dmr_worker_state *s,
 				*phase = DMR_WORKER_AT_OWED;
 				return DMR_WORKER_COMMIT;
 			}
+			if (dmr_worker_dirty_first(s, s->gc_rd_pending))
+				return DMR_WORKER_MARK_DIRTY;
 			*phase = DMR_WORKER_AT_GC_TRIED;
 			return DMR_WORKER_GC_STEP;
 		case DMR_WORKER_AT_GC_TRIED:
@@ -279,15 +334,22 @@ enum dmr_worker_step dmr_worker_next(const struct dmr_worker_state *s,
 			}
 			break;
 		case DMR_WORKER_AT_REQ_GC:
+			if (s->nr_commit && s->gc_owed <= DMR_GC_OWED_MAX) {
+				*phase = DMR_WORKER_AT_ROUND;
+				break;
+			}
+			if (dmr_worker_dirty_first(s, s->gc_rd_pending))
+				return DMR_WORKER_MARK_DIRTY;
 			*phase = DMR_WORKER_AT_ROUND;
-			if (!s->nr_commit || s->gc_owed > DMR_GC_OWED_MAX)
-				return DMR_WORKER_GC_STEP;
-			break;
+			return DMR_WORKER_GC_STEP;
 		case DMR_WORKER_AT_OWED:
-			if (s->gc_owed)
-				return DMR_WORKER_GC_STEP;
-			*phase = DMR_WORKER_AT_ROUND;
-			break;
+			if (!s->gc_owed) {
+				*phase = DMR_WORKER_AT_ROUND;
+				break;
+			}
+			if (dmr_worker_dirty_first(s, s->gc_rd_pending))
+				return DMR_WORKER_MARK_DIRTY;
+			return DMR_WORKER_GC_STEP;
 		}
 	}
 }

@@ -79,6 +79,15 @@ u32 dmr_gc_owed_after_step(u32 owed, bool did);
  * @DMR_WORKER_GC_STEP: try one step of background GC, and record in
  *	@gc_did of struct dmr_worker_state whether it did something
  * @DMR_WORKER_IDLE: nothing to do: the worker returns
+ * @DMR_WORKER_GC_FREE: free the segments a checkpoint made reusable, and
+ *	make the victims GC could not read candidates again
+ * @DMR_WORKER_CHECKPOINT_NEEDED: the checkpoint a mechanism asked for
+ *	(DMR_NEED_CKPT_GC, DMR_NEED_CKPT_CACHE)
+ * @DMR_WORKER_MARK_DIRTY: mark the clean checkpoint not clean, before the
+ *	next step writes the log (rule 7)
+ * @DMR_WORKER_GC_URGENT: one step of urgent GC for the held request,
+ *	which waits for a free segment (DMR_NEED_ROOM)
+ * @DMR_WORKER_RESUME: the held request goes on
  */
 enum dmr_worker_step {
 	DMR_WORKER_CHECKPOINT_DUE,
@@ -89,7 +98,25 @@ enum dmr_worker_step {
 	DMR_WORKER_COMMIT,
 	DMR_WORKER_GC_STEP,
 	DMR_WORKER_IDLE,
+	DMR_WORKER_GC_FREE,
+	DMR_WORKER_CHECKPOINT_NEEDED,
+	DMR_WORKER_MARK_DIRTY,
+	DMR_WORKER_GC_URGENT,
+	DMR_WORKER_RESUME,
 };
+
+/*
+ * What a mechanism below the worker needs from above, returned to the
+ * worker (struct dmr_target @need), which dmr_worker_next() schedules:
+ * @DMR_NEED_CKPT_GC: GC's policy asks for a checkpoint (dmr_gc_run())
+ * @DMR_NEED_CKPT_CACHE: the map cache is over its size and every page in
+ *	it changed since the newest checkpoint (dmr_map_trim())
+ * @DMR_NEED_ROOM: the held request waits for a free segment
+ *	(dmr_head_room(): urgent GC frees one)
+ */
+#define DMR_NEED_CKPT_GC	0x1U
+#define DMR_NEED_CKPT_CACHE	0x2U
+#define DMR_NEED_ROOM		0x4U
 
 /**
  * enum dmr_worker_phase - where the worker is in its round
@@ -138,6 +165,16 @@ enum dmr_worker_phase {
  * @gc_owed: background GC steps deferred while flushes waited
  *	(dmr_gc_owed_after_request()), not taken since
  * @gc_did: the last GC step did something
+ * @need: DMR_NEED_* the mechanisms returned, not served yet
+ * @held: a request the worker began is held, to go on before any other
+ *	(a discard between its pieces, a write waiting for room)
+ * @ckpt_unfreed: a checkpoint completed since the segments it made
+ *	reusable were last freed (DMR_WORKER_GC_FREE)
+ * @clean_on_disk: the newest checkpoint on the device is clean (rule 7)
+ * @next_writes: the batch's next request writes the log (data or a
+ *	discard)
+ * @gc_rd_pending: a victim read is pending: GC's next step may move
+ *	its blocks, which writes the log
  *
  * Sampled by the worker before each dmr_worker_next(), except @gc_did,
  * which is the GC step's result.  Whether background GC has work is not
@@ -155,6 +192,12 @@ struct dmr_worker_state {
 	u32 commit_behind;
 	u32 gc_owed;
 	bool gc_did;
+	u32 need;
+	bool held;
+	bool ckpt_unfreed;
+	bool clean_on_disk;
+	bool next_writes;
+	bool gc_rd_pending;
 };
 
 enum dmr_worker_step dmr_worker_next(const struct dmr_worker_state *s,

@@ -18,18 +18,28 @@
  * checkpoint headers, replay), dmr-writer.c (writer and loader decisions),
  * dmr-format.c, dmr-table.c.
  *
- * The layers (issue 40's structure; not yet met everywhere).  From the
- * top: the worker (dmr-worker.c); GC and checkpoints (dmr-gc.c,
- * dmr-ckpt.c); the log writer (dmr-write.c); the map pages (dmr-page.c);
- * set-up and I/O (dmr-io.c, dmr-metadata.c); each to call only the ones
- * below it and the pure code, and a mechanism that needs work from above
- * to return that need to the worker, whose decision (dmr_worker_next())
- * schedules it.  Calls that still go up: the map cache forces a
- * checkpoint (dmr_map_trim()), GC checkpoints to retry and free
- * (dmr_gc_run()), a checkpoint frees segments and retries GC
- * (dmr_checkpoint(): dmr_gc_free_ready(), dmr_gc_retry()); the loader's
- * replay checkpoints (dmr_replay_step()) call down only: eviction below
- * it, then a checkpoint in its own layer.
+ * The stack (issue 40), from the top.  Each file calls only files of a
+ * lower layer, and the pure code; tests/host/test_layers.py checks it:
+ *   layer 0: dmr-target.c
+ *   layer 1: dmr-worker.c
+ *   layer 2: dmr-gc.c dmr-ckpt.c
+ *   layer 3: dmr-write.c dmr-read.c
+ *   layer 4: dmr-page.c
+ *   layer 5: dmr-metadata.c
+ *   layer 6: dmr-io.c
+ * A mechanism that needs work from above returns that need to the
+ * worker, whose pure decision (dmr_worker_next()) schedules it: GC's
+ * policy asking for a checkpoint (dmr_gc_run(): DMR_GC_WANTS_CKPT), the
+ * map cache that only a checkpoint lets shrink (dmr_map_trim()), a user
+ * write or discard that waits for GC to free a segment (DMR_NO_ROOM) or
+ * a discard between its pieces (both held by the worker, struct
+ * dmr_target @held), the clean checkpoint to be marked not clean before
+ * the log is written (rule 7), and what a checkpoint made reusable
+ * (@ckpt_seq moved past @gc_freed_ckpt: GC frees it).  Set-up goes the
+ * same way: each layer sets up its own state (dmr_io_init(), then
+ * dmr_page_init() and upwards), called by the constructor.  Callbacks a
+ * layer registers (work items, bio end functions, the map's page
+ * allocator) run that layer's code and queue the worker at most.
  *
  * Concurrency model.  All writes, discards, flushes, checkpoints, garbage
  * collection and reads that must be served from memory are handled by one
@@ -156,12 +166,41 @@ struct dmr_flight {
 /*
  * What dmr_map() keeps per bio: the segment a remapped read holds, and
  * for a write, discard or flush it queues, the worker's @nr_handled when
- * it arrived.
+ * it arrived, and whether the worker began it already (a request held,
+ * and resumed: struct dmr_target @held), so it is counted once.
  */
 struct dmr_per_bio {
 	u32 seg;
 	u32 arrived;
+	bool begun;
 };
+
+/*
+ * What handling a request returned to the worker (dmr_do_write(),
+ * dmr_do_discard()):
+ * @DMR_BIO_ENDED: it ended, or waits for the group commit
+ * @DMR_BIO_MORE: a discard's piece is done, not the discard: the worker
+ *	holds it and resumes it after trimming the map cache
+ * @DMR_BIO_NO_ROOM: it waits for a free segment (DMR_NEED_ROOM): the
+ *	worker holds it, runs urgent GC and resumes it
+ */
+enum dmr_bio_result {
+	DMR_BIO_ENDED,
+	DMR_BIO_MORE,
+	DMR_BIO_NO_ROOM,
+};
+
+/* dmr_head_room(): a user head may not take a segment now (throttle) */
+#define DMR_NO_ROOM	1
+
+/*
+ * What dmr_gc_run() and dmr_gc_background() return, besides a negative
+ * errno: it did something, there was nothing to do, or the policy asks
+ * for a checkpoint, which the worker writes (DMR_NEED_CKPT_GC).
+ */
+#define DMR_GC_RAN		0
+#define DMR_GC_NOTHING		1
+#define DMR_GC_WANTS_CKPT	2
 
 /* A clone of a read the worker sends down: it holds a count on @seg. */
 struct dmr_clone {
@@ -274,6 +313,14 @@ enum dmr_gc_mode {
  *	value only makes the count from arrival larger, a commit sooner)
  * @gc_owed: background GC steps deferred while flushes waited (worker;
  *	dmr_gc_owed_after_request())
+ * @need: DMR_NEED_* the mechanisms below returned to the worker, not
+ *	served yet (worker; dmr_worker_next() schedules them)
+ * @held: a request begun and not done, which goes on before any other:
+ *	a discard between its pieces, a write waiting for room (worker)
+ * @room_wait: @held waits, or waited, for room: throttled was counted
+ *	and @gc_mode is urgent until it ends (worker)
+ * @gc_freed_ckpt: @ckpt_seq when GC last freed what a checkpoint made
+ *	reusable (worker; DMR_WORKER_GC_FREE while they differ)
  * @stats: counters
  */
 /*
@@ -393,6 +440,10 @@ struct dmr_target {
 	u32 commit_since;
 	u32 nr_handled;
 	u32 gc_owed;
+	u32 need;
+	struct bio *held;
+	bool room_wait;
+	u64 gc_freed_ckpt;
 	struct dmr_stats stats;
 };
 
@@ -443,12 +494,15 @@ void *dmr_alloc_dev_array(const struct dmr_target *rc, enum dmr_array a);
 /* Functions defined in dmr-worker.c */
 void dmr_queue_bio(struct dmr_target *rc, struct bio *bio);
 void dmr_worker(struct work_struct *work);
+void dmr_worker_init(struct dmr_target *rc);
+int dmr_checkpoint_now(struct dmr_target *rc, bool clean);
+void dmr_worker_stop(struct dmr_target *rc);
+void dmr_worker_start(struct dmr_target *rc);
 
 /* Functions defined in dmr-write.c */
-void dmr_do_write(struct dmr_target *rc, struct bio *bio);
-void dmr_do_discard(struct dmr_target *rc, struct bio *bio);
-void dmr_flight_fn(struct work_struct *work);
-void dmr_gc_verify_fn(struct work_struct *work);
+enum dmr_bio_result dmr_do_write(struct dmr_target *rc, struct bio *bio);
+enum dmr_bio_result dmr_do_discard(struct dmr_target *rc, struct bio *bio);
+void dmr_write_init(struct dmr_target *rc);
 int dmr_flight_wait(struct dmr_target *rc);
 int dmr_flush_all(struct dmr_target *rc, bool flush_device);
 int dmr_head_room(struct dmr_target *rc, unsigned int hid, u32 want, u32 *n);
@@ -456,7 +510,7 @@ int dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync);
 void dmr_head_enter(struct dmr_target *rc, struct dmr_head *h, u32 seg);
 
 /* Functions defined in dmr-read.c */
-int dmr_map_read(struct dmr_target *rc, struct bio *bio);
+bool dmr_map_read(struct dmr_target *rc, struct bio *bio);
 void dmr_do_read(struct dmr_target *rc, struct bio *bio);
 void dmr_reader_put(struct dmr_target *rc, u32 seg);
 
@@ -464,32 +518,23 @@ void dmr_reader_put(struct dmr_target *rc, u32 seg);
 int __must_check dmr_load(struct dmr_target *rc, const char **error);
 int dmr_checkpoint(struct dmr_target *rc, bool clean);
 void dmr_checkpoint_due(struct dmr_target *rc);
-void dmr_ckpt_timer(struct work_struct *work);
-int dmr_checkpoint_now(struct dmr_target *rc, bool clean);
 int dmr_mark_dirty(struct dmr_target *rc);
-void dmr_worker_stop(struct dmr_target *rc);
-void dmr_worker_start(struct dmr_target *rc);
 
 /* Functions defined in dmr-page.c */
-void dmr_page_batch_init(struct dmr_target *rc);
-void dmr_page_batch_exit(struct dmr_target *rc);
-int __must_check dmr_map_cache_init(struct dmr_target *rc);
-void dmr_map_cache_exit(struct dmr_target *rc);
+int dmr_page_init(struct dmr_target *rc, const char **error);
+void dmr_page_exit(struct dmr_target *rc);
 int dmr_map_cache_loaded(void *ctx, u64 p);
 int dmr_map_cache_replay(void *ctx, u64 lba, u64 n);
 void dmr_map_cache_start(struct dmr_target *rc);
 int __must_check dmr_map_need(struct dmr_target *rc, u64 lba, u64 n);
 int __must_check dmr_map_need_part(struct dmr_target *rc, u64 lba, u64 n, bool whole,
 				   u64 *got);
-u32 *dmr_map_page_get(struct dmr_target *rc, bool wait);
-int dmr_page_pool_init(struct dmr_target *rc);
-void dmr_page_pool_exit(struct dmr_target *rc);
-bool dmr_map_evict_clean(struct dmr_target *rc);
-void dmr_map_trim(struct dmr_target *rc);
+bool dmr_map_trim(struct dmr_target *rc);
 
 /* Functions defined in dmr-gc.c */
+void dmr_gc_init(struct dmr_target *rc);
 int dmr_gc_run(struct dmr_target *rc, bool urgent);
-bool dmr_gc_background(struct dmr_target *rc);
+int dmr_gc_background(struct dmr_target *rc);
 void dmr_gc_read_drop(struct dmr_target *rc);
 void dmr_gc_free_ready(struct dmr_target *rc);
 void dmr_gc_prefree_waiting(struct dmr_target *rc, struct dmr_gc_state *st);

@@ -112,6 +112,10 @@ static inline void *kunit_kzalloc(struct kunit *test, size_t size, int gfp)
 /* the message is the kernel's; the shim prints the values compared */
 #define KUNIT_EXPECT_EQ_MSG(t, a, b, ...) KUNIT_SHIM_CMP(t, a, ==, b, 0)
 #define KUNIT_EXPECT_GE_MSG(t, a, b, ...) KUNIT_SHIM_CMP(t, a, >=, b, 0)
+#define KUNIT_EXPECT_LE_MSG(t, a, b, ...) KUNIT_SHIM_CMP(t, a, <=, b, 0)
+#define KUNIT_EXPECT_FALSE_MSG(t, c, ...) KUNIT_SHIM_CMP(t, !!(c), ==, 0, 0)
+#define kunit_info(test, fmt, ...) \
+	fprintf(stderr, "    # " fmt "\n", ##__VA_ARGS__)
 #define KUNIT_EXPECT_NE(t, a, b) KUNIT_SHIM_CMP(t, a, !=, b, 0)
 #define KUNIT_EXPECT_LT(t, a, b) KUNIT_SHIM_CMP(t, a, <, b, 0)
 #define KUNIT_EXPECT_LE(t, a, b) KUNIT_SHIM_CMP(t, a, <=, b, 0)
