@@ -236,9 +236,12 @@ run_tests() {	# run_tests NAME LOGFILE CMD...
 VMDEBUG_APPEND="kasan_multi_shot no5lvl log_buf_len=16M"
 # On that kernel a test step takes three to five times as long, so the
 # long loops are shorter there than in the vm stage, which runs them in
-# full: 16 operations of sequence 0, 6 suspend/resume cycles, every fifth
-# allocation failed at construction (the first and last 32 all the same).
-VMDEBUG_ENV=${DMR_VMDEBUG_ENV:-"DMR_OPS_STEPS=16 DMR_SR_CYCLES=4 DMR_OOM_STRIDE=7"}
+# full: 16 operations of sequence 0, 4 suspend/resume cycles, and at
+# construction each of the first and last 32 of a load's some 850
+# allocations failed, and every 13th between them (from an offset that
+# turns with the day of the year, so 13 days' runs fail every one): about
+# 110 loads, 85 s (every 7th: 170 loads, 98 s).
+VMDEBUG_ENV=${DMR_VMDEBUG_ENV:-"DMR_OPS_STEPS=16 DMR_SR_CYCLES=4 DMR_OOM_STRIDE=13"}
 VMDEBUG_TESTS=${DMR_VMDEBUG_TESTS:-"test_faults or test_suspend_resume_loop or test_checkpoint_message_against or test_ops[seq0] or test_map_cache_swap_under_memory_pressure"}
 
 for s in "${stages[@]}"; do

@@ -114,8 +114,10 @@ def replay_points(log_dev, scratch, copy, size, n, points):
         run([REPLAY, "--log", log_dev, "--replay", scratch,
              "--start", str(done), "--end", str(end)])
         done = end
+        # O_DIRECT both ways: not through both page caches (a direct read
+        # writes back what replay-log left cached first)
         run(["dd", f"if={scratch}", f"of={copy}", "bs=1M",
-             f"count={size >> 20}", "status=none"])
+             f"count={size >> 20}", "iflag=direct", "oflag=direct", "status=none"])
         p = dm_create("chk", f"0 {n} remap {copy}", check=False)
         assert p.returncode == 0, f"load failed at entry {end}: {p.stderr}"
         yield end, dm_path("chk")
