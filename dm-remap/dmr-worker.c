@@ -9,8 +9,10 @@
  * nothing itself: it samples its state, asks dmr_worker_next() (pure,
  * dmr-writer.c, KUnit-tested) what to do next, and calls the mechanism
  * that does it: dmr-write.c (writes, discards, flushes), dmr-read.c,
- * dmr-ckpt.c and dmr-gc.c.  The group commit, which completes flush and
- * FUA requests, is here.
+ * dmr-ckpt.c and dmr-gc.c.  What those need from above they return
+ * here (@need, @held: the stack in dmr.h), and dmr_worker_next() serves
+ * it first.  The group commit, which completes flush and FUA requests,
+ * is here.
  *
  * Locking: see dmr.h.  @bio_lock protects the queue, which the map method
  * fills (dmr_queue_bio()); everything else the worker reads and changes
