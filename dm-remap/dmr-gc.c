@@ -6,8 +6,8 @@
  * the GC head, flushes the log or writes checkpoints when the policy asks,
  * and frees (and discards) segments that the reuse rule allows.
  *
- * Locking: see dmr.h.  Everything here runs in the worker, or (freeing
- * after a checkpoint) with the worker stopped.  Map changes are made
+ * Locking: see dmr.h.  Everything here runs in the worker (freeing after
+ * a checkpoint too: the worker's DMR_WORKER_GC_FREE).  Map changes are made
  * under @map_lock.  A victim is read asynchronously and user writes are
  * served while the read is in flight, so a block may be overwritten or
  * discarded between the read and its move: the move rule
@@ -35,7 +35,7 @@ void dmr_gc_prefree_waiting(struct dmr_target *rc, struct dmr_gc_state *st)
 
 /**
  * dmr_gc_free_ready() - free every segment the reuse rule allows
- * @rc: target, in the worker or with it stopped
+ * @rc: target, in the worker
  *
  * Looks only at the prefree segments that wait for nothing but their
  * reads in flight (the map's ready list): a segment leaves it only here,
@@ -336,7 +336,7 @@ out:
 
 /**
  * dmr_gc_retry() - victims GC could not read are candidates again
- * @rc: target, in the worker or with it stopped; after a checkpoint
+ * @rc: target, in the worker; after a checkpoint (DMR_WORKER_GC_FREE)
  */
 void dmr_gc_retry(struct dmr_target *rc)
 {

@@ -410,7 +410,7 @@ static void dmr_page_free_rcu(struct dmr_target *rc, u32 *page)
 }
 
 /*
- * Destructor (dmr_io_exit()), after the worker stopped: every page
+ * Destructor (dmr_page_exit()), after the worker stopped: every page
  * evicted is freed, and no callback of this target is left to run.
  */
 static void dmr_page_batch_exit(struct dmr_target *rc)
