@@ -500,6 +500,22 @@ int dmr_gc_collect_now(struct dmr_target *rc)
 	return dmr_gc_collect(rc);
 }
 
+/*
+ * Whether a background step would find nothing to do: no victim read
+ * pending and the watermarks do not start GC (dmr_gc_active()).
+ */
+bool dmr_gc_idle(struct dmr_target *rc)
+{
+	struct dmr_gc_params p;
+
+	if (rc->gc_rd_seg != DMR_NO_SEGMENT)
+		return false;
+	spin_lock(&rc->map_lock);
+	p = rc->gc;
+	spin_unlock(&rc->map_lock);
+	return !dmr_gc_active(&p, rc->gc_active, rc->map.nr_free, rc->map.nr_prefree);
+}
+
 /**
  * dmr_gc_background() - one step of background GC, if it has work
  * @rc: target, in the worker

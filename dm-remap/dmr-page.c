@@ -336,6 +336,23 @@ int dmr_map_need_part(struct dmr_target *rc, u64 lba, u64 n, bool whole, u64 *go
 	return 0;
 }
 
+/*
+ * Whether the map pages of blocks [@lba, @lba + @n) are all in memory,
+ * so that dmr_map_need() would read nothing back (the worker's, or a
+ * writer holding its lock: dmr_worker_inline()).
+ */
+bool dmr_map_resident(struct dmr_target *rc, u64 lba, u64 n)
+{
+	u64 p = lba >> rc->map.page_shift, last = (lba + n - 1) >> rc->map.page_shift;
+
+	if (!rc->pc.cap)
+		return true;
+	for (; p <= last; p++)
+		if (dmr_map_page_state(&rc->map, p) == DMR_PAGE_EVICTED)
+			return false;
+	return true;
+}
+
 /* dmr_map_need_part() of every page: a write, a read, GC's test. */
 int dmr_map_need(struct dmr_target *rc, u64 lba, u64 n)
 {

@@ -125,6 +125,7 @@ static void dmr_clear_stats(struct dmr_stats *s)
 	atomic64_set(&s->map_misses, 0);
 	atomic64_set(&s->map_evictions, 0);
 	atomic64_set(&s->map_forced, 0);
+	atomic64_set(&s->inline_writes, 0);
 }
 
 /* GC watermarks: the defaults for the device, or the table's. */
@@ -446,6 +447,9 @@ static int dmr_map(struct dm_target *ti, struct bio *bio)
 		}
 		/* a flush's age for the group commit's bound (dmr_do_write()) */
 		pb->arrived = READ_ONCE(rc->nr_handled);
+		if (bio_op(bio) == REQ_OP_WRITE && bio_sectors(bio) &&
+		    !(bio->bi_opf & (REQ_PREFLUSH | REQ_FUA)) && dmr_worker_inline(rc, bio))
+			return DM_MAPIO_SUBMITTED;
 		dmr_queue_bio(rc, bio);
 		return DM_MAPIO_SUBMITTED;
 	default:
@@ -568,13 +572,14 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 		       (long long)atomic64_read(&rc->stats.device_flushes),
 		       (long long)atomic64_read(&rc->stats.zero_copy_blocks),
 		       (long long)atomic64_read(&rc->stats.zero_copy_recopied));
-		DMEMIT(" %lld %lld %lld %lld %lld %llu",
+		DMEMIT(" %lld %lld %lld %lld %lld %llu %lld",
 		       (long long)atomic64_read(&rc->stats.gc_read_errors),
 		       (long long)atomic64_read(&rc->stats.gc_unverified),
 		       (long long)atomic64_read(&rc->stats.map_misses),
 		       (long long)atomic64_read(&rc->stats.map_evictions),
 		       (long long)atomic64_read(&rc->stats.map_forced),
-		       (unsigned long long)READ_ONCE(rc->map.nr_pages_peak));
+		       (unsigned long long)READ_ONCE(rc->map.nr_pages_peak),
+		       (long long)atomic64_read(&rc->stats.inline_writes));
 		break;
 	case STATUSTYPE_TABLE:
 		/* the watermarks in use: the messages may have changed them */

@@ -14,13 +14,19 @@
  * it first.  The group commit, which completes flush and FUA requests,
  * is here.
  *
+ * A plain write that comes while the worker is idle, and that the
+ * worker would handle first, is handled by its submitter, in its own
+ * context (dmr_worker_inline()), with no queue, wake-up or sleep.
+ *
  * Locking: see dmr.h.  @bio_lock protects the queue, which the map method
- * fills (dmr_queue_bio()); everything else the worker reads and changes
- * is its own, except the flags the timer, the messages and
- * dmr_worker_stop() set (READ_ONCE()).
+ * fills (dmr_queue_bio()).  @worker_lock is held by the worker for its
+ * whole run and by a submitter handling its write: everything else the
+ * worker reads and changes is theirs under it, except the flags the
+ * timer, the messages and dmr_worker_stop() set (READ_ONCE()).
  */
 #include <linux/bio.h>
 #include <linux/blkdev.h>
+#include <linux/module.h>
 #include <linux/sched/mm.h>
 
 #include "dmr.h"
@@ -219,6 +225,78 @@ static void dmr_worker_sample(struct dmr_target *rc,
  * dmr_worker_next() gives the order and the conditions of each step,
  * the needs the mechanisms below return (@need, @held) first.
  */
+/**
+ * dmr_worker_inline() - a plain write handled by its submitter
+ * @rc: target
+ * @bio: a write with data, neither REQ_PREFLUSH nor REQ_FUA (dmr_map())
+ *
+ * Queueing each write to the worker costs a wake-up and a sleep per
+ * request, and with many writers the worker's CPU is shared with the
+ * writers it wakes (issue 41: eight psync writers took half of one
+ * writer's IOPS).  So a writer that gets @worker_lock does the worker's
+ * job for its own request, in its own context, when the worker would
+ * do nothing before it and nothing it needs does I/O of its own
+ * (dmr_worker_inline_ok(): no need, no held request, no flush waiting,
+ * no checkpoint due, the checkpoint not clean, GC idle, its map pages in
+ * memory).  It is then handled exactly as the worker handles a request
+ * (dmr_worker_request(): the same writer, the same ordering rules, the
+ * same throttle, which holds it for the worker), under the same lock,
+ * so the log has one owner at a time as before.  It waits for
+ * @worker_lock only while another writer holds it (a copy and a map
+ * update), never for the worker's run (a checkpoint, GC), nor in memory
+ * reclaim (PF_MEMALLOC: swap written to dm-remap): such a request is
+ * queued as before.  It never submits I/O itself (bios submitted from a
+ * map method wait on current->bio_list until it returns): a segment
+ * that is done goes to the second stage, whose slot it may wait for.
+ * What it leaves for the worker (a need, a held request, GC work) queues
+ * the worker.
+ *
+ * Return: true if the request was handled (ended, or held for the
+ * worker), false if the caller queues it.
+ */
+#define DMR_BLOCK_SECTORS_SHIFT	(DMR_BLOCK_SHIFT - SECTOR_SHIFT)
+
+/* Off: every write is queued to the worker (the bench's side by side). */
+static bool dmr_inline_writes = true;
+module_param_named(inline_writes, dmr_inline_writes, bool, 0644);
+MODULE_PARM_DESC(inline_writes,
+		 "Plain writes are handled by their submitter while the worker is idle (default Y)");
+
+bool dmr_worker_inline(struct dmr_target *rc, struct bio *bio)
+{
+	struct dmr_worker_state s = { };
+	struct bio_list none = BIO_EMPTY_LIST;
+	u64 lba = dm_target_offset(rc->ti, bio->bi_iter.bi_sector) >> DMR_BLOCK_SECTORS_SHIFT;
+	u64 nr;
+	unsigned int noio;
+	bool ok, kick;
+
+	if (!READ_ONCE(dmr_inline_writes))
+		return false;
+	if (!mutex_trylock(&rc->worker_lock)) {
+		if (READ_ONCE(rc->worker_running) || (current->flags & PF_MEMALLOC))
+			return false;
+		mutex_lock(&rc->worker_lock);
+	}
+	dmr_worker_sample(rc, &none, &s);
+	nr = bio_sectors(bio) >> DMR_BLOCK_SECTORS_SHIFT;
+	ok = dmr_worker_inline_ok(&s, rc->active, dmr_gc_idle(rc), dmr_map_resident(rc, lba, nr));
+	if (!ok) {
+		mutex_unlock(&rc->worker_lock);
+		return false;
+	}
+	noio = memalloc_noio_save();	/* as the worker's (dmr_worker()) */
+	atomic64_inc(&rc->stats.inline_writes);
+	dmr_worker_request(rc, bio);
+	dmr_worker_trim(rc);
+	kick = rc->need || rc->held || !dmr_gc_idle(rc);
+	memalloc_noio_restore(noio);
+	mutex_unlock(&rc->worker_lock);
+	if (kick)
+		queue_work(rc->wq, &rc->work);
+	return true;
+}
+
 void dmr_worker(struct work_struct *work)
 {
 	struct dmr_target *rc = container_of(work, struct dmr_target, work);
@@ -237,6 +315,8 @@ void dmr_worker(struct work_struct *work)
 	 */
 	unsigned int noio = memalloc_noio_save();
 
+	mutex_lock(&rc->worker_lock);
+	WRITE_ONCE(rc->worker_running, true);
 	for (;;) {
 		dmr_worker_sample(rc, &batch, &s);
 		switch (dmr_worker_next(&s, &phase)) {
@@ -304,6 +384,8 @@ void dmr_worker(struct work_struct *work)
 			dmr_mark_dirty(rc);
 			break;
 		case DMR_WORKER_IDLE:
+			WRITE_ONCE(rc->worker_running, false);
+			mutex_unlock(&rc->worker_lock);
 			memalloc_noio_restore(noio);
 			return;
 		}
@@ -324,6 +406,7 @@ static void dmr_ckpt_timer(struct work_struct *work)
 void dmr_worker_init(struct dmr_target *rc)
 {
 	INIT_WORK(&rc->work, dmr_worker);
+	mutex_init(&rc->worker_lock);
 	INIT_DELAYED_WORK(&rc->ckpt_work, dmr_ckpt_timer);
 }
 
@@ -360,6 +443,9 @@ int dmr_checkpoint_now(struct dmr_target *rc, bool clean)
 void dmr_worker_stop(struct dmr_target *rc)
 {
 	WRITE_ONCE(rc->stopping, true);
+	/* a writer handling its request (dmr_worker_inline()) finishes */
+	mutex_lock(&rc->worker_lock);
+	mutex_unlock(&rc->worker_lock);
 	cancel_delayed_work_sync(&rc->ckpt_work);
 	flush_work(&rc->work);
 	/* no new victim read while stopping; its end queued the worker */

@@ -1240,6 +1240,78 @@ static void dmr_test_worker_drains(struct kunit *test)
 }
 
 /*
+ * A write its submitter handles (dmr_worker_inline()): over every
+ * combination of the state, only where the worker, given that write as
+ * its only request, would handle it first, and only with the instance
+ * active, GC idle and the map pages in memory; and each condition is
+ * needed: from a state that allows it, any one changed refuses it.
+ */
+static void dmr_test_worker_inline(struct kunit *test)
+{
+	static const u32 needs[] = { 0, DMR_NEED_ROOM, DMR_NEED_CKPT_GC, DMR_NEED_CKPT_CACHE };
+	const struct dmr_worker_state ok = { .mode_write = true };
+#define W(...) { .mode_write = true, __VA_ARGS__ }
+	static const struct {
+		struct dmr_worker_state s;
+		bool active, gc_idle, resident;
+	} refused[] = {
+		{ W(.stopping = true), true, true, true },
+		{ W(.ckpt_due = true), true, true, true },
+		{ W(.gc_collect_req = true), true, true, true },
+		{ { .mode_write = false }, true, true, true },
+		{ W(.seq_window_full = true), true, true, true },
+		{ W(.nr_commit = 1), true, true, true },
+		{ W(.gc_owed = 1), true, true, true },
+		{ W(.held = true), true, true, true },
+		{ W(.ckpt_unfreed = true), true, true, true },
+		{ W(.clean_on_disk = true), true, true, true },
+		{ W(.gc_rd_pending = true), true, true, true },
+		{ W(.need = DMR_NEED_CKPT_CACHE), true, true, true },
+		{ W(.need = DMR_NEED_CKPT_GC), true, true, true },
+		{ W(.need = DMR_NEED_ROOM), true, true, true },
+		{ W(), false, true, true },
+		{ W(), true, false, true },
+		{ W(), true, true, false },
+	};
+#undef W
+	u32 bits, n, allowed = 0;
+	unsigned int i;
+
+	for (bits = 0; bits < (1U << 14); bits++) {
+		for (n = 0; n < ARRAY_SIZE(needs); n++) {
+			struct dmr_worker_state s = {
+				.stopping = bits & 1, .ckpt_due = bits & 2,
+				.gc_collect_req = bits & 4, .mode_write = bits & 8,
+				.seq_window_full = bits & 16, .nr_commit = !!(bits & 32),
+				.gc_owed = !!(bits & 64), .held = bits & 128,
+				.ckpt_unfreed = bits & 256, .clean_on_disk = bits & 512,
+				.gc_rd_pending = bits & 1024, .need = needs[n],
+			};
+			bool active = bits & 2048, gc_idle = bits & 4096, resident = bits & 8192;
+			enum dmr_worker_phase phase = DMR_WORKER_AT_ROUND;
+
+			if (!dmr_worker_inline_ok(&s, active, gc_idle, resident))
+				continue;
+			allowed++;
+			KUNIT_EXPECT_TRUE(test, active && gc_idle && resident);
+			s.batch_empty = false;
+			s.next_writes = true;
+			KUNIT_EXPECT_EQ_MSG(test, dmr_worker_next(&s, &phase),
+					    DMR_WORKER_HANDLE_BIO,
+					    "bits %#x need %#x", bits, needs[n]);
+		}
+	}
+	KUNIT_EXPECT_EQ(test, allowed, 1U);	/* the one state below */
+	KUNIT_EXPECT_TRUE(test, dmr_worker_inline_ok(&ok, true, true, true));
+	for (i = 0; i < ARRAY_SIZE(refused); i++)
+		KUNIT_EXPECT_FALSE_MSG(test,
+				       dmr_worker_inline_ok(&refused[i].s, refused[i].active,
+							    refused[i].gc_idle,
+							    refused[i].resident),
+				       "change %u", i);
+}
+
+/*
  * What the mechanisms return, against a model of them (issue 40's
  * structure): generated runs of requests (reads, writes, discards in
  * pieces, flushes) where a write may find no room (urgent GC, which may
@@ -1441,6 +1513,7 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_worker_fua_gc),
 	KUNIT_CASE(dmr_test_worker_drains),
 	KUNIT_CASE(dmr_test_worker_needs),
+	KUNIT_CASE(dmr_test_worker_inline),
 	KUNIT_CASE(dmr_test_message_checkpoint_verdict),
 	KUNIT_CASE(dmr_test_instance_relation),
 	KUNIT_CASE(dmr_test_unmap_step),

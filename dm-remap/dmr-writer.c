@@ -235,6 +235,35 @@ static bool dmr_worker_need(const struct dmr_worker_state *s,
 }
 
 /**
+ * dmr_worker_inline_ok() - may a write be handled by its submitter?
+ * @s: the state, sampled with the worker's lock held and the batch empty
+ * @active: the instance owns the device for writing (rule 8)
+ * @gc_idle: a background GC step would find nothing to do
+ * @resident: the write's map pages are in memory (nothing to read back)
+ *
+ * A plain write (no flush, no FUA) whose submitter took the worker's
+ * lock is handled in the submitter's context when the worker would do
+ * nothing before it and nothing the write needs does I/O of its own:
+ * dmr_worker_next(), with it as the batch's only request, would handle
+ * it first (no need, no held request, no checkpoint due or asked for,
+ * no mark of a clean checkpoint first: rule 7), no flush waits for the
+ * group commit (it would take the request's GC step's place), and GC
+ * has nothing to do (its step after the request, and the pace of
+ * background GC, stay the worker's).  A target that does not write, is
+ * stopping, or is not the active instance (rule 8) queues it.
+ *
+ * Return: true if the submitter handles it.
+ */
+bool dmr_worker_inline_ok(const struct dmr_worker_state *s, bool active, bool gc_idle,
+			  bool resident)
+{
+	return active && s->mode_write && !s->stopping && !s->ckpt_due && !s->gc_collect_req &&
+	       !s->seq_window_full && !s->nr_commit && !s->gc_owed && !s->need &&
+	       !s->held && !s->ckpt_unfreed && !s->clean_on_disk && !s->gc_rd_pending &&
+	       gc_idle && resident;
+}
+
+/**
  * dmr_worker_next() - what the worker does next
  * @s: the state, as the worker sampled it just now
  * @phase: where the worker is in its round (DMR_WORKER_AT_ROUND when it

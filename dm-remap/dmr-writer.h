@@ -203,6 +203,8 @@ struct dmr_worker_state {
 enum dmr_worker_step dmr_worker_next(const struct dmr_worker_state *s,
 				     enum dmr_worker_phase *phase);
 int dmr_message_checkpoint_verdict(int mode, bool active, bool stopping);
+bool dmr_worker_inline_ok(const struct dmr_worker_state *s, bool active, bool gc_idle,
+			  bool resident);
 
 /**
  * enum dmr_instance_rel - another instance, to one being built (dmr_instance_relation())

@@ -45,7 +45,10 @@
  * collection and reads that must be served from memory are handled by one
  * worker, a single work item that never runs concurrently with itself
  * (dmr-worker.c), so the log heads, the sequence number and GC state
- * have a single owner and need no lock.  A segment that is done is
+ * have a single owner.  A plain write that comes while the worker is idle
+ * and would handle it first is handled by its submitter instead, as the
+ * worker would (dmr_worker_inline()): the worker's run and such a write
+ * each hold @worker_lock, so that owner is whoever holds it.  A segment that is done is
  * checksummed and written by a second stage (a slot of @flight) while the
  * worker fills the next one; the worker hands the slot its buffer before
  * queueing it and takes the slot back only after its @done, so each
@@ -114,6 +117,7 @@ struct dmr_stats {
 	atomic64_t map_misses;		/* map pages read back (map_cache) */
 	atomic64_t map_evictions;	/* map pages that left memory */
 	atomic64_t map_forced;		/* checkpoints written to clean pages */
+	atomic64_t inline_writes;	/* writes handled by their submitter */
 };
 
 /**
@@ -240,6 +244,11 @@ enum dmr_gc_mode {
  * @readers: per segment, reads sent down and not completed (atomics)
  * @readers_wq: GC waits here for @readers of emptied segments to drain
  * @bio_lock: protects @bios
+ * @worker_lock: held by whoever handles requests: the worker for its
+ *	whole run, or a writer handling its own write (dmr_worker_inline());
+ *	everything the comments call the worker's is theirs under it
+ * @worker_running: the worker holds @worker_lock (a writer that finds
+ *	it held by the worker queues its request rather than wait)
  * @bios: bios waiting for the worker
  * @wq: workqueue of @work (one item: never runs concurrently with itself)
  * @flight_wq: unbound workqueue of the second stage, so it runs on other
@@ -377,6 +386,8 @@ struct dmr_target {
 	wait_queue_head_t readers_wq;
 
 	spinlock_t bio_lock;		/* bios */
+	struct mutex worker_lock;	/* the worker's state (dmr_worker_inline()) */
+	bool worker_running;
 	struct bio_list bios;
 	struct workqueue_struct *wq;
 	struct work_struct work;
@@ -493,6 +504,7 @@ void *dmr_alloc_dev_array(const struct dmr_target *rc, enum dmr_array a);
 
 /* Functions defined in dmr-worker.c */
 void dmr_queue_bio(struct dmr_target *rc, struct bio *bio);
+bool dmr_worker_inline(struct dmr_target *rc, struct bio *bio);
 void dmr_worker(struct work_struct *work);
 void dmr_worker_init(struct dmr_target *rc);
 int dmr_checkpoint_now(struct dmr_target *rc, bool clean);
@@ -527,6 +539,7 @@ int dmr_map_cache_loaded(void *ctx, u64 p);
 int dmr_map_cache_replay(void *ctx, u64 lba, u64 n);
 void dmr_map_cache_start(struct dmr_target *rc);
 int __must_check dmr_map_need(struct dmr_target *rc, u64 lba, u64 n);
+bool dmr_map_resident(struct dmr_target *rc, u64 lba, u64 n);
 int __must_check dmr_map_need_part(struct dmr_target *rc, u64 lba, u64 n, bool whole,
 				   u64 *got);
 bool dmr_map_trim(struct dmr_target *rc);
@@ -535,6 +548,7 @@ bool dmr_map_trim(struct dmr_target *rc);
 void dmr_gc_init(struct dmr_target *rc);
 int dmr_gc_run(struct dmr_target *rc, bool urgent);
 int dmr_gc_background(struct dmr_target *rc);
+bool dmr_gc_idle(struct dmr_target *rc);
 void dmr_gc_read_drop(struct dmr_target *rc);
 void dmr_gc_free_ready(struct dmr_target *rc);
 void dmr_gc_prefree_waiting(struct dmr_target *rc, struct dmr_gc_state *st);

@@ -18,7 +18,11 @@
 # DMR_FLASH_* (tests/vm/guest-flashbench.py), in the environment or as
 # arguments, e.g.
 #   DMR_BENCH_CONFIGS=raid5-4 DMR_BENCH_CELLS='randwrite-4k-*' DMR_BENCH_FS=0 make bench
-# DMR_BENCH_PARTS [main,flash,sim,mapcache] chooses the parts; mapcache is
+# DMR_BENCH_PARTS [main,flash,sim,mapcache,writers] chooses the parts;
+# writers is tests/vm/guest-writers.py (issue 41 goal 6: fio 4K random
+# writes, psync 1-16 jobs and libaio QD 1-32, bare against dm-remap with
+# and without inline writes, over a plain ramdisk, fresh and steady;
+# DMR_WRITERS_* knobs; about 12 minutes: writers/writers.txt); mapcache is
 # tests/vm/guest-mapcache.py (table option map_cache at 100, 25 and 5% of
 # the map against the whole map; DMR_BENCH_MAPCACHE_ROUNDS, 3; on a loop
 # file and on a null_blk media model, DMR_BENCH_MAPCACHE_KINDS,
@@ -31,14 +35,14 @@ set -uo pipefail
 vars=()
 while IFS= read -r v; do
 	vars+=("$v")
-done < <(env | grep -E '^DMR_(BENCH|FLASH)_[A-Z_]+=')
+done < <(env | grep -E '^DMR_(BENCH|FLASH|WRITERS)_[A-Z_]+=')
 for a; do
-	[[ $a == DMR_BENCH_*=* || $a == DMR_FLASH_*=* ]] ||
-		{ echo "usage: $0 [DMR_BENCH_NAME=VALUE | DMR_FLASH_NAME=VALUE...]" >&2; exit 2; }
+	[[ $a == DMR_BENCH_*=* || $a == DMR_FLASH_*=* || $a == DMR_WRITERS_*=* ]] ||
+		{ echo "usage: $0 [DMR_BENCH_NAME=VALUE | DMR_FLASH_NAME=VALUE | DMR_WRITERS_NAME=VALUE...]" >&2; exit 2; }
 	vars+=("$a")
 	export "${a?}"
 done
-parts=${DMR_BENCH_PARTS:-main,flash,sim,mapcache}
+parts=${DMR_BENCH_PARTS:-main,flash,sim,mapcache,writers}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo" || exit 1
 cache=${DMR_CACHE:-$HOME/.cache/dm-remap}
@@ -92,6 +96,21 @@ if [[ ,$parts, == *,mapcache,* ]]; then
 		[[ $mrc == 0 ]] || echo "==== the map cache benchmark failed (run-vm exit $mrc): see $out/mapcache"
 	} >>"$report"
 	[[ $mrc == 0 ]] || rc=1
+fi
+if [[ ,$parts, == *,writers,* ]]; then
+	mkdir -p "$out/writers" || exit 1
+	wrc=0
+	bash tests/vm/run-vm.sh --mem 6144 --timeout 3600 "$out/writers" -- \
+		env "${vars[@]}" /usr/bin/python3 tests/vm/guest-writers.py || wrc=$?
+	echo >>"$report"
+	if [[ -s $out/writers/writers.txt ]]; then
+		cat "$out/writers/writers.txt" >>"$report"
+	fi
+	if [[ $wrc != 0 ]]; then
+		echo "==== the writers benchmark failed (run-vm exit $wrc): see $out/writers/guest.log" \
+			>>"$report"
+		rc=1
+	fi
 fi
 if [[ ,$parts, == *,sim,* && -f scripts/sim-bench.sh ]]; then
 	echo "==== scripts/sim-bench.sh"

@@ -494,7 +494,9 @@ def module_params(root):
         for name, var in params:
             decl = re.search(r"^[\w \t]*\b" + var + r"\s*(?:=\s*([^;]+))?;", text, re.M)
             assert decl, f"module parameter {name}: no definition of {var}"
-            out[name] = decl.group(1).strip() if decl.group(1) else "0"   # static: zero
+            val = decl.group(1).strip() if decl.group(1) else "0"   # static: zero
+            # a bool parameter reads back (sysfs, modinfo) as Y or N
+            out[name] = {"true": "Y", "false": "N"}.get(val, val)
     return out
 
 
