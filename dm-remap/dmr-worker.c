@@ -242,8 +242,10 @@ static void dmr_worker_sample(struct dmr_target *rc,
  * (dmr_worker_request(): the same writer, the same ordering rules, the
  * same throttle, which holds it for the worker), under the same lock,
  * so the log has one owner at a time as before.  It waits for
- * @worker_lock only while another writer holds it (a copy and a map
- * update), never for the worker's run (a checkpoint, GC), nor in memory
+ * @worker_lock when another writer holds it (a copy and a map update),
+ * not when it sees the worker holding it (@worker_running: a checkpoint,
+ * GC; only a writer that comes in the instant before the worker sets it
+ * waits for that run, as a queued request would), and never in memory
  * reclaim (PF_MEMALLOC: swap written to dm-remap): such a request is
  * queued as before.  It never submits I/O itself (bios submitted from a
  * map method wait on current->bio_list until it returns): a segment

@@ -29,16 +29,14 @@ def fill(path, nr_blocks):
         dev.close()
 
 
-def test_group_commit_concurrent_fsync_power_cut(ram):
-    """Eight threads each write and fsync their own blocks of a 32 MiB
-    device; power is cut while they run.  The device must have flushed
-    less often than it was asked to (the group commit), and after recovery
-    every block holds the generation its thread's last completed fsync
-    acknowledged, or one written after it."""
-    rnd = random.Random(12)
-    base = small_base(ram, 32)
-    s = Stack(base, ["--segment-size", SEG_SIZE])
-    nr_blocks = WRITERS * 64
+def cut_while_writing(s, per_thread, fsync_every, seconds, rnd):
+    """WRITERS threads write their own per_thread blocks of s's device
+    (filled with generation 0 first), each fsyncing every fsync_every-th
+    write; power is cut after seconds.  Then recovery, and every block
+    must hold the generation its thread's last completed fsync covered,
+    or one written after it.  Returns the statuses before the writers and
+    at the cut, and each thread's acknowledged fsyncs."""
+    nr_blocks = WRITERS * per_thread
     fill(s.top, nr_blocks)
     acked = {lba: 0 for lba in range(nr_blocks)}
     written = {}        # lba -> generations written after its acked one
@@ -52,23 +50,29 @@ def test_group_commit_concurrent_fsync_power_cut(ram):
         d = Dev(s.top)
         r = random.Random(100 + t)
         gen = t * 1000000
+        mine = {}       # lba -> last generation written since the last fsync
         try:
             while not cut_done.is_set():
                 gen += 1
-                lba = t * 64 + r.randrange(64)
+                lba = t * per_thread + r.randrange(per_thread)
                 with lock:
                     written.setdefault(lba, []).append(gen)
                 try:
                     d.pwrite(lba, block(lba, gen))
+                    mine[lba] = gen
+                    if gen % fsync_every:
+                        continue
                     d.fsync()
                 except OSError:
                     if not cutting.is_set():
                         raise
                     return
-                if not cutting.is_set():    # fsync completed before the cut
+                if not cutting.is_set():    # the fsync completed before the cut
                     with lock:
-                        acked[lba] = gen
-                        written[lba] = [g for g in written[lba] if g > gen]
+                        for b, g in mine.items():
+                            acked[b] = g
+                            written[b] = [x for x in written[b] if x > g]
+                    mine.clear()
                     counts[t] += 1
         except Exception as e:      # noqa: BLE001 (reported below)
             errors.append(e)
@@ -79,7 +83,7 @@ def test_group_commit_concurrent_fsync_power_cut(ram):
     threads = [threading.Thread(target=writer, args=(t,)) for t in range(WRITERS)]
     for th in threads:
         th.start()
-    time.sleep(rnd.uniform(3.0, 5.0))
+    time.sleep(seconds)
     at_cut = status_fields("top")
     cutting.set()
     s.flakey("cut")
@@ -87,14 +91,8 @@ def test_group_commit_concurrent_fsync_power_cut(ram):
     for th in threads:
         th.join()
     assert not errors, errors
-    requests = at_cut["flushes"] - before["flushes"]
-    device = at_cut["device_flushes"] - before["device_flushes"]
-    print(f"{sum(counts)} fsyncs acknowledged before the cut ({counts}); "
-          f"{requests} flush requests, {device} device flushes")
     assert min(counts) > 0, counts
     assert at_cut["mode"] == "write" and at_cut["first_error"] == 0, at_cut
-    # the group commit: fsyncs queued behind a flush share the next one
-    assert 0 < device < requests, (device, requests)
 
     s.crash()
     s.create()
@@ -113,6 +111,24 @@ def test_group_commit_concurrent_fsync_power_cut(ram):
         f"{len(bad)} blocks hold neither their fsynced generation nor a later "
         "one: " + ", ".join(f"{lba}: {what} (acked gen {acked[lba]})"
                             for lba, what in bad[:8]))
+    return before, at_cut, counts
+
+
+def test_group_commit_concurrent_fsync_power_cut(ram):
+    """Eight threads each write and fsync their own blocks of a 32 MiB
+    device; power is cut while they run.  The device must have flushed
+    less often than it was asked to (the group commit), and after recovery
+    every block holds the generation its thread's last completed fsync
+    acknowledged, or one written after it."""
+    rnd = random.Random(12)
+    s = Stack(small_base(ram, 32), ["--segment-size", SEG_SIZE])
+    before, at_cut, counts = cut_while_writing(s, 64, 1, rnd.uniform(3.0, 5.0), rnd)
+    requests = at_cut["flushes"] - before["flushes"]
+    device = at_cut["device_flushes"] - before["device_flushes"]
+    print(f"{sum(counts)} fsyncs acknowledged before the cut ({counts}); "
+          f"{requests} flush requests, {device} device flushes")
+    # the group commit: fsyncs queued behind a flush share the next one
+    assert 0 < device < requests, (device, requests)
 
 
 def test_reads_race_writes_and_gc(ram):
