@@ -214,17 +214,12 @@ static void dmr_worker_sample(struct dmr_target *rc,
 	s->gc_rd_pending = rc->gc_rd_seg != DMR_NO_SEGMENT;
 }
 
-/*
- * The worker.  Flush and FUA requests wait for the group commit
- * (dmr_group_commit_now()), which is always made before the worker
- * stops, so none is left behind.  Background GC takes one step after
- * each request while no flush waits (the steps deferred while one waits
- * come after its commit), and goes on while it has work and no request
- * waits.  Queued requests are taken all at once (one round of
- * @bio_lock per batch, not per request) and handled in their order.
- * dmr_worker_next() gives the order and the conditions of each step,
- * the needs the mechanisms below return (@need, @held) first.
- */
+/* Off: every write is queued to the worker (the bench's side by side). */
+static bool dmr_inline_writes = true;
+module_param_named(inline_writes, dmr_inline_writes, bool, 0644);
+MODULE_PARM_DESC(inline_writes,
+		 "Plain writes are handled by their submitter while the worker is idle (default Y)");
+
 /**
  * dmr_worker_inline() - a plain write handled by its submitter
  * @rc: target
@@ -256,19 +251,11 @@ static void dmr_worker_sample(struct dmr_target *rc,
  * Return: true if the request was handled (ended, or held for the
  * worker), false if the caller queues it.
  */
-#define DMR_BLOCK_SECTORS_SHIFT	(DMR_BLOCK_SHIFT - SECTOR_SHIFT)
-
-/* Off: every write is queued to the worker (the bench's side by side). */
-static bool dmr_inline_writes = true;
-module_param_named(inline_writes, dmr_inline_writes, bool, 0644);
-MODULE_PARM_DESC(inline_writes,
-		 "Plain writes are handled by their submitter while the worker is idle (default Y)");
-
 bool dmr_worker_inline(struct dmr_target *rc, struct bio *bio)
 {
 	struct dmr_worker_state s = { };
 	struct bio_list none = BIO_EMPTY_LIST;
-	u64 lba = dm_target_offset(rc->ti, bio->bi_iter.bi_sector) >> DMR_BLOCK_SECTORS_SHIFT;
+	u64 lba = dmr_bio_lba(rc, bio);
 	u64 nr;
 	unsigned int noio;
 	bool ok, kick;
@@ -281,7 +268,7 @@ bool dmr_worker_inline(struct dmr_target *rc, struct bio *bio)
 		mutex_lock(&rc->worker_lock);
 	}
 	dmr_worker_sample(rc, &none, &s);
-	nr = bio_sectors(bio) >> DMR_BLOCK_SECTORS_SHIFT;
+	nr = bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT;
 	ok = dmr_worker_inline_ok(&s, rc->active, dmr_gc_idle(rc), dmr_map_resident(rc, lba, nr));
 	if (!ok) {
 		mutex_unlock(&rc->worker_lock);
@@ -299,6 +286,17 @@ bool dmr_worker_inline(struct dmr_target *rc, struct bio *bio)
 	return true;
 }
 
+/*
+ * The worker.  Flush and FUA requests wait for the group commit
+ * (dmr_group_commit_now()), which is always made before the worker
+ * stops, so none is left behind.  Background GC takes one step after
+ * each request while no flush waits (the steps deferred while one waits
+ * come after its commit), and goes on while it has work and no request
+ * waits.  Queued requests are taken all at once (one round of
+ * @bio_lock per batch, not per request) and handled in their order.
+ * dmr_worker_next() gives the order and the conditions of each step,
+ * the needs the mechanisms below return (@need, @held) first.
+ */
 void dmr_worker(struct work_struct *work)
 {
 	struct dmr_target *rc = container_of(work, struct dmr_target, work);

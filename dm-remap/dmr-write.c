@@ -537,7 +537,8 @@ int dmr_head_room(struct dmr_target *rc, unsigned int hid, u32 want, u32 *n)
 	}
 }
 
-static u64 dmr_bio_lba(struct dmr_target *rc, struct bio *bio)
+/* The logical block where @bio's data starts. */
+u64 dmr_bio_lba(struct dmr_target *rc, struct bio *bio)
 {
 	return dm_target_offset(rc->ti, bio->bi_iter.bi_sector) >> 3;
 }

@@ -512,6 +512,7 @@ void dmr_worker_stop(struct dmr_target *rc);
 void dmr_worker_start(struct dmr_target *rc);
 
 /* Functions defined in dmr-write.c */
+u64 dmr_bio_lba(struct dmr_target *rc, struct bio *bio);
 enum dmr_bio_result dmr_do_write(struct dmr_target *rc, struct bio *bio);
 enum dmr_bio_result dmr_do_discard(struct dmr_target *rc, struct bio *bio);
 void dmr_write_init(struct dmr_target *rc);
