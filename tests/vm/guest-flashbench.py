@@ -16,11 +16,16 @@ Configurations (DMR_FLASH_CONFIGS):
   block-r5  md RAID-5 (64 KiB chunk) over four such drives
   page-1    one page-mapped drive (a modern SSD: its own spare area and
             greedy GC; fast fresh, slower full)
+  page-r5   md RAID-5 (64 KiB chunk) over four page-mapped drives: the
+            setting of seed 001 (EasyCo's ESS on 16 Samsung 830 in RAID-5,
+            2012), with its grid: 4 KiB and 64 KiB at 1, 10 and 100
+            outstanding (bm-flash threads), whatever DMR_FLASH_BS and
+            DMR_FLASH_THREADS say; its figures beside ours
 
 Each has two identical stacks, so that bare and remapped exist at once:
 A, the bare drive(s) (flashsim over brd ramdisks; RAID-5 over them), and
 B, the same with dm-remap on top (remapctl format, default options except
-a segment of whole erase blocks on every member for block-r5).
+a segment of whole erase blocks on every member for the RAID-5 configs).
 
 Phases, each in DMR_FLASH_RUNS rounds (3) with the order of the devices
 rotating from round to round; figures are medians [min-max]:
@@ -65,16 +70,19 @@ block sizes run (the whole grid, PAPERS_BS, takes hours under TCG).
 Goals (issue 25, section 4): 4 KiB random writes >= 100x bare on the
 block-mapped single drive and RAID-5 when fresh, >= 20x in steady state;
 reads >= 0.95x bare; large writes (>= 256 KiB) >= 0.8x bare; on the
-page-mapped drive no cell below 0.9x bare.
+page-mapped drive no cell below 0.9x bare.  Issue 41 goal 7 (page-r5): 4 KiB
+random writes at 1, 10 and 100 outstanding ahead of bare RAID-5 (>= 1x) in
+every phase, seed 001's ESS / bare ratio beside; 4 KiB reads >= 0.9x bare.
 
 Results: $DMR_OUT/flash-summary.txt (also printed) and flash-bench.json.
 
 Environment (defaults in brackets):
-  DMR_FLASH_CONFIGS [block-1,block-r5,page-1]
+  DMR_FLASH_CONFIGS [block-1,block-r5,page-1,page-r5]
   DMR_FLASH_RUNS [3]            rounds per phase
   DMR_FLASH_SECONDS [1]         seconds per cell (bm-flash --seconds)
   DMR_FLASH_BS [4K,16K,64K,256K,1M]   (the papers: 512,4K,8K,...,512K,1M)
-  DMR_FLASH_THREADS [1,10,40]   (40 only for block sizes up to 128K)
+  DMR_FLASH_THREADS [1,10,40]   (more than 10 only for block sizes up
+                                to 128K; page-r5: its own grid)
   DMR_FLASH_OPS [write,read]
   DMR_FLASH_PHASES [fresh,steady,own]
   DMR_FLASH_OWN_MAX [8]         own: most capacities of preconditioning
@@ -127,11 +135,17 @@ CONFIGS = {
                  "label": "md RAID-5 (64K chunk) over four block-mapped drives"},
     "page-1": {"mode": "page", "members": 1,
                "label": "one page-mapped flash drive (modern SSD profile, 7% spare)"},
+    # issue 41 goal 7: seed 001's setting and grid (its Q 1/10/100)
+    "page-r5": {"mode": "page", "members": 4,
+                "label": "md RAID-5 (64K chunk) over four page-mapped drives (the ESS "
+                         "setting: modern SSD profile, 7% spare)",
+                "sizes": (4096, 65536), "threads": (1, 10, 100)},
 }
+DEFAULT_CONFIGS = "block-1,block-r5,page-1,page-r5"
 PAPERS_BS = "512,4K,8K,16K,32K,64K,128K,256K,512K,1M"
 DEFAULT_BS = "4K,16K,64K,256K,1M"     # the whole grid takes hours under TCG
 LARGE = 256 * 1024                      # "large writes": this size and up
-FORTY_MAX = 128 * 1024                  # 40 threads only up to this size
+FORTY_MAX = 128 * 1024                  # more than 10 threads only up to this size
 CAP_THREADS = (1, 2, 4, 8, 10, 16, 40)    # also issue 25 2b's scaling, fresh and steady
 
 # Seed 000's bm-flash tables, IOPS: {(op, bs KiB or 0.5, threads): iops};
@@ -139,11 +153,12 @@ CAP_THREADS = (1, 2, 4, 8, 10, 16, 40)    # also issue 25 2b's scaling, fresh an
 _K = [0.5, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
 
 
-def _paper(rows):
-    """rows: {bs: (r1, r10, r40, w1, w10, w40)} with None for the blanks."""
+def _paper(rows, threads=(1, 10, 40)):
+    """rows: {bs: (r1, r10, r40, w1, w10, w40)} with None for the blanks
+    (seed 001: threads (1, 10, 100))."""
     out = {}
     for bs, v in rows.items():
-        for i, t in enumerate((1, 10, 40)):
+        for i, t in enumerate(threads):
             if v[i] is not None:
                 out[("read", int(bs * 1024), t)] = v[i]
             if v[3 + i] is not None:
@@ -201,6 +216,33 @@ PAPERS = {
             512: (638, 882, 889, 264, 273, None),
             1024: (330, 444, None, 129, 151, None)}),
     },
+    # seed 001's "Raid-5 Bare" and "Raid-5 w/ ESS" tables (16 Samsung 830,
+    # Q = bm-flash threads 1, 10, 100); "mft" is the remapping driver's
+    "page-r5": {
+        "source": "seed 001: 16 Samsung 830 in Linux md RAID-5, \"Raid-5 Bare\" and "
+                  "\"Raid-5 w/ ESS\" (Q 1/10/100); 16 drives there, 4 here",
+        "driver": "ESS",
+        "bare": _paper({
+            4: (5845, 54833, 431284, 1003, 1726, 1825),
+            8: (4651, 43918, 351337, 826, 1389, 1384),
+            16: (4246, 39606, 264558, 608, 927, 428),
+            32: (3536, 32409, 164261, 438, 629, 217),
+            64: (2593, 23803, 91366, 283, 392, 114),
+            128: (2502, 20549, 50597, 227, 285, 68),
+            256: (2395, 15742, 25691, 149, 187, 44),
+            512: (2226, 10488, 8878, 84, 105, 34),
+            1024: (590, 4063, 4307, 58, 72, 26)}, (1, 10, 100)),
+        "mft": _paper({
+            4: (5689, 53019, 309397, 344280, 1146965, 1115503),
+            8: (5272, 47864, 232264, 279040, 554657, 570685),
+            16: (3878, 35332, 214633, 200681, 285289, 285748),
+            32: (3282, 29433, 139786, 124841, 143029, 142696),
+            64: (2523, 22584, 84244, 70831, 71664, 71216),
+            128: (2388, 18908, 48547, 35801, 35519, 35771),
+            256: (2212, 10864, 21392, 17845, 17822, 17891),
+            512: (1911, 8595, 9715, 8934, 8863, 8939),
+            1024: (1287, 2953, 4446, 4464, 4496, 4491)}, (1, 10, 100)),
+    },
 }
 
 
@@ -227,12 +269,12 @@ def bs_label(bs):
 def grid(sizes, threads, ops):
     """The cells of a phase, in the order they run: writes then reads (as
     the ops list gives them), block sizes ascending, threads ascending;
-    40 threads only up to FORTY_MAX, as in the papers' tables."""
+    more than 10 threads only up to FORTY_MAX, as in seed 000's tables."""
     cells = []
     for op in ops:
         for bs in sorted(sizes):
             for t in sorted(threads):
-                if t >= 40 and bs > FORTY_MAX:
+                if t > 10 and bs > FORTY_MAX:
                     continue
                 cells.append({"id": f"{op}-{bs_label(bs).lower()}-t{t}", "op": op,
                               "bs": bs, "threads": t})
@@ -274,10 +316,11 @@ def steady_ceiling(params, members, waf):
     return 1 / per_block
 
 
-def cap_cells():
-    """4 KiB random writes at CAP_THREADS, 1 MiB at 1 and 10."""
+def cap_cells(threads=()):
+    """4 KiB random writes at CAP_THREADS and the configuration's own
+    thread counts (page-r5: 100), 1 MiB at 1 and 10."""
     return ([{"id": f"write-4k-t{t}", "op": "write", "bs": 4096, "threads": t}
-             for t in CAP_THREADS] +
+             for t in sorted(set(CAP_THREADS) | set(threads))] +
             [{"id": f"write-1m-t{t}", "op": "write", "bs": MiB, "threads": t}
              for t in (1, 10)])
 
@@ -405,6 +448,22 @@ def evaluate_goals(configs):
         for cid, c in phase_cells("page-1", phase).items():
             cands.append((ratio_of(c), f"{phase} {cid}"))
     add("page-1: every cell", ">= 0.90x", 0.90, cands)
+    # issue 41 goal 7: the ESS setting, seed 001's ratios beside
+    paper = ", ".join(f"t{t} {gb.fmt_x(paper_ratio('page-r5', 'write', 4096, t))}"
+                      for t in CONFIGS["page-r5"]["threads"])
+    for phase in ("fresh", "steady", "own"):
+        cells = phase_cells("page-r5", phase)
+        if not cells:
+            continue
+        cands = [(ratio_of(c), cid.split("-")[-1]) for cid, c in cells.items()
+                 if c["op"] == "write" and c["bs"] == 4096]
+        add(f"page-r5 {phase}: 4K random write at 1/10/100 outstanding, remapped / bare",
+            ">= 1.00x", 1.0, cands, cap_note("page-r5", "4k", (phase,))
+            + f"; seed 001 (ESS / bare RAID-5, 16 drives): {paper}")
+    cands = [(ratio_of(c), f"{phase} {cid}") for phase in ("fresh", "steady", "own")
+             for cid, c in phase_cells("page-r5", phase).items()
+             if c["op"] == "read" and c["bs"] == 4096]
+    add("page-r5: 4K random reads, every cell", ">= 0.90x", 0.90, cands)
     return rows
 
 
@@ -476,7 +535,7 @@ def summary_text(res):
             head = ["op", "bs", "thr", "bare IOPS", "remapped IOPS", "rem MiB/s", "ratio",
                     "WAF", "merges b/r", "cap"]
             if p:
-                head += ["paper bare", "paper MFT", "paper ratio"]
+                head += ["paper bare", f"paper {p.get('driver', 'MFT')}", "paper ratio"]
             lines += gb._table(phase_rows(cfg["name"], ph.get("cells", {}),
                                           ph.get("cap", {})), head)
             lines.append("  merges b/r: the drives' erase-block merges during the cell "
@@ -529,7 +588,7 @@ class FlashBench:
     def __init__(self, env):
         self.env = env
         self.configs = [c for c in env.get("DMR_FLASH_CONFIGS",
-                                           "block-1,block-r5,page-1").split(",") if c]
+                                           DEFAULT_CONFIGS).split(",") if c]
         for c in self.configs:
             if c not in CONFIGS:
                 raise Fail(f"DMR_FLASH_CONFIGS: unknown configuration '{c}'")
@@ -738,7 +797,9 @@ class FlashBench:
     def run_phase(self, st, phase):
         ph = {"cells": {}, "cap": {}}
         st["cfg"]["phases"][phase] = ph
-        cells = grid(self.sizes, self.threads, self.ops)
+        spec = st["spec"]
+        cells = grid(spec.get("sizes", self.sizes), spec.get("threads", self.threads),
+                     self.ops)
         fresh = phase == "fresh"
         names = st["names"]["A"] + st["names"]["B"]
         if fresh:
@@ -788,7 +849,7 @@ class FlashBench:
             self.reload_members(names, rams, self.linear_table)
             try:
                 st["cap_on"] = True
-                ph["cap"] = self.rounds(st, cap_cells(), fresh)
+                ph["cap"] = self.rounds(st, cap_cells(spec.get("threads", ())), fresh)
             finally:
                 st["cap_on"] = False
                 self.reload_members(names, rams,
