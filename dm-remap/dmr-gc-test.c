@@ -2256,6 +2256,65 @@ static void dmr_gct_batch_boundaries(struct kunit *test)
  * the other may), a cache of dirty pages has no victim until a
  * checkpoint cleans one.
  */
+static bool dmr_gct_pick_odd(void *ctx, u64 p)
+{
+	(*(u32 *)ctx)++;
+	return p & 1;
+}
+
+/*
+ * GC's read-ahead of map pages (dmr_pages_pick()): the pages of the
+ * blocks, those @want names only, each once, ascending; when the room is
+ * full it stops at the first block that needs another page, so the next
+ * call goes on from there and no page is left out or read twice.
+ */
+static void dmr_gct_pages_pick(struct kunit *test)
+{
+	/* pages (shift 10): 5 3 5 1 4 7 3 9 1 11 */
+	static const u64 lba[] = { 5120, 3073, 5200, 1024, 4096, 7168, 3072, 9216,
+				   2047, 11264 };
+	u64 pages[8];
+	u32 used, calls = 0, k;
+
+	k = dmr_pages_pick(lba, ARRAY_SIZE(lba), 10, dmr_gct_pick_odd, &calls, pages, 8,
+			   &used);
+	KUNIT_EXPECT_EQ(test, k, 6U);
+	KUNIT_EXPECT_EQ(test, used, (u32)ARRAY_SIZE(lba));
+	KUNIT_EXPECT_EQ(test, pages[0], 1ULL);
+	KUNIT_EXPECT_EQ(test, pages[1], 3ULL);
+	KUNIT_EXPECT_EQ(test, pages[2], 5ULL);
+	KUNIT_EXPECT_EQ(test, pages[3], 7ULL);
+	KUNIT_EXPECT_EQ(test, pages[4], 9ULL);
+	KUNIT_EXPECT_EQ(test, pages[5], 11ULL);
+	/* a page picked is not asked about again: 5, 3, 1, 4, 7, 9, 11 */
+	KUNIT_EXPECT_EQ(test, calls, 7U);
+
+	/* room for two: 5 and 3, then 1 (block 3) ends the call */
+	k = dmr_pages_pick(lba, ARRAY_SIZE(lba), 10, dmr_gct_pick_odd, &calls, pages, 2,
+			   &used);
+	KUNIT_EXPECT_EQ(test, k, 2U);
+	KUNIT_EXPECT_EQ(test, used, 3U);
+	KUNIT_EXPECT_EQ(test, pages[0], 3ULL);
+	KUNIT_EXPECT_EQ(test, pages[1], 5ULL);
+	/*
+	 * From there: 1, 7 (4 is not wanted), and 3 ends it (the module's
+	 * @want says no to 3 by then: the call before read it in)
+	 */
+	k = dmr_pages_pick(lba + used, ARRAY_SIZE(lba) - used, 10, dmr_gct_pick_odd,
+			   &calls, pages, 2, &used);
+	KUNIT_EXPECT_EQ(test, k, 2U);
+	KUNIT_EXPECT_EQ(test, used, 3U);
+	KUNIT_EXPECT_EQ(test, pages[0], 1ULL);
+	KUNIT_EXPECT_EQ(test, pages[1], 7ULL);
+	/* nothing wanted, or no blocks: nothing picked, all looked at */
+	k = dmr_pages_pick(lba + 4, 1, 10, dmr_gct_pick_odd, &calls, pages, 2, &used);
+	KUNIT_EXPECT_EQ(test, k, 0U);
+	KUNIT_EXPECT_EQ(test, used, 1U);
+	k = dmr_pages_pick(lba, 0, 10, dmr_gct_pick_odd, &calls, pages, 2, &used);
+	KUNIT_EXPECT_EQ(test, k, 0U);
+	KUNIT_EXPECT_EQ(test, used, 0U);
+}
+
 static void dmr_gct_page_clock(struct kunit *test)
 {
 	struct dmr_page_clock c;
@@ -2674,6 +2733,7 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE(dmr_gct_gc_decide_floor),
 	KUNIT_CASE(dmr_gct_gc_segments_needed),
 	KUNIT_CASE(dmr_gct_load_at_floor),
+	KUNIT_CASE(dmr_gct_pages_pick),
 	KUNIT_CASE(dmr_gct_page_clock),
 	KUNIT_CASE(dmr_gct_page_clock_turns),
 	KUNIT_CASE(dmr_gct_gc_read_step),

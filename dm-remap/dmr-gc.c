@@ -228,6 +228,55 @@ void dmr_gc_read_drop(struct dmr_target *rc)
 	rc->gc_rd_seg = DMR_NO_SEGMENT;
 }
 
+/*
+ * Issue 41: GC reads the map pages its victim's tests need ahead of them,
+ * together (dmr_gc_lbas(), dmr_map_prefetch()), and stops testing at the
+ * victim's last valid block; N tests each block to the victim's end, each
+ * with its own synchronous read of a page out, as before, for the
+ * benchmark's side by side (guest-mapcache.py's gc phase).  Read at each
+ * victim.
+ */
+static bool dmr_gc_prefetch = true;
+module_param_named(gc_prefetch, dmr_gc_prefetch, bool, 0644);
+MODULE_PARM_DESC(gc_prefetch,
+		 "GC reads the map pages of a victim's blocks ahead, together (map_cache)");
+
+/*
+ * The unit at block @off of victim @seg, read into GC's buffer: decoded
+ * into @u, or false where the walk ends (no valid summary, one of an
+ * earlier use of the segment, from before @first_seq, or one that would
+ * run past the segment's end).
+ */
+static bool dmr_gc_unit(struct dmr_target *rc, u32 seg, u32 off, u64 first_seq,
+			struct dmr_unit *u)
+{
+	u32 seg_blocks = dmr_seg_blocks(rc);
+
+	return off + 2 <= seg_blocks &&
+	       dmr_unit_decode((u8 *)rc->gc_buf + (size_t)off * DMR_BLOCK_SIZE,
+			       dmr_seg_block(rc, seg, off), rc->sb.uuid,
+			       rc->sb.geo.logical_blocks, u) == DMR_LOG_OK &&
+	       u->seq >= first_seq && off + 1 + u->nr_blocks <= seg_blocks;
+}
+
+/*
+ * The logical blocks victim @seg's summaries list, in the order
+ * dmr_gc_collect() walks them, into @gc_lbas (at most a segment's
+ * blocks), for the read-ahead of their map pages.  Returns their number.
+ */
+static u32 dmr_gc_lbas(struct dmr_target *rc, u32 seg, u64 first_seq)
+{
+	struct dmr_unit *u = rc->gc_unit;
+	u32 off = 0, n = 0, i;
+
+	while (dmr_gc_unit(rc, seg, off, first_seq, u)) {
+		for (i = 0; i < u->nr_blocks; i++)
+			rc->gc_lbas[n++] = u->lba[i];
+		off += 1 + u->nr_blocks;
+	}
+	return n;
+}
+
 /**
  * dmr_gc_collect() - collect the victim whose read completed
  * @rc: target, in the worker
@@ -238,6 +287,15 @@ void dmr_gc_read_drop(struct dmr_target *rc)
  * blocks go to the GC head dmr_gc_head() names (hot or cold victim).  The
  * segment is then empty, hence prefree.  The read's reference is dropped
  * last, so the segment is not reused before the map has left it.
+ *
+ * With a map_cache, the map pages of the blocks' tests are read ahead,
+ * up to DMR_PREFETCH_PAGES at once, when the walk reaches the first block
+ * the last read-ahead did not cover (@ahead).  The walk ends once the
+ * valid blocks it found in the unit at hand are all the segment still
+ * holds (its count, which only falls while it is a victim: no head
+ * writes a sealed segment): the blocks after them are known dead, and
+ * their tests would only read map pages back for nothing.  Both go with
+ * the module parameter gc_prefetch.
  *
  * GC never launders corruption: a unit holding valid blocks is moved only
  * if its data matches the checksum its summary carries (checked by
@@ -256,7 +314,8 @@ void dmr_gc_read_drop(struct dmr_target *rc)
  */
 static int dmr_gc_collect(struct dmr_target *rc)
 {
-	u32 seg = rc->gc_rd_seg, seg_blocks = dmr_seg_blocks(rc), off = 0, i, live;
+	u32 seg = rc->gc_rd_seg, off = 0, i, live, tested, base = 0, ahead = 0, nr = 0;
+	bool fast = READ_ONCE(dmr_gc_prefetch);
 	u64 first_seq = rc->map.segs[seg].seq;
 	unsigned int hid = dmr_gc_head(&rc->map, &rc->map.segs[seg], rc->seq,
 				       &rc->temp);
@@ -283,22 +342,24 @@ static int dmr_gc_collect(struct dmr_target *rc)
 		r = -EIO;
 		goto out;
 	}
-	while (off + 2 <= seg_blocks) {
+	if (fast && rc->pc.cap)
+		nr = dmr_gc_lbas(rc, seg, first_seq);
+	while (dmr_gc_unit(rc, seg, off, first_seq, u)) {
 		u64 blk = dmr_seg_block(rc, seg, off);
 		u8 *data = buf + (size_t)(off + 1) * DMR_BLOCK_SIZE;
 
-		if (dmr_unit_decode(buf + (size_t)off * DMR_BLOCK_SIZE, blk,
-				    rc->sb.uuid, rc->sb.geo.logical_blocks, u) !=
-		    DMR_LOG_OK || u->seq < first_seq ||
-		    off + 1 + u->nr_blocks > seg_blocks)
-			break;
 		for (i = 0, live = 0; i < u->nr_blocks; i++) {
+			if (fast && live == rc->map.segs[seg].valid)
+				break;		/* the rest is dead */
+			if (base + i == ahead && ahead < nr)	/* (the same walk) */
+				ahead += dmr_map_prefetch(rc, rc->gc_lbas + ahead, nr - ahead);
 			r = dmr_map_need(rc, u->lba[i], 1);	/* map_cache */
 			if (r)
 				goto out;
 			live += dmr_map_get(&rc->map, u->lba[i]) ==
 				dmr_seg_pba(&rc->map, seg, off + 1 + i) + 1;
 		}
+		tested = i;
 		if (live && !rc->gc_ok[off]) {	/* dmr_gc_verify_fn() */
 			atomic64_inc(&rc->stats.gc_unverified);
 			DMERR_LIMIT("%s: GC: unit at %llu (segment %u) fails its data checksum",
@@ -306,7 +367,7 @@ static int dmr_gc_collect(struct dmr_target *rc)
 			unverified = true;
 			live = 0;
 		}
-		for (i = 0; live && i < u->nr_blocks; i++) {
+		for (i = 0; live && i < tested; i++) {
 			u64 src = dmr_seg_pba(&rc->map, seg, off + 1 + i);
 
 			if (dmr_map_get(&rc->map, u->lba[i]) != src + 1)
@@ -316,7 +377,10 @@ static int dmr_gc_collect(struct dmr_target *rc)
 			if (r)
 				goto out;
 		}
+		if (tested < u->nr_blocks)
+			break;
 		off += 1 + u->nr_blocks;
+		base += u->nr_blocks;
 	}
 	atomic64_inc(&rc->stats.gc_runs);
 	if (!rc->map.segs[seg].valid)

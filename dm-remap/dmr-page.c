@@ -38,6 +38,31 @@
 
 static bool dmr_page_batch_submit(struct dmr_target *rc, bool wait);
 
+/* GC's read-ahead (dmr_map_prefetch()): at most this many map pages at once */
+#define DMR_PREFETCH_PAGES	32
+
+/* One page of a read-ahead: its memory, and its read's error bits. */
+struct dmr_prefetch_page {
+	struct dmr_prefetch *pf;
+	u32 *page;
+	unsigned long error;
+};
+
+/*
+ * struct dmr_prefetch - the worker's read-ahead of map pages
+ * @pages: the pages being read (dmr_pages_pick())
+ * @io: each one's memory and error, the error written by its read's end
+ * @pending: reads not ended, plus one the submitter holds while it
+ *	submits: the end that takes it to zero completes @done
+ * @done: all the reads ended
+ */
+struct dmr_prefetch {
+	u64 pages[DMR_PREFETCH_PAGES];
+	struct dmr_prefetch_page io[DMR_PREFETCH_PAGES];
+	atomic_t pending;
+	struct completion done;
+};
+
 /*
  * Test hook (fault injection, as fault_flight_fail): the next this many
  * map pages a loaded target asks the kernel for are refused, as when
@@ -149,12 +174,16 @@ static int dmr_map_cache_init(struct dmr_target *rc)
 	ring = dmr_alloc_dev_array(rc, DMR_ARRAY_PC_RING);
 	state = dmr_alloc_dev_array(rc, DMR_ARRAY_PC_STATE);
 	ref = dmr_alloc_dev_array(rc, DMR_ARRAY_PC_REF);
-	if (!ring || !state || !ref) {
+	rc->pf = kzalloc(sizeof(*rc->pf), GFP_KERNEL);
+	if (!ring || !state || !ref || !rc->pf) {
 		kvfree(ring);
 		kvfree(state);
 		kvfree(ref);
+		kfree(rc->pf);
+		rc->pf = NULL;
 		return -ENOMEM;
 	}
+	init_completion(&rc->pf->done);
 	dmr_page_clock_init(&rc->pc, ring, state, ref, cap, rc->map.nr_map_blocks);
 	return 0;
 }
@@ -164,6 +193,8 @@ static void dmr_map_cache_exit(struct dmr_target *rc)
 	kvfree(rc->pc.ring);
 	kvfree(rc->pc.state);
 	kvfree(rc->pc.ref);
+	kfree(rc->pf);
+	rc->pf = NULL;
 	rc->pc.cap = 0;
 }
 
@@ -232,6 +263,26 @@ void dmr_map_cache_start(struct dmr_target *rc)
 	}
 }
 
+/* Where map page @p is on the device: in the slot written last. */
+static u64 dmr_page_block(struct dmr_target *rc, u64 p)
+{
+	const struct dmr_geometry *geo = &rc->sb.geo;
+	unsigned int slot = rc->ckpt_slot ^ 1;	/* the last one written */
+	struct dmr_ckpt_layout l;
+
+	dmr_ckpt_layout(geo, &l);
+	return geo->ckpt_offset + (u64)slot * geo->ckpt_slot_blocks + l.map_offset + p;
+}
+
+/* A page as read: its CRC checked, then decoded in place. */
+static int dmr_page_check(struct dmr_target *rc, u64 p, u32 *page)
+{
+	if (crc32c(~0U, page, DMR_BLOCK_SIZE) != rc->map_crc[p])
+		return -EILSEQ;
+	dmr_map_block_decode(&rc->map, p, page, page);	/* in place */
+	return 0;
+}
+
 /*
  * Map page @p as the newest slot holds it, into @page: the one read, its
  * CRC checked against the slot's table (the same for both slots: the
@@ -239,20 +290,9 @@ void dmr_map_cache_start(struct dmr_target *rc)
  */
 static int dmr_page_read(struct dmr_target *rc, u64 p, u32 *page)
 {
-	const struct dmr_geometry *geo = &rc->sb.geo;
-	unsigned int slot = rc->ckpt_slot ^ 1;	/* the last one written */
-	struct dmr_ckpt_layout l;
-	int r;
+	int r = dmr_rw(rc, REQ_OP_READ, dmr_page_block(rc, p), 1, page);
 
-	dmr_ckpt_layout(geo, &l);
-	r = dmr_rw(rc, REQ_OP_READ, geo->ckpt_offset + (u64)slot * geo->ckpt_slot_blocks +
-		   l.map_offset + p, 1, page);
-	if (r)
-		return r;
-	if (crc32c(~0U, page, DMR_BLOCK_SIZE) != rc->map_crc[p])
-		return -EILSEQ;
-	dmr_map_block_decode(&rc->map, p, page, page);	/* in place */
-	return 0;
+	return r ? r : dmr_page_check(rc, p, page);
 }
 
 /*
@@ -351,6 +391,122 @@ bool dmr_map_resident(struct dmr_target *rc, u64 lba, u64 n)
 		if (dmr_map_page_state(&rc->map, p) == DMR_PAGE_EVICTED)
 			return false;
 	return true;
+}
+
+/* dmr_pages_pick()'s test: a page out of memory. */
+static bool dmr_prefetch_want(void *ctx, u64 p)
+{
+	struct dmr_target *rc = ctx;
+
+	return dmr_map_page_state(&rc->map, p) == DMR_PAGE_EVICTED;
+}
+
+/* A read-ahead's read ended (dm-io's completion, any context). */
+static void dmr_prefetch_end(unsigned long error, void *context)
+{
+	struct dmr_prefetch_page *io = context;
+	struct dmr_prefetch *pf = io->pf;
+
+	io->error = error;
+	if (atomic_dec_and_test(&pf->pending))	/* (a full barrier after @error) */
+		complete(&pf->done);
+}
+
+/*
+ * A page the read-ahead read: in the map and the cache if it reads and
+ * checks, as dmr_page_fetch() would put it; if not, let go: the test of
+ * its block reads it again (dmr_map_need()), and a page that cannot be
+ * read fails there, with its message and failed mode.
+ */
+static void dmr_prefetch_install(struct dmr_target *rc, u64 p, u32 *page,
+				 unsigned long error)
+{
+	int r = error ? -EIO : dmr_page_check(rc, p, page);
+
+	if (!r) {
+		spin_lock(&rc->map_lock);
+		r = dmr_map_page_in(&rc->map, p, page);
+		spin_unlock(&rc->map_lock);
+	}
+	if (r) {
+		mempool_free(page, rc->page_pool);
+		return;
+	}
+	dmr_page_clock_insert(&rc->pc, p);
+	atomic64_inc(&rc->stats.map_misses);
+}
+
+/**
+ * dmr_map_prefetch() - read the map pages of some blocks in, together
+ * @rc: target (worker), loaded
+ * @lba: logical blocks (GC's victim's, from the next one it tests)
+ * @n: their number
+ *
+ * Issue 41: GC tested a victim's blocks one at a time, each test that
+ * found its page out reading it with one synchronous 4 KiB read.  Here the
+ * pages out among the first blocks of @lba, up to DMR_PREFETCH_PAGES of
+ * them (dmr_pages_pick(): ascending, so that neighbours in the slot merge
+ * under the plug), are read all in flight at once, and join the cache as
+ * dmr_map_need() would have them join (over its size until
+ * dmr_map_trim(), as every page a request needs).  Only an optimisation:
+ * the memory comes from the kernel without waiting and never from the
+ * reserve, which is the worker's promise of progress
+ * (dmr_map_page_get()); without memory, or with a read or check that
+ * fails, the tests read what is missing one at a time as before.
+ *
+ * Return: the blocks from @lba the read-ahead covered (at least one if
+ * @n > 0 and the target has a cache): the caller's next read-ahead
+ * starts there.
+ */
+u32 dmr_map_prefetch(struct dmr_target *rc, const u64 *lba, u32 n)
+{
+	struct dmr_prefetch *pf = rc->pf;
+	struct blk_plug plug;
+	u32 used, k, got, i;
+
+	if (!pf || !n)
+		return 0;
+	k = dmr_pages_pick(lba, n, rc->map.page_shift, dmr_prefetch_want, rc,
+			   pf->pages, DMR_PREFETCH_PAGES, &used);
+	if (k) {
+		reinit_completion(&pf->done);
+		atomic_set(&pf->pending, 1);
+		blk_start_plug(&plug);
+		for (got = 0; got < k; got++) {
+			struct dmr_prefetch_page *io = &pf->io[got];
+			struct dm_io_region region = {
+				.bdev = rc->dev->bdev,
+				.sector = dmr_page_block(rc, pf->pages[got]) *
+					  DMR_SECTORS_PER_BLOCK,
+				.count = DMR_SECTORS_PER_BLOCK,
+			};
+			struct dm_io_request req = {
+				.bi_opf = REQ_OP_READ,
+				.mem.type = DM_IO_KMEM,
+				.notify.fn = dmr_prefetch_end,
+				.notify.context = io,
+				.client = rc->io_client,
+			};
+
+			/* a fault test's refusals are the worker's (the reserve) */
+			io->page = READ_ONCE(dmr_fault_page_alloc) ? NULL :
+				kmalloc(DMR_BLOCK_SIZE, GFP_NOIO | __GFP_NORETRY | __GFP_NOWARN);
+			if (!io->page)
+				break;
+			io->pf = pf;
+			io->error = 0;
+			req.mem.ptr.addr = io->page;
+			atomic_inc(&pf->pending);
+			if (dmr_dm_io(&req, &region, NULL))	/* not submitted */
+				dmr_prefetch_end(~0UL, &pf->io[got]);
+		}
+		blk_finish_plug(&plug);
+		if (!atomic_dec_and_test(&pf->pending))
+			wait_for_completion(&pf->done);
+		for (i = 0; i < got; i++)
+			dmr_prefetch_install(rc, pf->pages[i], pf->io[i].page, pf->io[i].error);
+	}
+	return used;
 }
 
 /* dmr_map_need_part() of every page: a write, a read, GC's test. */

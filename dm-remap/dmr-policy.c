@@ -625,3 +625,45 @@ void dmr_page_clock_insert(struct dmr_page_clock *c, u32 page)
 	c->state[page] = DMR_PC_RESIDENT;
 	WRITE_ONCE(c->ref[page], 0);
 }
+
+/**
+ * dmr_pages_pick() - the map pages some blocks need, each once, ascending
+ * @lba: logical blocks (GC's victim's, in its summaries' order)
+ * @n: their number
+ * @page_shift: log2 of the blocks one map page maps
+ * @want: whether page @p is to be picked (out of memory), with @ctx
+ * @ctx: for @want
+ * @pages: the pages picked: distinct, ascending (so that pages next to
+ *	each other in the checkpoint slot are read as one request)
+ * @max: room in @pages (> 0)
+ * @used: blocks of @lba looked at: @n, or fewer when @pages filled up
+ *	and block *@used needs a page not in it (the next call starts there)
+ *
+ * The read-ahead of GC's map pages (dmr_map_prefetch()): instead of one
+ * synchronous read per page as the victim's blocks are tested, the pages
+ * of up to @max of them are read at once.  O(@n x @max).
+ *
+ * Return: the number of pages picked.
+ */
+u32 dmr_pages_pick(const u64 *lba, u32 n, unsigned int page_shift,
+		   bool (*want)(void *ctx, u64 p), void *ctx, u64 *pages, u32 max,
+		   u32 *used)
+{
+	u32 i, j, k = 0;
+
+	for (i = 0; i < n; i++) {
+		u64 p = lba[i] >> page_shift;
+
+		for (j = 0; j < k && pages[j] < p; j++)
+			;
+		if ((j < k && pages[j] == p) || !want(ctx, p))
+			continue;
+		if (k == max)
+			break;
+		memmove(&pages[j + 1], &pages[j], (size_t)(k - j) * sizeof(*pages));
+		pages[j] = p;
+		k++;
+	}
+	*used = i;
+	return k;
+}

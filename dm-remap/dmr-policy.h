@@ -171,5 +171,8 @@ static inline void dmr_page_clock_ref(struct dmr_page_clock *c, u32 page)
 bool dmr_page_clock_touch(struct dmr_page_clock *c, u32 page);
 u32 dmr_page_clock_victim(struct dmr_page_clock *c, const u8 *dirty, unsigned int newest);
 void dmr_page_clock_insert(struct dmr_page_clock *c, u32 page);
+u32 dmr_pages_pick(const u64 *lba, u32 n, unsigned int page_shift,
+		   bool (*want)(void *ctx, u64 p), void *ctx, u64 *pages, u32 max,
+		   u32 *used);
 
 #endif /* DMR_POLICY_H */

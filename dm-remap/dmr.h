@@ -270,6 +270,8 @@ enum dmr_gc_mode {
  * @gc_buf: GC's copy of the victim segment (worker)
  * @gc_unit: scratch for the victim's summaries (worker)
  * @gc_vunit: scratch for the victim's summaries (@gc_verify)
+ * @gc_lbas: scratch: the logical blocks the victim's summaries list, for
+ *	the read-ahead of their map pages (worker)
  * @gc_ok: per block of the victim, its unit may be moved
  *	(dmr_seg_verify(): written by @gc_verify before @gc_rd_ended, read
  *	by the worker after)
@@ -368,6 +370,7 @@ struct dmr_target {
 	spinlock_t map_lock;	/* map, segment states, flight_segment, gc */
 	struct dmr_map map;
 	struct dmr_page_clock pc;
+	struct dmr_prefetch *pf;	/* GC's map page read-ahead (worker) */
 	/*
 	 * Evicted map pages, freed after an RCU grace period in batches
 	 * (dmr_page_free_rcu()): the worker's (the load's before it runs);
@@ -411,6 +414,7 @@ struct dmr_target {
 	void *gc_buf;
 	struct dmr_unit *gc_unit;
 	struct dmr_unit *gc_vunit;
+	u64 *gc_lbas;
 	u8 *gc_ok;
 	struct workqueue_struct *gc_verify_wq;
 	struct work_struct gc_verify;
@@ -541,6 +545,7 @@ int dmr_map_cache_replay(void *ctx, u64 lba, u64 n);
 void dmr_map_cache_start(struct dmr_target *rc);
 int __must_check dmr_map_need(struct dmr_target *rc, u64 lba, u64 n);
 bool dmr_map_resident(struct dmr_target *rc, u64 lba, u64 n);
+u32 dmr_map_prefetch(struct dmr_target *rc, const u64 *lba, u32 n);
 int __must_check dmr_map_need_part(struct dmr_target *rc, u64 lba, u64 n, bool whole,
 				   u64 *got);
 bool dmr_map_trim(struct dmr_target *rc);

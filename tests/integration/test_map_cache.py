@@ -677,3 +677,106 @@ def test_map_cache_swap_under_memory_pressure(ram, ram2):
                  f"{used * 4 // 1024} MiB swapped out through the device, "
                  f"{st['map_pages_peak']} map pages at most")
     _removed_checks_clean(s)
+
+
+def _write_fd(dev, lbas, gen):
+    """block(lba, gen) at each of lbas, through one descriptor (one udev
+    probe after the close, not one per block), then udev settled."""
+    buf = mmap_buf(1)
+    fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
+    try:
+        for lba in lbas:
+            buf.seek(0)
+            buf.write(block(lba, gen))
+            assert os.pwritev(fd, [buf], lba * BLOCK) == BLOCK
+    finally:
+        os.close(fd)
+    run(["udevadm", "settle"], check=False)
+
+
+GC_PREFETCH = "/sys/module/dm_remap/parameters/gc_prefetch"
+
+
+def _gc_victim_with_a_dead_tail(dev, fast, damage=False):
+    """A segment whose valid blocks are its first 8, and whose 247 dead
+    blocks each have their map page out of the cache, collected by the
+    gc_collect message with the module parameter gc_prefetch @fast: the
+    status before and after.  @damage: the map block of the victim's
+    second block is damaged in both slots first (not the first's: page 0
+    is the one udev's probes read back)."""
+    s = Stack(dev)
+    nb = s.n // 8
+    seg = int(s.info["segment_blocks"])
+    s.crash_free_remove()
+    s.create("4 map_cache 1 checkpoint_interval 86400")
+    lbas = _one_per_page(nb, 0)[:600]
+    # the first segment: a block of each of pages 0 to 254 (fewer if a
+    # checkpoint forced by the cache cut a unit short); pages to 599 after
+    _write_fd(s.top, lbas, 1)
+    victim = lbas[:seg - 1]
+    _write_fd(s.top, victim[8:], 2)
+    model = dict.fromkeys(victim[:8], 1)          # the victim's: what GC touches
+    model.update(dict.fromkeys(victim[8:], 2))
+    # then every page clean, and 345 other pages read: the cache (256
+    # pages) lets the victim's pages go
+    run(["dmsetup", "message", "dmrt-top", "0", "checkpoint"])
+    for lba in lbas[seg:]:
+        assert _pread(s.top, lba) == block(lba, 1), lba
+    if damage:
+        run(["dmsetup", "message", "dmrt-top", "0", "checkpoint"])   # both slots
+        info = dump(s.under)
+        lay = ckpt_layout(int(info["logical_blocks"]), int(info["nr_segments"]))
+        for slot in (0, 1):
+            blk = (int(info["ckpt_offset"]) + slot * int(info["ckpt_slot_blocks"]) +
+                   lay["map_offset"] + victim[1] // PAGE_BLOCKS)
+            raw = bytearray(read_blocks_direct(s.under, blk))
+            raw[8] ^= 0x01
+            write_blocks_direct(s.under, blk, bytes(raw))
+    with open(GC_PREFETCH, "w") as f:
+        f.write("Y" if fast else "N")
+    try:
+        before = s.status()
+        p = run(["dmsetup", "message", "dmrt-top", "0", "gc_collect"], check=False)
+        after = s.status()
+    finally:
+        with open(GC_PREFETCH, "w") as f:
+            f.write("Y")
+    return s, model, before, after, p
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["ahead", "one-by-one"])
+def test_map_cache_gc_reads_pages_ahead_and_stops_at_the_last_valid(loop4g, fast):
+    """Issue 41: GC read the map page of each block of its victim, dead
+    ones included, one synchronous read at a time.  A victim whose 8
+    valid blocks come first and whose 247 dead blocks' pages are all out:
+    with gc_prefetch (the default) GC reads ahead one batch of 32 pages
+    (more than the 8 its tests then need: the read-ahead, not the tests,
+    read them) and stops at the 8th valid block (live == the segment's
+    count); with gc_prefetch=N it reads a page back for each block, as
+    before.  The same 8 blocks move either way, and every block of the
+    victim reads back."""
+    s, model, before, after, p = _gc_victim_with_a_dead_tail(loop4g, fast)
+    assert p.returncode == 0, p.stderr
+    moved = after["gc_moved"] - before["gc_moved"]
+    misses = after["map_misses"] - before["map_misses"]
+    print(f"gc_prefetch={'Y' if fast else 'N'}: {moved} moved, {misses} map pages read back")
+    assert after["mode"] == "write" and after["gc_unverified"] == 0, after
+    assert moved == 8, (before, after)
+    if fast:
+        assert 24 <= misses <= 40, (misses, before, after)
+    else:
+        assert misses >= 200, (misses, before, after)
+    _check_all(s.top, model, "after GC")
+    _removed_checks_clean(s)
+
+
+def test_map_cache_gc_read_ahead_page_damaged(loop4g):
+    """A page the read-ahead reads that fails its checksum is not put in
+    the map: the test of its block reads it again, fails, and the target
+    goes to failed mode with nothing moved (a page taken as read would
+    move blocks by a damaged map)."""
+    s, _, before, after, p = _gc_victim_with_a_dead_tail(loop4g, True, damage=True)
+    assert p.returncode != 0, p
+    assert after["mode"] == "failed" and after["first_error"] == -errno.EIO, after
+    assert after["gc_moved"] == before["gc_moved"], (before, after)
+    s.crash_free_remove()

@@ -3,7 +3,7 @@
 """Guest side of the map cache measurement (issue 26, "a map that pages"):
 
   tests/vm/run-vm.sh --mem 12288 OUTDIR -- \\
-      /usr/bin/python3 tests/vm/guest-mapcache.py [ROUNDS] [loop|media|loop,media]
+      /usr/bin/python3 tests/vm/guest-mapcache.py [ROUNDS] [loop|media|gc,...]
 
 One device of 44 GiB, sparse: a loop file in the guest's tmpfs (loop, the
 default: what it measures is the CPU path), or a memory-backed null_blk
@@ -36,6 +36,29 @@ ratio to the whole-map table, map pages read back per I/O (status field
 whole-map table divided by the misses per I/O.  Under TCG the ratios
 measure the emulator (a miss's CRC costs ~100x a real CPU's); what
 carries over is the misses per I/O.
+
+gc (issue 41, "Also": GC read back the map page of every block of its
+victim, dead ones included, one synchronous read at a time): one device
+of GC_SIZE on a memory-backed null_blk device with a flash-like read
+latency and a queue (GC_MEDIA: a command takes its time, 32 at once),
+formatted with its defaults.  It is filled with random 4 KiB writes,
+each block once (fio's random map), so that a victim's blocks are
+scattered over the map's pages as in steady state (a sequential fill's
+victims need one page each), by a table without map_cache (with one, a
+random fill forces a checkpoint for every few pages); then its table
+with map_cache 1 (half of the map) writes random 4 KiB writes over all
+of it (fio,
+libaio, QD 8) until GC has freed segments for a capacity's tenth; then
+windows of GC_WINDOW s in the order
+Y N N Y (repeated ROUNDS times) of the module parameter gc_prefetch (Y:
+GC reads its victim's map pages ahead, together, and its walk ends at
+the last valid block; N: each block's page as its test needs it, to the
+segment's end, as before).  Per window: write IOPS, blocks GC moved,
+map pages read back per block moved (GC's and the writes' own: the
+writes' are the same on both sides), and the time a window's write
+takes.  The summary gives the median IOPS of each side, the median and
+worst ratio Y / N of the windows next to each other, and the pages read
+back per block moved.
 """
 import json
 import mmap
@@ -61,6 +84,11 @@ WINDOW, MEASURE, TOL, MAX_WINDOWS = 4, 12, 0.10, 6
 # the map cache.
 MEDIA = {"completion_us": 2000, "queue_depth": 1, "mbps": 150}
 NULLB = "/sys/kernel/config/nullb/dmrmc"
+# the gc phase: a flash-like device (read latency, 32 commands at once)
+GC_SIZE = 2 << 30
+GC_MEDIA = {"completion_us": 200, "queue_depth": 32, "mbps": 0}
+GC_WINDOW = 10
+GC_PARAM = "/sys/module/dm_remap/parameters/gc_prefetch"
 
 
 def sh(*cmd, check=True, input=None):
@@ -131,8 +159,8 @@ def precondition(size):
     sh("sync")
 
 
-def make_media():
-    """The null_blk device of the media model, SIZE bytes, memory backed
+def make_media(size=SIZE, media=MEDIA):
+    """The null_blk device of the media model, size bytes, memory backed
     (pages allocated as they are written: sparse); its path."""
     if not os.path.isdir("/sys/kernel/config"):
         sh("modprobe", "configfs")
@@ -140,10 +168,10 @@ def make_media():
         sh("mount", "-t", "configfs", "none", "/sys/kernel/config")
     sh("modprobe", "null_blk", "nr_devices=0")
     os.mkdir(NULLB)
-    for k, v in [("size", SIZE >> 20), ("blocksize", 4096), ("memory_backed", 1),
-                 ("irqmode", 2), ("completion_nsec", MEDIA["completion_us"] * 1000),
-                 ("hw_queue_depth", MEDIA["queue_depth"]), ("submit_queues", 1),
-                 ("mbps", MEDIA["mbps"]), ("power", 1)]:
+    for k, v in [("size", size >> 20), ("blocksize", 4096), ("memory_backed", 1),
+                 ("irqmode", 2), ("completion_nsec", media["completion_us"] * 1000),
+                 ("hw_queue_depth", media["queue_depth"]), ("submit_queues", 1),
+                 ("mbps", media["mbps"]), ("power", 1)]:
         with open(os.path.join(NULLB, k), "w") as f:
             f.write(str(v))
     sh("udevadm", "settle", check=False)
@@ -157,12 +185,108 @@ def make_media():
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 2
     kinds = (sys.argv[2] if len(sys.argv) > 2 else "loop").split(",")
-    if any(k not in ("loop", "media") for k in kinds):
-        raise SystemExit(f"usage: {sys.argv[0]} [ROUNDS] [loop|media|loop,media]")
+    if any(k not in ("loop", "media", "gc") for k in kinds):
+        raise SystemExit(f"usage: {sys.argv[0]} [ROUNDS] [loop|media|gc,...]")
     sh("modprobe", "-a", "loop", "dm-mod", "libcrc32c")
     sh("insmod", os.path.join(REPO, "dm-remap", "dm-remap.ko"))
     for kind in kinds:
-        measure(kind, rounds)
+        if kind == "gc":
+            measure_gc(rounds)
+        else:
+            measure(kind, rounds)
+
+
+def set_prefetch(on):
+    with open(GC_PARAM, "w") as f:
+        f.write("Y" if on else "N")
+
+
+def gc_window(seconds, size):
+    """Random 4 KiB writes for `seconds`: IOPS and the status delta."""
+    st0 = status()
+    out = sh("fio", "--name=gc", f"--filename={DEV}", "--direct=1", "--rw=randwrite",
+             "--bs=4k", "--ioengine=libaio", "--iodepth=8", f"--size={size}",
+             f"--runtime={seconds}", "--time_based", "--randrepeat=0", "--norandommap",
+             "--output-format=json")
+    st1 = status()
+    j = json.loads(out[out.index("{"):])["jobs"][0]["write"]
+    d = {k: st1[k] - st0[k] for k in ("gc_moved", "map_misses", "user_blocks",
+                                        "segments_freed")}
+    return {"iops": j["iops"], "lat_us": j["lat_ns"]["mean"] / 1000, **d,
+            "misses_per_moved": d["map_misses"] / max(d["gc_moved"], 1),
+            "gc_state": st1["gc_state"]}
+
+
+def gc_order(rounds):
+    """Y N N Y per round: each side first and last as often."""
+    return [on for _ in range(rounds) for on in (True, False, False, True)]
+
+
+def gc_summary(wins):
+    """wins: [(on, window result)] in the order run -> summary lines."""
+    side = {on: [w for o, w in wins if o == on] for on in (True, False)}
+    # ratios of windows next to each other (Y N, N Y): the pairs of the order
+    ratios = []
+    for i in range(0, len(wins) - 1, 2):
+        (a_on, a), (b_on, b) = wins[i], wins[i + 1]
+        y, n = (a, b) if a_on else (b, a)
+        if a_on != b_on and n["iops"]:
+            ratios.append(y["iops"] / n["iops"])
+    lines = ["", f"==== GC's map pages (issue 41), {len(wins)} windows of {GC_WINDOW} s, "
+             f"{GC_SIZE >> 30} GiB, map_cache 1, media {GC_MEDIA}",
+             f"{'gc_prefetch':12} {'IOPS':>8} {'moved/s':>8} {'pages/moved':>11} "
+             f"{'lat us':>8} {'windows':>7}"]
+    for on in (True, False):
+        xs = side[on]
+        if not xs:
+            continue
+        lines.append(f"{'Y' if on else 'N':12} {statistics.median(x['iops'] for x in xs):8.0f} "
+                     f"{statistics.median(x['gc_moved'] for x in xs) / GC_WINDOW:8.0f} "
+                     f"{statistics.median(x['misses_per_moved'] for x in xs):11.2f} "
+                     f"{statistics.median(x['lat_us'] for x in xs):8.0f} {len(xs):7d}")
+    if ratios:
+        lines.append(f"IOPS Y / N, windows side by side: median {statistics.median(ratios):.2f}x, "
+                     f"worst {min(ratios):.2f}x, best {max(ratios):.2f}x ({len(ratios)} pairs)")
+    return lines
+
+
+def measure_gc(rounds):
+    dev = make_media(GC_SIZE, GC_MEDIA)
+    sh(REMAPCTL, "format", "--force", dev)
+    d = dict(x.split("=", 1) for x in sh(REMAPCTL, "dump", dev).splitlines() if "=" in x)
+    sectors = int(d["logical_sectors"])
+    size = sectors * 512
+    create(sectors, dev, "")
+    try:
+        sh("fio", "--name=fill", f"--filename={DEV}", "--direct=1", "--rw=randwrite",
+           "--bs=4k", "--ioengine=libaio", "--iodepth=32", f"--size={size}",
+           "--randrepeat=0", "--output-format=json")
+        remove()
+        create(sectors, dev, "2 map_cache 1")
+        set_prefetch(True)
+        # until GC has freed a tenth of the capacity's segments: steady
+        seg = status()["segment_sectors"] * 512
+        start = status()["segments_freed"]
+        warm = 0
+        while status()["segments_freed"] - start < size // seg // 10 and warm < 60:
+            gc_window(GC_WINDOW, size)
+            warm += 1
+        print(f"gc: warm after {warm} windows, {status()['segments_freed'] - start} "
+              "segments freed", flush=True)
+        wins = []
+        for on in gc_order(rounds):
+            set_prefetch(on)
+            w = gc_window(GC_WINDOW, size)
+            wins.append((on, w))
+            print(json.dumps({"gc_prefetch": on, **w}), flush=True)
+        set_prefetch(True)
+        print("\n".join(gc_summary(wins)), flush=True)
+    finally:
+        set_prefetch(True)
+        remove()
+        with open(os.path.join(NULLB, "power"), "w") as f:
+            f.write("0")
+        os.rmdir(NULLB)
 
 
 def measure(kind, rounds):
