@@ -263,6 +263,17 @@ void dmr_map_cache_start(struct dmr_target *rc)
 	}
 }
 
+/* Page @p, read and checked, into the map (dmr_map_page_in(), its lock). */
+static int dmr_page_put_in(struct dmr_target *rc, u64 p, u32 *page)
+{
+	int r;
+
+	spin_lock(&rc->map_lock);
+	r = dmr_map_page_in(&rc->map, p, page);
+	spin_unlock(&rc->map_lock);
+	return r;
+}
+
 /* Where map page @p is on the device: in the slot written last. */
 static u64 dmr_page_block(struct dmr_target *rc, u64 p)
 {
@@ -312,11 +323,8 @@ static int dmr_page_fetch(struct dmr_target *rc, u64 p, bool wait)
 	if (!page)
 		return -ENOMEM;
 	r = dmr_page_read(rc, p, page);
-	if (!r) {
-		spin_lock(&rc->map_lock);
-		r = dmr_map_page_in(&rc->map, p, page);
-		spin_unlock(&rc->map_lock);
-	}
+	if (!r)
+		r = dmr_page_put_in(rc, p, page);
 	if (r) {
 		mempool_free(page, rc->page_pool);
 		DMERR_LIMIT("%s: map page %llu cannot be read back (%d)",
@@ -423,11 +431,8 @@ static void dmr_prefetch_install(struct dmr_target *rc, u64 p, u32 *page,
 {
 	int r = error ? -EIO : dmr_page_check(rc, p, page);
 
-	if (!r) {
-		spin_lock(&rc->map_lock);
-		r = dmr_map_page_in(&rc->map, p, page);
-		spin_unlock(&rc->map_lock);
-	}
+	if (!r)
+		r = dmr_page_put_in(rc, p, page);
 	if (r) {
 		mempool_free(page, rc->page_pool);
 		return;

@@ -679,21 +679,6 @@ def test_map_cache_swap_under_memory_pressure(ram, ram2):
     _removed_checks_clean(s)
 
 
-def _write_fd(dev, lbas, gen):
-    """block(lba, gen) at each of lbas, through one descriptor (one udev
-    probe after the close, not one per block), then udev settled."""
-    buf = mmap_buf(1)
-    fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
-    try:
-        for lba in lbas:
-            buf.seek(0)
-            buf.write(block(lba, gen))
-            assert os.pwritev(fd, [buf], lba * BLOCK) == BLOCK
-    finally:
-        os.close(fd)
-    run(["udevadm", "settle"], check=False)
-
-
 GC_PREFETCH = "/sys/module/dm_remap/parameters/gc_prefetch"
 
 
@@ -712,9 +697,11 @@ def _gc_victim_with_a_dead_tail(dev, fast, damage=False):
     lbas = _one_per_page(nb, 0)[:600]
     # the first segment: a block of each of pages 0 to 254 (fewer if a
     # checkpoint forced by the cache cut a unit short); pages to 599 after
-    _write_fd(s.top, lbas, 1)
+    # through one descriptor each: one udev probe after the close, settled
+    _write_each(s.top, lbas, 1)
     victim = lbas[:seg - 1]
-    _write_fd(s.top, victim[8:], 2)
+    _write_each(s.top, victim[8:], 2)
+    run(["udevadm", "settle"], check=False)
     model = dict.fromkeys(victim[:8], 1)          # the victim's: what GC touches
     model.update(dict.fromkeys(victim[8:], 2))
     # then every page clean, and 345 other pages read: the cache (256
