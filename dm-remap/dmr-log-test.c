@@ -1604,9 +1604,11 @@ static void dmr_test_slot_load_grown(struct kunit *test)
 	struct dmr_ckpt c = { .seq = 5 }, bad;
 	struct dmr_slot_err err;
 	u32 *map_crc, zero_crc;
-	struct dmr_map m;
+	/* (the map on the heap: the frame stays under KASAN's 2048 bytes) */
+	struct dmr_map *m = kunit_kzalloc(test, sizeof(*m), GFP_KERNEL);
 	u64 p, last;
 
+	KUNIT_ASSERT_NOT_NULL(test, m);
 	KUNIT_ASSERT_EQ(test, dmr_geometry_compute_limit(T_DEV_BLOCKS, limit, T_SEG_BLOCKS,
 							 10, &small), DMR_GEO_OK);
 	KUNIT_ASSERT_EQ(test, dmr_geometry_grow(&small, limit, &big), DMR_GEO_OK);
@@ -1633,31 +1635,31 @@ static void dmr_test_slot_load_grown(struct kunit *test)
 
 	/* loaded into the grown map, which held stale entries past it */
 	f->geo = big;
-	dmr_fake_map_init(test, f, &m);
-	map_crc = kunit_kzalloc(test, m.nr_map_blocks * sizeof(u32), GFP_KERNEL);
+	dmr_fake_map_init(test, f, m);
+	map_crc = kunit_kzalloc(test, m->nr_map_blocks * sizeof(u32), GFP_KERNEL);
 	if (!map_crc)
 		kunit_skip(test, "cannot allocate the CRC table");
 	last = big.logical_blocks - 1;
-	dmr_t_set(test, &m, last, 9);
-	m.segs[big.nr_segments - 1].flags = DMR_SEG_USED;
-	m.segs[big.nr_segments - 1].valid = 7;
-	m.segs[big.nr_segments - 1].seq = 99;
-	memset(map_crc, 0xa5, m.nr_map_blocks * sizeof(u32));
-	KUNIT_ASSERT_EQ(test, dmr_slot_load(&io, &big, 1, &c, &m, map_crc, &err), 0);
-	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 0), 6U);
-	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, small.logical_blocks - 1), 71U);
-	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, small.logical_blocks), DMR_UNMAPPED);
-	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, last), DMR_UNMAPPED);
-	KUNIT_EXPECT_EQ(test, m.segs[1].seq, 33ULL);
-	KUNIT_EXPECT_EQ(test, m.segs[big.nr_segments - 1].flags, 0U);
-	KUNIT_EXPECT_EQ(test, m.segs[big.nr_segments - 1].valid, 0U);
-	KUNIT_EXPECT_EQ(test, m.segs[big.nr_segments - 1].seq, 0ULL);
+	dmr_t_set(test, m, last, 9);
+	m->segs[big.nr_segments - 1].flags = DMR_SEG_USED;
+	m->segs[big.nr_segments - 1].valid = 7;
+	m->segs[big.nr_segments - 1].seq = 99;
+	memset(map_crc, 0xa5, m->nr_map_blocks * sizeof(u32));
+	KUNIT_ASSERT_EQ(test, dmr_slot_load(&io, &big, 1, &c, m, map_crc, &err), 0);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, 0), 6U);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, small.logical_blocks - 1), 71U);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, small.logical_blocks), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(m, last), DMR_UNMAPPED);
+	KUNIT_EXPECT_EQ(test, m->segs[1].seq, 33ULL);
+	KUNIT_EXPECT_EQ(test, m->segs[big.nr_segments - 1].flags, 0U);
+	KUNIT_EXPECT_EQ(test, m->segs[big.nr_segments - 1].valid, 0U);
+	KUNIT_EXPECT_EQ(test, m->segs[big.nr_segments - 1].seq, 0ULL);
 	memset(f->buf, 0, DMR_BLOCK_SIZE);
 	zero_crc = crc32c(~0U, f->buf, DMR_BLOCK_SIZE);
-	for (p = ls.map_blocks; p < m.nr_map_blocks; p++)
+	for (p = ls.map_blocks; p < m->nr_map_blocks; p++)
 		KUNIT_EXPECT_EQ(test, map_crc[p], zero_crc);
-	KUNIT_EXPECT_EQ(test, dmr_map_recount(&m), 0);
-	KUNIT_EXPECT_EQ(test, m.mapped, 2ULL);
+	KUNIT_EXPECT_EQ(test, dmr_map_recount(m), 0);
+	KUNIT_EXPECT_EQ(test, m->mapped, 2ULL);
 
 	/*
 	 * The tools' map: one flat array behind the pages, the last page
@@ -1665,7 +1667,7 @@ static void dmr_test_slot_load_grown(struct kunit *test)
 	 * its end stays as it was).
 	 */
 	{
-		u64 nr = m.nr_map_blocks, j;
+		u64 nr = m->nr_map_blocks, j;
 		u32 *flat = kunit_kzalloc(test, (big.logical_blocks + 16) * sizeof(u32),
 					  GFP_KERNEL);
 		u32 **pages = kunit_kzalloc(test, nr * sizeof(*pages), GFP_KERNEL);
@@ -1676,8 +1678,8 @@ static void dmr_test_slot_load_grown(struct kunit *test)
 		KUNIT_ASSERT_NE(test, big.logical_blocks % DMR_MAP_NARROW_ENTRIES, 0ULL);
 		for (j = 0; j < big.logical_blocks + 16; j++)
 			flat[j] = 0x5a5a5a5a;
-		dmr_map_init(fm, pages, flat, big.logical_blocks, m.segs, big.nr_segments,
-			     big.segment_blocks, m.dirty, m.lists);
+		dmr_map_init(fm, pages, flat, big.logical_blocks, m->segs, big.nr_segments,
+			     big.segment_blocks, m->dirty, m->lists);
 		fm->track = false;
 		for (j = 0; j < big.logical_blocks + 16; j++)
 			flat[j] = j < big.logical_blocks ? 7 : 0x5a5a5a5a;
@@ -1702,7 +1704,7 @@ static void dmr_test_slot_load_grown(struct kunit *test)
 	bad = c;
 	bad.nr_segments = big.nr_segments + 1;
 	KUNIT_EXPECT_FALSE(test, dmr_ckpt_geometry(&big, &bad, &cg));
-	KUNIT_EXPECT_EQ(test, dmr_slot_load(&io, &big, 1, &bad, &m, map_crc, &err), -EILSEQ);
+	KUNIT_EXPECT_EQ(test, dmr_slot_load(&io, &big, 1, &bad, m, map_crc, &err), -EILSEQ);
 	KUNIT_EXPECT_EQ(test, err.table, DMR_SLOT_SIZES);
 	bad = c;
 	bad.logical_blocks = big.logical_blocks + 1;

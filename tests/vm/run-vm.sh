@@ -68,9 +68,11 @@ fi
 [[ -r $kernel ]] || die "kernel $kernel not readable"
 command -v vng >/dev/null || die "vng (virtme-ng) not found"
 
-# One TCG VM at a time on this machine (two push each other past their
-# timeouts): every run-vm.sh, from any clone, waits for this lock.
-# DMR_VM_LOCK=none turns it off (a caller that already holds it).
+# One user of TCG VMs at a time on this machine (guests beside other
+# guests or builds push each other past their timeouts): every
+# run-vm.sh, from any clone, waits for this lock.  DMR_VM_LOCK=none
+# turns it off for a caller that already holds it: make check's VM pool
+# (scripts/check.sh), which runs its own guests one per core.
 lock=${DMR_VM_LOCK:-/tmp/dm-remap-vm.lock}
 if [[ $lock != none ]]; then
 	exec 9>>"$lock" || die "cannot open the VM lock $lock"
