@@ -158,8 +158,7 @@ pool_counts() {	# pool_counts NAME
 # time their tests took, VM_SHARD1 below), vmdebug once the lane's kdebug
 # stage has built its kernel, deb once the lane's debpkg has built the
 # packages.  A job is this script run again on its stage (the lane's
-# way), its guest of one vCPU, or of two when nothing else runs or waits
-# (vmdebug waits until it can run alone, on two: its KASAN kernel took
+# way), its guest of one vCPU, vmdebug's of two (vmdebug waits until it can run alone, on two: its KASAN kernel took
 # 2281 s on one vCPU beside another guest, 974 s on two alone, and
 # test_checkpoint_message_against_a_suspend failed on one, in the
 # fresh-clone run of 96781ea).  Two guests of one vCPU each ran side by
@@ -208,9 +207,7 @@ run_pool() {
 				continue
 			elif [ "$ready" = 0 ] && [ "$free" -gt 0 ]; then
 				cpus=1
-				if [ "$busy" -eq 0 ] && [ ${#left[@]} -eq 1 ]; then
-					cpus=2
-				fi
+				[ "$j" != vmdebug ] || cpus=2	# (it starts alone)
 				pool_start "$j" "$cpus" "$t0"
 				pid[$j]=$!
 				free=$((free - 1))
@@ -265,12 +262,7 @@ finish_lane() {
 	lane_pid=
 	echo "== side lane (${lane[*]}), beside the vm stage: $out/lane.log"
 	cat "$out/lane.log"
-	local p f n st seen=0
-	while read -r p f n st; do
-		count "$p" "$f" "$n" "$st"
-		seen=1
-	done < "$out/lane.counts"
-	[ $seen = 1 ] || count 0 1 lane FAIL
+	pool_counts lane
 }
 
 stage_build() {	# stage_build NAME KDIR DIR
@@ -544,9 +536,9 @@ for s in "${stages[@]}"; do
 			if make -s -C "$kd" M="$d" CONFIG_DM_REMAP=m modules \
 				> "$out/vmdebug-build.log" 2>&1 &&
 			   make -s -C "$d/tools" >> "$out/vmdebug-build.log" 2>&1; then
-				# two vCPUs alone (638 s of tests on two, about 1000 s
-				# on one, in the cold run of 1485311), one beside
-				# another job of the VM pool
+				# two vCPUs (638 s of tests on two, about 1000 s on
+				# one, in the cold run of 1485311; the VM pool runs it
+				# alone, on two)
 				run_tests vmdebug "$out/vmdebug.log" \
 					env DMR_VM_KERNEL="$kd/arch/x86/boot/bzImage" \
 					DMR_VM_APPEND="$VMDEBUG_APPEND" \
