@@ -9,10 +9,24 @@
  */
 #include <linux/bio.h>
 #include <linux/blkdev.h>
+#include <linux/siphash.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
 #include "dmr.h"
+
+/*
+ * Issue 41: a checkpoint writes only the table blocks that changed since
+ * it last wrote that slot (dmr_write_table()), and a clean checkpoint goes
+ * to both slots so that the next load need not rewrite the other slot's
+ * map (dmr_checkpoint()).  N writes both tables whole at every checkpoint
+ * and one clean checkpoint, as before, for the benchmark's side by side
+ * (guest-mapcache.py).  Read at each checkpoint.
+ */
+static bool dmr_ckpt_incremental = true;
+module_param_named(ckpt_incremental, dmr_ckpt_incremental, bool, 0644);
+MODULE_PARM_DESC(ckpt_incremental,
+		 "Checkpoints write only changed table blocks; a clean one goes to both slots");
 
 /**
  * dmr_mark_dirty() - rule 7: the clean checkpoint on the device stops being clean
@@ -211,11 +225,73 @@ static int dmr_write_map(struct dmr_target *rc, u64 start, unsigned int slot)
 	return 0;
 }
 
-/* Write table @t of a slot (dmr_slot_table_encode(), shared with remapctl). */
-static int dmr_write_table(struct dmr_target *rc, u64 start, u64 nr_blocks,
-			   enum dmr_slot_table t, u32 *csum)
+/* The key of the table blocks' hashes: any fixed one (not a secret). */
+static const siphash_key_t dmr_tab_key = {{ 0x646d2d72656d6170ULL, 0x7461626c65686173ULL }};
+
+/*
+ * Where slot @slot's table hashes start (@rc->tab_hash: per slot, the CRC
+ * table's blocks then the segment table's), or NULL if the array is not
+ * the size of this geometry's tables.
+ */
+static u64 *dmr_tab_hash(struct dmr_target *rc, const struct dmr_ckpt_layout *l,
+			 unsigned int slot)
 {
+	u64 per_slot = l->crc_blocks + l->segtab_blocks;
+
+	if (2 * per_slot != dmr_array_elems(&rc->sb.geo, 0, DMR_ARRAY_TAB_HASH))
+		return NULL;
+	return rc->tab_hash + slot * per_slot;
+}
+
+static u64 dmr_tab_block_hash(const void *block)
+{
+	return siphash(block, DMR_BLOCK_SIZE, &dmr_tab_key);
+}
+
+/*
+ * dmr_slot_io's @table_read while slot @rc->ckpt_slot ^ 1 loads: the
+ * hashes of its table blocks as it holds them (dmr_load_slot() then
+ * says whether they are all known).
+ */
+static void dmr_load_table_read(void *ctx, bool crc, u64 block, u32 nr, const void *buf)
+{
+	struct dmr_target *rc = ctx;
+	struct dmr_ckpt_layout l;
+	u64 *hash;
+	u32 j;
+
+	dmr_ckpt_layout(&rc->sb.geo, &l);
+	hash = dmr_tab_hash(rc, &l, rc->ckpt_slot ^ 1);
+	if (!hash || block + nr > (crc ? l.crc_blocks : l.segtab_blocks))
+		return;
+	if (!crc)
+		hash += l.crc_blocks;
+	for (j = 0; j < nr; j++)
+		hash[block + j] = dmr_tab_block_hash((const u8 *)buf + (size_t)j * DMR_BLOCK_SIZE);
+}
+
+/*
+ * Write table @t of a slot (dmr_slot_table_encode(), shared with
+ * remapctl), at @start, of which @hash holds a hash per block as the slot
+ * holds it (@known) and is updated to what it holds after the writes.
+ * Only the runs of blocks whose hash changed are written
+ * (dmr_table_run()): a forced checkpoint of a small map cache on a large
+ * device changes a few blocks of tables of hundreds of MiB.  The table's
+ * checksum (@csum) is over every block, written or not: a load checks the
+ * slot as a whole.
+ *
+ * Crash ordering: a block left unwritten went down in an earlier
+ * checkpoint to this slot, whose header was written after it with
+ * REQ_PREFLUSH, so it is durable; a crash while the changed blocks are
+ * written leaves the slot failing its checksums until its header is
+ * written, as a crash during a whole rewrite did (rule 5 in dmr-write.c).
+ */
+static int dmr_write_table(struct dmr_target *rc, u64 start, u64 nr_blocks,
+			   enum dmr_slot_table t, u64 *hash, bool known, u32 *csum)
+{
+	u64 now[DMR_BOUNCE_BLOCKS];
 	u64 b, item = 0;
+	u32 i, j, len;
 	int r;
 
 	*csum = ~0U;
@@ -224,31 +300,38 @@ static int dmr_write_table(struct dmr_target *rc, u64 start, u64 nr_blocks,
 
 		item = dmr_slot_table_encode(&rc->map, rc->map_crc, t, item, rc->bounce, n);
 		*csum = crc32c(*csum, rc->bounce, (size_t)n * DMR_BLOCK_SIZE);
-		r = dmr_rw(rc, REQ_OP_WRITE, start + b, n, rc->bounce);
-		if (r)
-			return r;
+		for (j = 0; j < n; j++)
+			now[j] = dmr_tab_block_hash((u8 *)rc->bounce + (size_t)j * DMR_BLOCK_SIZE);
+		for (i = 0; (i = dmr_table_run(known ? hash + b : NULL, now, n, i, &len)) < n;
+		     i += len) {
+			r = dmr_rw(rc, REQ_OP_WRITE, start + b + i, len,
+				   (u8 *)rc->bounce + (size_t)i * DMR_BLOCK_SIZE);
+			if (r)
+				return r;
+			atomic64_add(len, &rc->stats.ckpt_table_blocks);
+		}
+		if (hash)
+			memcpy(hash + b, now, (size_t)n * sizeof(*now));
 		b += n;
 	}
 	return 0;
 }
 
-/**
- * dmr_checkpoint() - write a checkpoint (rule 5 above)
- * @rc: target; the worker must not be running concurrently
- * @clean: mark it as the last thing this instance writes
- *
- * Return: 0 or a negative errno (the target is then in failed mode).
+/*
+ * Write one checkpoint into the next slot (rule 5 above), with header
+ * flags @flags; see dmr_checkpoint().
  */
-int dmr_checkpoint(struct dmr_target *rc, bool clean)
+static int dmr_checkpoint_one(struct dmr_target *rc, u32 flags)
 {
 	const struct dmr_geometry *geo = &rc->sb.geo;
 	unsigned int slot = rc->ckpt_slot;
 	u64 base = geo->ckpt_offset + (u64)slot * geo->ckpt_slot_blocks;
 	struct dmr_ckpt_layout l;
 	struct dmr_ckpt c = {};
-	int r;
-
 	unsigned int i;
+	bool known;
+	u64 *hash;
+	int r;
 
 	if (READ_ONCE(rc->mode) != DMR_MODE_WRITE)
 		return rc->first_error;
@@ -263,16 +346,24 @@ int dmr_checkpoint(struct dmr_target *rc, bool clean)
 	r = dmr_write_map(rc, base + l.map_offset, slot);
 	if (r)
 		goto fail;
+	/*
+	 * The slot's tables are known again only once both are written
+	 * whole: a failed write leaves blocks of unknown content.
+	 */
+	hash = dmr_tab_hash(rc, &l, slot);
+	known = hash && rc->tab_known[slot] && READ_ONCE(dmr_ckpt_incremental);
+	rc->tab_known[slot] = false;
 	r = dmr_write_table(rc, base + l.crc_offset, l.crc_blocks, DMR_SLOT_CRC_TABLE,
-			    &c.crc_csum);
+			    hash, known, &c.crc_csum);
 	if (r)
 		goto fail;
 	r = dmr_write_table(rc, base + l.segtab_offset, l.segtab_blocks, DMR_SLOT_SEGTAB,
-			    &c.segtab_csum);
+			    hash ? hash + l.crc_blocks : NULL, known, &c.segtab_csum);
 	if (r)
 		goto fail;
+	rc->tab_known[slot] = !!hash;
 
-	c.flags = clean ? DMR_CKPT_CLEAN : 0;
+	c.flags = flags;
 	c.seq = rc->ckpt_seq + 1;
 	c.log_seq = rc->seq;
 	c.blocknr = base;
@@ -295,7 +386,7 @@ int dmr_checkpoint(struct dmr_target *rc, bool clean)
 	rc->ckpt_slot ^= 1;
 	rc->ckpt_other_blank = false;
 	rc->last_ckpt = c;
-	rc->ckpt_clean_on_disk = clean;
+	rc->ckpt_clean_on_disk = flags & DMR_CKPT_CLEAN;
 	/* the reuse rule counts completed checkpoints */
 	spin_lock(&rc->map_lock);
 	dmr_map_ckpt_done(&rc->map, c.seq);
@@ -308,6 +399,34 @@ int dmr_checkpoint(struct dmr_target *rc, bool clean)
 fail:
 	dmr_fail(rc, r, "checkpoint write");
 	return r;
+}
+
+/**
+ * dmr_checkpoint() - write a checkpoint
+ * @rc: target; the worker must not be running concurrently
+ * @clean: mark it as the last thing this instance writes
+ *
+ * A clean checkpoint is written to both slots, one after the other (the
+ * second with DMR_CKPT_TWIN: dmr_ckpt_twin_holds()), so the next load
+ * knows the other slot holds its map and its first checkpoint writes
+ * only what changed since, not the whole map.  The second writes only
+ * the map blocks the first slot got and it had not (those changed over
+ * the last two checkpoints) and, with the tables' hashes, the table
+ * blocks that changed.  Crash ordering: the first is complete (its
+ * header written with REQ_FUA) before the second starts; a crash during
+ * the second leaves it failing its checksums and the first is loaded,
+ * clean, with nothing after it.  The module parameter ckpt_incremental=N
+ * writes one, as before.
+ *
+ * Return: 0 or a negative errno (the target is then in failed mode).
+ */
+int dmr_checkpoint(struct dmr_target *rc, bool clean)
+{
+	int r = dmr_checkpoint_one(rc, clean ? DMR_CKPT_CLEAN : 0);
+
+	if (r || !clean || !READ_ONCE(dmr_ckpt_incremental))
+		return r;
+	return dmr_checkpoint_one(rc, DMR_CKPT_CLEAN | DMR_CKPT_TWIN);
 }
 
 /* In the worker: a periodic or requested checkpoint is due. */
@@ -348,14 +467,16 @@ static int dmr_replay_read(void *ctx, u64 blocknr, u32 nr, void *buf)
  * other one may be used), or the read error.
  */
 static int dmr_load_slot(struct dmr_target *rc, unsigned int slot,
-			 const struct dmr_ckpt *c)
+			 const struct dmr_ckpt *c, bool twin)
 {
 	const struct dmr_slot_io io = {
 		.read = dmr_replay_read, .ctx = rc,
 		.bounce = rc->bounce, .bounce_blocks = DMR_BOUNCE_BLOCKS,
-		.loaded = dmr_map_cache_loaded,
+		.loaded = dmr_map_cache_loaded, .table_read = dmr_load_table_read,
 	};
 	struct dmr_slot_err err;
+	struct dmr_ckpt_layout l;
+	u64 *hash;
 	struct dmr_geometry cg;
 	u64 covered;
 	u32 seg;
@@ -363,11 +484,14 @@ static int dmr_load_slot(struct dmr_target *rc, unsigned int slot,
 
 	/*
 	 * This slot matches memory as its pages come in, the other one is
-	 * out of date: pages may leave as soon as they are counted, read
-	 * back from this slot if needed (dmr_map_evict()).
+	 * out of date unless it is this one's twin (@twin:
+	 * dmr_ckpt_twin_holds()): pages may leave as soon as they are
+	 * counted, read back from this slot if needed (dmr_map_evict()).
 	 */
-	memset(rc->map.dirty, DMR_DIRTY_SLOT(slot ^ 1), rc->map.nr_map_blocks);
+	memset(rc->map.dirty, twin ? 0 : DMR_DIRTY_SLOT(slot ^ 1), rc->map.nr_map_blocks);
 	rc->ckpt_slot = slot ^ 1;
+	rc->tab_known[0] = false;
+	rc->tab_known[1] = false;
 	memset(rc->load_valid, 0, (size_t)rc->map.nr_segs * sizeof(u32));
 	rc->load_mapped = 0;
 	r = dmr_slot_load(&io, &rc->sb.geo, slot, c, &rc->map, rc->map_crc, &err);
@@ -386,6 +510,25 @@ static int dmr_load_slot(struct dmr_target *rc, unsigned int slot,
 		covered = dmr_map_blocks(cg.logical_blocks, cg.wide);
 		memset(rc->map.dirty + covered, DMR_DIRTY_ALL,
 		       rc->map.nr_map_blocks - covered);
+	}
+	/*
+	 * Tables of this geometry, all read (dmr_load_table_read()): their
+	 * hashes are what this slot holds, and a twin's other slot holds the
+	 * same bytes (the same memory encoded twice).  A slot written before
+	 * the device grew holds shorter tables: not known.
+	 */
+	if (cg.logical_blocks != rc->sb.geo.logical_blocks ||
+	    cg.nr_segments != rc->sb.geo.nr_segments)
+		return 0;
+	dmr_ckpt_layout(&rc->sb.geo, &l);
+	hash = dmr_tab_hash(rc, &l, slot);
+	if (!hash)
+		return 0;
+	rc->tab_known[slot] = true;
+	if (twin) {
+		memcpy(dmr_tab_hash(rc, &l, slot ^ 1), hash,
+		       (l.crc_blocks + l.segtab_blocks) * sizeof(*hash));
+		rc->tab_known[slot ^ 1] = true;
 	}
 	return 0;
 }
@@ -543,7 +686,7 @@ int dmr_load(struct dmr_target *rc, const char **error)
 	for (i = 0; i < n; i++) {
 		int s = order[i];
 
-		r = dmr_load_slot(rc, s, &c[s]);
+		r = dmr_load_slot(rc, s, &c[s], dmr_ckpt_twin_holds(&c[s], st[s ^ 1], &c[s ^ 1]));
 		if (!r) {
 			slot = s;
 			break;

@@ -331,8 +331,12 @@ u64 dmr_map_cache_most(u64 cap, u32 seg_blocks)
 u64 dmr_array_elems(const struct dmr_geometry *geo, u32 cache_mib, enum dmr_array a)
 {
 	u64 map_blocks = dmr_map_blocks(geo->logical_blocks, geo->wide);
+	struct dmr_ckpt_layout l;
 
 	switch (a) {
+	case DMR_ARRAY_TAB_HASH:
+		dmr_ckpt_layout(geo, &l);
+		return 2 * (l.crc_blocks + l.segtab_blocks);
 	case DMR_ARRAY_SEGS:
 	case DMR_ARRAY_READERS:
 	case DMR_ARRAY_LOAD_VALID:
@@ -359,6 +363,8 @@ u32 dmr_array_elem_size(enum dmr_array a)
 	switch (a) {
 	case DMR_ARRAY_MAP_PAGES:
 		return sizeof(void *);
+	case DMR_ARRAY_TAB_HASH:
+		return sizeof(u64);
 	case DMR_ARRAY_SEGS:
 		return sizeof(struct dmr_seg);
 	case DMR_ARRAY_DIRTY:
@@ -400,7 +406,8 @@ enum dmr_alloc_path dmr_alloc_path(u64 n, u32 size, u64 max_bytes)
  * device (enum dmr_array: a pointer per map page, the segment table with
  * its links on the map's segment lists, a reader count and the load's
  * valid count per segment, the heads of those lists, a dirty byte and a
- * CRC32C per map block), DMR_SEG_BUFFERS segment buffers (one per log
+ * CRC32C per map block, and a 64-bit hash per block of each slot's CRC
+ * and segment tables), DMR_SEG_BUFFERS segment buffers (one per log
  * head, DMR_FLIGHT_SLOTS in flight, GC's read buffer) and the checkpoint
  * bounce buffer.  Small fixed allocations (the target itself, log unit
  * scratch, the map page reserve's 128 KiB: DMR_MAP_RESERVE) are left out.

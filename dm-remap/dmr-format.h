@@ -288,12 +288,20 @@ static_assert(sizeof(struct dmr_disk_summary) == DMR_BLOCK_SIZE,
 /* Map pages (map blocks) per MiB of the table option map_cache. */
 #define DMR_MAP_PAGES_PER_MIB		((1U << 20) / DMR_BLOCK_SIZE)
 #define DMR_CKPT_CLEAN		0x1U	/* written at shutdown, nothing follows */
+/*
+ * The other slot holds this checkpoint's map and tables: a clean shutdown
+ * writes its clean checkpoint to one slot, then to the other with this
+ * flag and the next sequence number (dmr_ckpt_twin_holds()).  Modules
+ * before it ignore the bit (a checkpoint's flags are not checked) and
+ * rewrite the other slot's map whole, as they always did.
+ */
+#define DMR_CKPT_TWIN		0x2U
 
 /**
  * struct dmr_disk_ckpt - checkpoint slot header
  * @magic: DMR_CKPT_MAGIC
  * @csum: CRC32C of bytes [12, 4096), xored with DMR_CKPT_CSUM_SALT
- * @flags: DMR_CKPT_CLEAN
+ * @flags: DMR_CKPT_CLEAN, DMR_CKPT_TWIN
  * @seq: checkpoint sequence number; the higher valid slot wins
  * @log_seq: sequence number of the last log unit included
  * @blocknr: device block this header is stored at

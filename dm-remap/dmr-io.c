@@ -154,12 +154,14 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	BUILD_BUG_ON(sizeof(*rc->readers) != sizeof(u32));
 	BUILD_BUG_ON(sizeof(*lists) != sizeof(u32) || sizeof(*dirty) != 1);
 	BUILD_BUG_ON(sizeof(*rc->map_crc) != sizeof(u32));
+	BUILD_BUG_ON(sizeof(*rc->tab_hash) != sizeof(u64));
 	pages = dmr_alloc_dev_array(rc, DMR_ARRAY_MAP_PAGES);
 	segs = dmr_alloc_dev_array(rc, DMR_ARRAY_SEGS);
 	dirty = dmr_alloc_dev_array(rc, DMR_ARRAY_DIRTY);
 	lists = dmr_alloc_dev_array(rc, DMR_ARRAY_LISTS);
 	rc->readers = dmr_alloc_dev_array(rc, DMR_ARRAY_READERS);
 	rc->map_crc = dmr_alloc_dev_array(rc, DMR_ARRAY_MAP_CRC);
+	rc->tab_hash = dmr_alloc_dev_array(rc, DMR_ARRAY_TAB_HASH);
 	rc->gc_buf = vmalloc(seg_bytes);
 	rc->bounce = vmalloc((size_t)DMR_BOUNCE_BLOCKS * DMR_BLOCK_SIZE);
 	rc->gc_unit = kvzalloc(sizeof(*rc->gc_unit), GFP_KERNEL);
@@ -167,7 +169,7 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	rc->gc_ok = kvzalloc(geo->segment_blocks, GFP_KERNEL);
 	rc->gc_lbas = kvmalloc_array(geo->segment_blocks, sizeof(*rc->gc_lbas), GFP_KERNEL);
 	ok = pages && segs && dirty && lists && rc->readers && rc->map_crc &&
-	     rc->gc_buf && rc->bounce && rc->gc_unit && rc->gc_vunit && rc->gc_ok &&
+	     rc->tab_hash && rc->gc_buf && rc->bounce && rc->gc_unit && rc->gc_vunit && rc->gc_ok &&
 	     rc->gc_lbas;
 	for (i = 0; i < DMR_FLIGHT_SLOTS; i++) {
 		rc->flight[i].buf = vmalloc(seg_bytes);
@@ -250,6 +252,7 @@ void dmr_io_exit(struct dmr_target *rc)
 	for (i = 0; i < DMR_FLIGHT_SLOTS; i++)
 		vfree(rc->flight[i].buf);
 	kvfree(rc->map_crc);
+	kvfree(rc->tab_hash);
 	kvfree(rc->readers);
 	kvfree(rc->map.lists);
 	kvfree(rc->map.dirty);

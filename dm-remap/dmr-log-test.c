@@ -42,6 +42,9 @@ struct dmr_fake_pages {
 	u64 last;		/* the page the last one was for */
 };
 
+/* table blocks dmr_fake_table_read() records, of each table */
+#define DMR_TR_MAX	64U
+
 struct dmr_fake {
 	struct dmr_geometry geo;
 	u8 uuid[16];
@@ -54,6 +57,7 @@ struct dmr_fake {
 	struct dmr_fake_pages pages;
 	struct dmr_fake_hooks *hooks;
 	struct dmr_step_hooks *steps;
+	u32 (*table_seen)[2][DMR_TR_MAX];	/* dmr_fake_table_read() */
 };
 
 /*
@@ -1860,6 +1864,20 @@ static void dmr_test_slot_load(struct kunit *test)
 	f->fail_reads_from = 0;
 }
 
+/* dmr_slot_io's @table_read: each table block's CRC, into @table_seen */
+
+static void dmr_fake_table_read(void *ctx, bool crc, u64 block, u32 nr, const void *buf)
+{
+	struct dmr_fake *f = ctx;
+	u32 j;
+
+	for (j = 0; j < nr; j++)
+		if (block + j < DMR_TR_MAX)
+			(*f->table_seen)[crc][block + j] =
+				crc32c(~0U, (const u8 *)buf + (size_t)j * DMR_BLOCK_SIZE,
+				       DMR_BLOCK_SIZE);
+}
+
 /*
  * dmr_slot_write() (remapctl check --repair, with the encoders the
  * module's checkpoint writer uses) writes, byte for byte, the slot the
@@ -1920,7 +1938,22 @@ static void dmr_test_slot_write(struct kunit *test)
 				       DMR_BLOCK_SIZE));
 
 	dmr_fake_map_init(test, f, &m);
+	/* the load hands each table block it read to @table_read, as held */
+	f->table_seen = kunit_kzalloc(test, sizeof(*f->table_seen), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, f->table_seen);
+	io.table_read = dmr_fake_table_read;
 	KUNIT_ASSERT_EQ(test, dmr_slot_load(&io, &f->geo, 1, &c1, &m, crc_back, &err), 0);
+	io.table_read = NULL;
+	KUNIT_ASSERT_LE(test, l.crc_blocks, (u64)DMR_TR_MAX);
+	KUNIT_ASSERT_LE(test, l.segtab_blocks, (u64)DMR_TR_MAX);
+	for (p = 0; p < l.crc_blocks; p++)
+		KUNIT_EXPECT_EQ(test, (*f->table_seen)[1][p],
+				crc32c(~0U, f->dev + (base1 + l.crc_offset + p) * DMR_BLOCK_SIZE,
+				       DMR_BLOCK_SIZE));
+	for (p = 0; p < l.segtab_blocks; p++)
+		KUNIT_EXPECT_EQ(test, (*f->table_seen)[0][p],
+				crc32c(~0U, f->dev + (base1 + l.segtab_offset + p) * DMR_BLOCK_SIZE,
+				       DMR_BLOCK_SIZE));
 	for (lba = 0; lba < m.nr_logical; lba++)
 		KUNIT_EXPECT_EQ(test, dmr_map_get(&m, lba), dmr_map_get(&f->map, lba));
 	/* a map block with nothing mapped gets no page */
@@ -2067,6 +2100,45 @@ static void dmr_test_heads_valid(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, dmr_heads_valid(&f->geo, p));
 }
 
+/*
+ * dmr_table_run(): a checkpoint writes the runs of table blocks whose hash
+ * changed since the slot got them, every block when the slot's are not
+ * known, and nothing when none changed.
+ */
+static void dmr_test_table_run(struct kunit *test)
+{
+	u64 was[10] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 }, now[10];
+	u32 i, len, runs[4][2], nr = 0;
+
+	memcpy(now, was, sizeof(now));
+	KUNIT_EXPECT_EQ(test, dmr_table_run(was, now, 10, 0, &len), 10U);
+	KUNIT_EXPECT_EQ(test, len, 0U);
+	/* not known: one run of all of them, from any start */
+	KUNIT_EXPECT_EQ(test, dmr_table_run(NULL, now, 10, 0, &len), 0U);
+	KUNIT_EXPECT_EQ(test, len, 10U);
+	KUNIT_EXPECT_EQ(test, dmr_table_run(NULL, now, 10, 4, &len), 4U);
+	KUNIT_EXPECT_EQ(test, len, 6U);
+	KUNIT_EXPECT_EQ(test, dmr_table_run(NULL, now, 10, 10, &len), 10U);
+	KUNIT_EXPECT_EQ(test, len, 0U);
+	/* blocks 0, 3-5 and 9 changed: three runs, as the writer walks them */
+	now[0] = 100;
+	now[3] = 103;
+	now[4] = 104;
+	now[5] = 105;
+	now[9] = 109;
+	for (i = 0; (i = dmr_table_run(was, now, 10, i, &len)) < 10 && nr < 4; i += len) {
+		runs[nr][0] = i;
+		runs[nr++][1] = len;
+	}
+	KUNIT_ASSERT_EQ(test, nr, 3U);
+	KUNIT_EXPECT_EQ(test, runs[0][0], 0U);
+	KUNIT_EXPECT_EQ(test, runs[0][1], 1U);
+	KUNIT_EXPECT_EQ(test, runs[1][0], 3U);
+	KUNIT_EXPECT_EQ(test, runs[1][1], 3U);
+	KUNIT_EXPECT_EQ(test, runs[2][0], 9U);
+	KUNIT_EXPECT_EQ(test, runs[2][1], 1U);
+}
+
 static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_map_basic),
 	KUNIT_CASE(dmr_test_map_pages),
@@ -2094,6 +2166,7 @@ static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_slot_load_grown),
 	KUNIT_CASE(dmr_test_slot_load_skips_zero_blocks),
 	KUNIT_CASE(dmr_test_slot_write),
+	KUNIT_CASE(dmr_test_table_run),
 	KUNIT_CASE(dmr_test_heads_states_open),
 	KUNIT_CASE(dmr_test_map_free_mapped),
 	{}

@@ -475,6 +475,8 @@ static int dmr_slot_table(const struct dmr_slot_io *io, u64 start, u64 nr_blocks
 		r = io->read(io->ctx, start + b, n, io->bounce);
 		if (r)
 			return r;
+		if (io->table_read)
+			io->table_read(io->ctx, crc, b, n, io->bounce);
 		sum = crc32c(sum, io->bounce, (size_t)n * DMR_BLOCK_SIZE);
 		for (k = 0; k < n * per_block && item < nr_items; k++, item++) {
 			if (crc) {
@@ -706,6 +708,35 @@ u64 dmr_slot_table_encode(const struct dmr_map *m, const u32 *map_crc,
 		}
 	}
 	return item;
+}
+
+/**
+ * dmr_table_run() - the next run of table blocks a checkpoint writes
+ * @was: a hash of each block as the slot holds it, or NULL when that is
+ *	not known (every block is written)
+ * @now: a hash of each block as the checkpoint encodes it
+ * @n: blocks
+ * @from: the first block to look at
+ * @len: set to the run's length, 0 when there is none
+ *
+ * A block whose hash has not changed since this instance last wrote it to
+ * the slot is left as it is: the slot already holds those bytes.  The
+ * hashes are 64-bit, so a changed block left unwritten by a collision is
+ * a 2^-64 event per changed block; the table's checksum in the header
+ * (computed from memory) would then fail the slot at load.
+ *
+ * Return: the run's first block, @n when there is none.
+ */
+u32 dmr_table_run(const u64 *was, const u64 *now, u32 n, u32 from, u32 *len)
+{
+	u32 i = from, j;
+
+	while (was && i < n && was[i] == now[i])
+		i++;
+	for (j = i; j < n && (!was || was[j] != now[j]); j++)
+		;
+	*len = j - i;
+	return i;
 }
 
 /* Write one table of a slot from @m; its checksum goes to @csum. */

@@ -169,6 +169,10 @@ typedef int (*dmr_write_fn)(void *ctx, u64 blocknr, u32 nr, const void *buf);
  *	that holds a mapped entry is filled, before the next is read: the
  *	module counts it and may let it leave memory (table option
  *	map_cache); an error ends the load with it
+ * @table_read: if set, called by dmr_slot_load() with @ctx after each read
+ *	of the CRC table (@crc) or the segment table: @nr blocks from block
+ *	@block of it, as the slot holds them (the module hashes them, so a
+ *	checkpoint skips the blocks that do not change: dmr_write_table())
  */
 struct dmr_slot_io {
 	dmr_read_fn read;
@@ -178,6 +182,7 @@ struct dmr_slot_io {
 	u32 bounce_blocks;
 	bool read_zero;
 	int (*loaded)(void *ctx, u64 p);
+	void (*table_read)(void *ctx, bool crc, u64 block, u32 nr, const void *buf);
 };
 
 /* The part of a checkpoint slot that failed to load. */
@@ -209,6 +214,7 @@ void dmr_map_block_decode(const struct dmr_map *m, u64 p, const void *block, u32
 u32 dmr_slot_map_encode(const struct dmr_map *m, u64 p, void *block);
 u64 dmr_slot_table_encode(const struct dmr_map *m, const u32 *map_crc,
 			  enum dmr_slot_table t, u64 item, void *buf, u32 nr_blocks);
+u32 dmr_table_run(const u64 *was, const u64 *now, u32 n, u32 from, u32 *len);
 int __must_check dmr_slot_write(const struct dmr_slot_io *io,
 				const struct dmr_geometry *geo, unsigned int slot,
 				const struct dmr_map *m, u32 *map_crc,

@@ -485,7 +485,9 @@ static void dmr_test_default_segment(struct kunit *test)
  *	(5 * ceil(logical / 1024)): 4109 * ceil(logical / 1024) for the
  *	map's part + eight segment buffers (four heads,
  *	three in flight, GC's: 8 * 4096 * segment_blocks) + bounce buffer
- *	(64 * 4096)
+ *	(64 * 4096) + the checkpoint's table hashes (8 per block of the CRC
+ *	table, ceil(map blocks * 4 / 4096), and of the segment table,
+ *	ceil(segments * 16 / 4096), for each of the two slots)
  * @over_int_max: the map alone is above INT_MAX bytes
  * @cache_mib: a map_cache to try, 0 for none
  * @cache_bytes: dmr_map_memory_bytes() with it: 4096 per page the cache
@@ -506,25 +508,31 @@ struct dmr_mem_case {
 };
 
 static const struct dmr_mem_case dmr_mem_cases[] = {
-	/* 4109 * 12 + 3528 + 1044 + 8388608 + 262144 */
+	/* 4109 * 12 + 3528 + 1044 + 8388608 + 262144 + 16 * (1 + 1) */
 	/* 12 map blocks, a cache of 256 pages: none */
-	{ "64 MiB", 16384, 256, 10, 63, 12211, 8704632ULL, false, 1, 8704632ULL },
-	/* 4109 * 532925 + 123067616 + 1044 + 8388608 + 262144 */
+	{ "64 MiB", 16384, 256, 10, 63, 12211, 8704664ULL, false, 1, 8704664ULL },
+	/* 4109 * 532925 + 123067616 + 1044 + 8388608 + 262144 + 16 * (521 + 8585) */
 	{ "2.1 TiB, 3% overprovision", 563714457ULL, 256, 3,
-	  2197636, 545714488ULL, 2321508237ULL, true, 0, 2321508237ULL },
-	/* 4109 * 529786 + 131858216 + 1044 + 8388608 + 262144 */
+	  2197636, 545714488ULL, 2321653933ULL, true, 0, 2321653933ULL },
+	/* 4109 * 529786 + 131858216 + 1044 + 8388608 + 262144 + 16 * (518 + 9198) */
 	{ "2.25 TiB", 603979776ULL, 256, 10,
-	  2354611, 542500070ULL, 2317400686ULL, true, 0, 2317400686ULL },
-	/* 4109 * 1883720 + 58605176 + 8212 + 67108864 + 262144 */
+	  2354611, 542500070ULL, 2317556142ULL, true, 0, 2317556142ULL },
+	/* 4109 * 1883720 + 58605176 + 8212 + 67108864 + 262144 + 16 * (1840 + 4088) */
 	{ "8 TiB, 8 MiB segments", 1ULL << 31, 2048, 10,
-	  1046521, 1928929075ULL, 7866189876ULL, true,
-	  /* 4096 * 24578 + 19 * 1883720 + 58605176 + 8212 + 67108864 + 262144 */
-	  64, 262446564ULL },
-	/* 4109 * 3774872 + 939524040 + 1044 + 8388608 + 262144 */
+	  1046521, 1928929075ULL, 7866284724ULL, true,
+	  /*
+	   * 4096 * 24578 + 19 * 1883720 + 58605176 + 8212 + 67108864 + 262144 +
+	   * 16 * (1840 + 4088)
+	   */
+	  64, 262541412ULL },
+	/* 4109 * 3774872 + 939524040 + 1044 + 8388608 + 262144 + 16 * (3687 + 65536) */
 	{ "largest, ~16 TiB", 4303512319ULL, 256, 10,
-	  16777215, 3865468032ULL, 16459124884ULL, true,
-	  /* 4096 * 393218 + 19 * 3774872 + 939524040 + 1044 + 8388608 + 262144 */
-	  1024, 2630519332ULL },
+	  16777215, 3865468032ULL, 16460232452ULL, true,
+	  /*
+	   * 4096 * 393218 + 19 * 3774872 + 939524040 + 1044 + 8388608 + 262144 +
+	   * 16 * (3687 + 65536)
+	   */
+	  1024, 2631626900ULL },
 };
 
 static void dmr_mem_desc(const struct dmr_mem_case *c, char *desc)

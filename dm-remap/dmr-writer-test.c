@@ -605,6 +605,87 @@ static void dmr_test_load_needs_recovery(struct kunit *test)
 }
 
 /*
+ * A twin (the second of a clean shutdown's two checkpoints) lets the load
+ * trust the other slot's map only if that slot is the clean checkpoint
+ * it followed: any field that differs, a damaged or never-written other
+ * slot, or no twin flag, and the other slot is rewritten as before.
+ */
+static void dmr_test_ckpt_twin_holds(struct kunit *test)
+{
+	struct dmr_ckpt first = {
+		.flags = DMR_CKPT_CLEAN, .seq = 8, .log_seq = 1000, .mapped_blocks = 77,
+		.crc_csum = 0x1234, .segtab_csum = 0x5678, .logical_blocks = 9000,
+		.nr_segments = 40,
+	}, twin, other;
+	unsigned int i, h;
+
+	for (h = 0; h < DMR_NR_HEADS; h++)
+		first.heads[h] = (struct dmr_log_pos){ .segment = h, .offset = 3 * h,
+						       .next_segment = 10 + h };
+	twin = first;
+	twin.flags = DMR_CKPT_CLEAN | DMR_CKPT_TWIN;
+	twin.seq = 9;
+	KUNIT_EXPECT_TRUE(test, dmr_ckpt_twin_holds(&twin, DMR_LOG_OK, &first));
+	/* rule 7's rewrite of the twin's header keeps the relation */
+	twin.flags = DMR_CKPT_TWIN;
+	KUNIT_EXPECT_TRUE(test, dmr_ckpt_twin_holds(&twin, DMR_LOG_OK, &first));
+	/* the first checkpoint is no twin of the second */
+	KUNIT_EXPECT_FALSE(test, dmr_ckpt_twin_holds(&first, DMR_LOG_OK, &twin));
+	KUNIT_EXPECT_FALSE(test, dmr_ckpt_twin_holds(&twin, DMR_LOG_BAD_CSUM, &first));
+	KUNIT_EXPECT_FALSE(test, dmr_ckpt_twin_holds(&twin, DMR_LOG_BAD_MAGIC, &first));
+	for (i = 0; i < 11 + 3 * DMR_NR_HEADS; i++) {
+		other = first;
+		switch (i) {
+		case 0: /* marked, not clean */
+			other.flags = 0;
+			break;
+		case 1:
+			other.seq = 7;
+			break;
+		case 2:
+			other.seq = 9;
+			break;
+		case 3:
+			other.log_seq++;
+			break;
+		case 4:
+			other.mapped_blocks--;
+			break;
+		case 5:
+			other.crc_csum ^= 1;
+			break;
+		case 6:
+			other.segtab_csum ^= 1;
+			break;
+		case 7:
+			other.logical_blocks++;
+			break;
+		case 8:
+			other.nr_segments++;
+			break;
+		case 9: /* still holds */
+			other.flags |= DMR_CKPT_TWIN;
+			other.seq = 8;
+			break;
+		case 10: /* no flag */
+			twin.flags = DMR_CKPT_CLEAN;
+			break;
+		default:
+			h = (i - 11) / 3;
+			if ((i - 11) % 3 == 0)
+				other.heads[h].segment++;
+			else if ((i - 11) % 3 == 1)
+				other.heads[h].offset++;
+			else
+				other.heads[h].next_segment++;
+		}
+		KUNIT_EXPECT_EQ_MSG(test, dmr_ckpt_twin_holds(&twin, DMR_LOG_OK, &other), i == 9,
+				    "case %u", i);
+		twin.flags = DMR_CKPT_TWIN;
+	}
+}
+
+/*
  * Falling back: the slot loaded is not the newest valid one, or the other
  * header is present but does not decode.  A slot never written
  * (DMR_LOG_BAD_MAGIC) is no fall-back.
@@ -1530,6 +1611,7 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_ckpt_order),
 	KUNIT_CASE(dmr_test_load_needs_recovery),
 	KUNIT_CASE(dmr_test_load_fell_back),
+	KUNIT_CASE(dmr_test_ckpt_twin_holds),
 	KUNIT_CASE(dmr_test_seq_window),
 	KUNIT_CASE(dmr_test_ckpt_log_seq_bound),
 	KUNIT_CASE(dmr_test_head_needs_next),

@@ -251,6 +251,8 @@ bool dmr_load_fell_back(const enum dmr_log_status st[DMR_CKPT_SLOTS],
 			const struct dmr_ckpt c[DMR_CKPT_SLOTS], int slot);
 bool dmr_load_needs_recovery(const struct dmr_ckpt *c, u64 units,
 			     enum dmr_log_status stop, bool fell_back);
+bool dmr_ckpt_twin_holds(const struct dmr_ckpt *c, enum dmr_log_status other_st,
+			 const struct dmr_ckpt *other);
 
 /* Units the writer may number past the newest completed checkpoint. */
 #define DMR_SEQ_WINDOW		BIT_ULL(32)

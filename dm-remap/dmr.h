@@ -118,6 +118,7 @@ struct dmr_stats {
 	atomic64_t map_evictions;	/* map pages that left memory */
 	atomic64_t map_forced;		/* checkpoints written to clean pages */
 	atomic64_t inline_writes;	/* writes handled by their submitter */
+	atomic64_t ckpt_table_blocks;	/* CRC and segment table blocks written */
 };
 
 /**
@@ -310,6 +311,12 @@ enum dmr_gc_mode {
  * @ckpt_other_blank: that slot was never written (a device fresh from
  *	format): dmr_mark_dirty() writes a checkpoint there (worker)
  * @map_crc: CRC32C of each map block as last written to a slot (worker)
+ * @tab_hash: per slot, a 64-bit hash of each block of its CRC table then
+ *	its segment table as this instance last wrote it there (worker;
+ *	dmr_write_table())
+ * @tab_known: @tab_hash of that slot holds what the slot holds: set by a
+ *	checkpoint whose table writes all succeeded, cleared when one starts
+ *	(worker)
  * @bounce: scratch for checkpoint I/O, DMR_BOUNCE_BLOCKS blocks (worker)
  * @replayed: log units applied at load
  * @ctl_lock: serialises the checkpoint message with postsuspend,
@@ -446,6 +453,8 @@ struct dmr_target {
 	unsigned int ckpt_slot;
 	bool ckpt_other_blank;
 	u32 *map_crc;
+	u64 *tab_hash;
+	bool tab_known[2];
 	void *bounce;
 	u64 replayed;
 	struct mutex ctl_lock;	/* message vs postsuspend/preresume/resume */

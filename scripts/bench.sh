@@ -25,8 +25,9 @@
 # DMR_WRITERS_* knobs; about 12 minutes: writers/writers.txt); mapcache is
 # tests/vm/guest-mapcache.py (table option map_cache at 100, 25 and 5% of
 # the map against the whole map; DMR_BENCH_MAPCACHE_ROUNDS, 3; on a loop
-# file and on a null_blk media model, DMR_BENCH_MAPCACHE_KINDS,
-# loop,media), about 40 minutes under TCG (mapcache/mapcache.txt).
+# file and on a null_blk media model, and what checkpoints write with and
+# without ckpt_incremental: DMR_BENCH_MAPCACHE_KINDS, loop,media,ckpt;
+# gc is the fourth kind), about 50 minutes under TCG (mapcache/mapcache.txt).
 # Under TCG the default main part takes about 1.5-2 hours (the file
 # system matrix on both configurations), the flash part about 2 hours
 # (three configurations, five block sizes, three phases, three rounds).
@@ -88,7 +89,7 @@ if [[ ,$parts, == *,mapcache,* ]]; then
 	mrc=0
 	bash tests/vm/run-vm.sh --mem 12288 --timeout 5400 "$out/mapcache" -- \
 		/usr/bin/python3 tests/vm/guest-mapcache.py "${DMR_BENCH_MAPCACHE_ROUNDS:-3}" \
-		"${DMR_BENCH_MAPCACHE_KINDS:-loop,media}" \
+		"${DMR_BENCH_MAPCACHE_KINDS:-loop,media,ckpt}" \
 		>"$out/mapcache/mapcache.txt" 2>&1 || mrc=$?
 	{
 		echo

@@ -1164,6 +1164,7 @@ static const char *const status_names[] = {
 	"waf_load", "waf_format", "device_flushes", "zero_copy_blocks",
 	"zero_copy_recopied", "gc_read_errors", "gc_unverified", "map_misses",
 	"map_evictions", "map_forced", "map_pages_peak", "inline_writes",
+	"ckpt_table_blocks",
 };
 #define NR_STATUS	ARRAY_SIZE(status_names)
 
@@ -1174,7 +1175,7 @@ enum {
 	ST_GC_LOW, ST_GC_HIGH, ST_GC_RESERVE, ST_PREFREE, ST_GC_RUNS, ST_GC_MOVED,
 	ST_FREED, ST_THROTTLED, ST_WAF_LOAD, ST_WAF_FORMAT, ST_DEV_FLUSHES,
 	ST_ZC_BLOCKS, ST_ZC_RECOPIED, ST_GC_READ_ERRORS, ST_GC_UNVERIFIED, ST_MAP_MISSES,
-	ST_MAP_EVICTIONS, ST_MAP_FORCED, ST_MAP_PEAK, ST_INLINE,
+	ST_MAP_EVICTIONS, ST_MAP_FORCED, ST_MAP_PEAK, ST_INLINE, ST_CKPT_TABLES,
 };
 
 static bool status_is_word(unsigned int i)
@@ -1265,6 +1266,8 @@ static void print_status_human(const char *name, char *const f[NR_STATUS],
 	       v[ST_MAP_EVICTIONS], v[ST_MAP_FORCED], v[ST_MAP_PEAK]);
 	printf("inline writes:    %llu of the user's writes handled by their "
 	       "submitter, not queued\n", v[ST_INLINE]);
+	printf("checkpoint tables: %llu blocks written (unchanged blocks are not "
+	       "written again)\n", v[ST_CKPT_TABLES]);
 }
 
 static void print_status_json(const char *name, char *const f[NR_STATUS],

@@ -128,8 +128,11 @@ def memory_bytes(d, cache_mib=0):
     if 0 < cache_mib * 256 < pages:
         cap = cache_mib * 256
         held, clock = cap + max(cap // 2 + 2, sb), pages * 6
+    # and a checkpoint table block's hash (8) per block of each slot's CRC
+    # table (4 bytes per map page) and segment table (16 per segment)
+    tables = math.ceil(pages * 4 / BLOCK) + math.ceil(segs * 16 / BLOCK)
     return (held * BLOCK + pages * 8 + clock + segs * (48 + 4 + 4) + (sb + 5) * 4 +
-            pages * 5 + 8 * sb * BLOCK + 64 * BLOCK)
+            pages * 5 + 8 * sb * BLOCK + 64 * BLOCK + 2 * 8 * tables)
 
 
 def fmt_bytes(b):

@@ -268,6 +268,7 @@ def settle():
 CKPT_MAGIC = b"DMR-CKPT"
 CKPT_CSUM_SALT = 0xC4EC9017
 CKPT_CLEAN = 0x1
+CKPT_TWIN = 0x2                # DMR_CKPT_TWIN: the other slot holds its map
 SUMMARY_MAGIC = b"DMR-LOGU"
 # Log heads (enum dmr_head_id): fresh user writes, and rewrites of blocks
 # whose last copy lived long, go to the cold head.
@@ -321,6 +322,7 @@ def decode_ckpt(block, blocknr):
                   h["csum"] == crc32c(bytes(block[12:])) ^ CKPT_CSUM_SALT and
                   h["blocknr"] == blocknr)
     h["clean"] = bool(h["flags"] & CKPT_CLEAN)
+    h["twin"] = bool(h["flags"] & CKPT_TWIN)
     return h
 
 

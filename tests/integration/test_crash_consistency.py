@@ -86,6 +86,15 @@ def check_files(expected):
             assert hashlib.sha256(f.read()).hexdigest() == digest, path
 
 
+def recorded_remap(ram, log_dev, sectors, *fmt_args):
+    """dm-log-writes 'lw' (sectors long) over ram, logging to log_dev,
+    formatted for dm-remap with fmt_args: its logical sectors."""
+    dm_create("lw", f"0 {sectors} log-writes {ram} {log_dev}")
+    lw = dm_path("lw")
+    remapctl("format", "--force", *fmt_args, lw)
+    return int(remapctl("dump", lw).stdout.split("logical_sectors=")[1].split()[0])
+
+
 def flush_points(log_dev, start_mark, max_points):
     """The log's marks ({name: entry index}), its flush entries after
     start_mark, and the replay ends to check: up to max_points flush
@@ -139,11 +148,8 @@ def test_replay_every_flush_point_recovers(ram, ram2, opts):
         for dev in (ram, log_dev, scratch):
             zero(dev)
         zero(ram2)
-        dm_create("lw", f"0 {SECTORS} log-writes {ram} {log_dev}")
-        lw = dm_path("lw")
-        remapctl("format", "--force", lw)
-        n = int(remapctl("dump", lw).stdout.split("logical_sectors=")[1].split()[0])
-        dm_create("top", f"0 {n} remap {lw}{opts}")
+        n = recorded_remap(ram, log_dev, SECTORS)
+        dm_create("top", f"0 {n} remap {dm_path('lw')}{opts}")
         run(["mkfs.ext4", "-q", "-F", dm_path("top")])
         mark("mkfs-done")
         os.makedirs(MNT, exist_ok=True)
@@ -209,11 +215,9 @@ def test_replay_every_flush_point_with_gc_and_reuse(ram, ram2):
         for dev in (ram, log_dev, scratch, ram2):
             zero(dev)
         kmsg = Kmsg()
-        dm_create("lw", f"0 {GC_SIZE // 512} log-writes {ram} {log_dev}")
+        n = recorded_remap(ram, log_dev, GC_SIZE // 512, "--segment-size", "256K",
+                           "--overprovision", "30")
         lw = dm_path("lw")
-        remapctl("format", "--force", "--segment-size", "256K",
-                 "--overprovision", "30", lw)
-        n = int(remapctl("dump", lw).stdout.split("logical_sectors=")[1].split()[0])
         nr_blocks = n // 8
         dm_create("top", f"0 {n} remap {lw}")
         rnd = random.Random(11)
@@ -293,3 +297,72 @@ def test_replay_every_flush_point_with_gc_and_reuse(ram, ram2):
     finally:
         cleanup_dm()
         Ram.used -= 2
+
+
+# ------------------------------------------------------------------
+# The clean shutdown: a clean checkpoint, then its twin (issue 41)
+
+def test_replay_every_write_of_a_clean_shutdown(ram, ram2):
+    """A clean removal writes the clean checkpoint and then its twin into
+    the other slot (DMR_CKPT_TWIN, dmr_checkpoint()).  The removal is
+    recorded with dm-log-writes and replayed to every one of its entries
+    (each write and flush, not only the flush points): at each, dm-remap
+    loads and every block holds what was fsynced.  At the end both slots
+    are clean and remapctl check names the newer one the other's twin
+    (what a load of it saves: test_map_cache_load_of_a_twin_rewrites_no_map)."""
+    log_dev = Ram.get()
+    scratch = Ram.get()
+    try:
+        for dev in (ram, log_dev, scratch, ram2):
+            zero(dev)
+        kmsg = Kmsg()
+        n = recorded_remap(ram, log_dev, SECTORS, "--segment-size", "256K")
+        nr_blocks = n // 8
+        dm_create("top", f"0 {n} remap {dm_path('lw')}")
+        rnd = random.Random(5)
+        gens = [0] * nr_blocks
+        dev = Dev(dm_path("top"))
+        try:
+            # a block in every map page, a checkpoint, then more blocks:
+            # the slots differ by more than the last checkpoint's blocks
+            for rnd_round in range(3):
+                for lba in rnd.sample(range(nr_blocks), 600):
+                    gens[lba] = rnd_round + 1
+                    dev.pwrite(lba, blocks([lba], rnd_round + 1))
+                dev.fsync()
+                if rnd_round == 1:
+                    run(["dmsetup", "message", DM_PREFIX + "top", "0", "checkpoint"])
+        finally:
+            dev.close()
+        mark("shutdown")
+        dm_remove("top")
+        dm_remove("lw")
+        assert not [ln for ln in kmsg.new() if "log-writes" in ln]
+
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("1\n")
+        lines = run([REPLAY, "--log", log_dev, "--list"]).stdout.splitlines()
+        entries = [ln.split(" ", 4) for ln in lines]
+        start = next(int(e[0]) for e in entries if "MARK" in e[1] and e[4] == "shutdown")
+        points = list(range(start + 1, len(entries) + 1))
+        assert len(points) >= 6, lines[start:]
+        for end, chk in replay_points(log_dev, scratch, ram2, SIZE, n, points):
+            d = Dev(chk, write=False)
+            try:
+                bad = check_model(d, nr_blocks, lambda lba, g: g == (gens[lba] or ZERO_GEN))
+            finally:
+                d.close()
+            assert not bad, f"entry {end} of {len(entries)}: {bad[:5]}"
+        print(f"{len(points)} entries of the shutdown replayed, each loaded")
+
+        # the end state (still on ram2): the newer slot is the clean twin
+        info = remapctl("dump", ram2).stdout
+        kv = dict(ln.split("=", 1) for ln in info.splitlines() if "=" in ln)
+        chk = remapctl("check", ram2, check=False)
+        assert chk.returncode == 0, chk.stdout + chk.stderr
+        assert "twin of the other slot" in chk.stdout, chk.stdout
+        assert kv["ckpt0_clean"] == kv["ckpt1_clean"] == "1", kv
+    finally:
+        cleanup_dm()
+        Ram.used -= 2
+

@@ -3,7 +3,7 @@
 """Guest side of the map cache measurement (issue 26, "a map that pages"):
 
   tests/vm/run-vm.sh --mem 12288 OUTDIR -- \\
-      /usr/bin/python3 tests/vm/guest-mapcache.py [ROUNDS] [loop|media|gc,...]
+      /usr/bin/python3 tests/vm/guest-mapcache.py [ROUNDS] [loop|media|gc|ckpt,...]
 
 One device of 44 GiB, sparse: a loop file in the guest's tmpfs (loop, the
 default: what it measures is the CPU path), or a memory-backed null_blk
@@ -59,6 +59,22 @@ writes' are the same on both sides), and the time a window's write
 takes.  The summary gives the median IOPS of each side, the median and
 worst ratio Y / N of the windows next to each other, and the pages read
 back per block moved.
+
+ckpt (issue 41, "Also": a forced checkpoint wrote both tables whole, and
+the first checkpoint after a load rewrote the whole map into the other
+slot): one device of CK_SIZE, a sparse loop file, formatted with its
+defaults, a block written in every map page (a map of CK_SIZE / 1024
+real blocks).  Then, per round, for each value of the module parameter
+ckpt_incremental (N: as before; Y: only changed table blocks, a clean
+checkpoint to both slots; the order alternates between rounds): a load
+and a clean removal (so the loads below find that side's removal), load
+it with map_cache 1, CK_WRITES random 4 KiB writes over all of it (fio,
+psync: the cache forces checkpoints), a clean removal, a load, one
+write and a checkpoint, a removal.  Per side: the checkpoints the
+writes forced, table blocks written per checkpoint (status field 38),
+blocks the device wrote per 4 KiB written, and what the removal and the
+load with its first checkpoint read and wrote (the loop device's own
+counts).
 """
 import json
 import mmap
@@ -89,6 +105,11 @@ GC_SIZE = 2 << 30
 GC_MEDIA = {"completion_us": 200, "queue_depth": 32, "mbps": 0}
 GC_WINDOW = 10
 GC_PARAM = "/sys/module/dm_remap/parameters/gc_prefetch"
+# the ckpt phase
+CK_SIZE = 64 << 30
+CK_IMG = "/tmp/dmr-ckpt.img"
+CK_WRITES = 2000
+CK_PARAM = "/sys/module/dm_remap/parameters/ckpt_incremental"
 
 
 def sh(*cmd, check=True, input=None):
@@ -185,13 +206,15 @@ def make_media(size=SIZE, media=MEDIA):
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 2
     kinds = (sys.argv[2] if len(sys.argv) > 2 else "loop").split(",")
-    if any(k not in ("loop", "media", "gc") for k in kinds):
-        raise SystemExit(f"usage: {sys.argv[0]} [ROUNDS] [loop|media|gc,...]")
+    if any(k not in ("loop", "media", "gc", "ckpt") for k in kinds):
+        raise SystemExit(f"usage: {sys.argv[0]} [ROUNDS] [loop|media|gc|ckpt,...]")
     sh("modprobe", "-a", "loop", "dm-mod", "libcrc32c")
     sh("insmod", os.path.join(REPO, "dm-remap", "dm-remap.ko"))
     for kind in kinds:
         if kind == "gc":
             measure_gc(rounds)
+        elif kind == "ckpt":
+            measure_ckpt(rounds)
         else:
             measure(kind, rounds)
 
@@ -287,6 +310,112 @@ def measure_gc(rounds):
         with open(os.path.join(NULLB, "power"), "w") as f:
             f.write("0")
         os.rmdir(NULLB)
+
+
+def dev_io(dev):
+    """(blocks read, blocks written) by a block device so far."""
+    name = os.path.basename(os.path.realpath(dev))
+    with open(f"/sys/block/{name}/stat") as f:
+        st = f.read().split()
+    return int(st[2]) // 8, int(st[6]) // 8
+
+
+def set_incremental(on):
+    with open(CK_PARAM, "w") as f:
+        f.write("Y" if on else "N")
+
+
+def ckpt_cycle(loop, sectors):
+    """One side's cycle (see the docstring's ckpt): its figures.  A load
+    and a clean removal first, so that the side's own removal (one clean
+    checkpoint, or two) is what its loads find."""
+    create(sectors, loop, "2 map_cache 1")
+    remove()
+    create(sectors, loop, "2 map_cache 1")
+    st0, io0 = status(), dev_io(loop)
+    sh("fio", "--name=ck", f"--filename={DEV}", "--direct=1", "--rw=randwrite",
+       "--bs=4k", "--ioengine=psync", f"--size={sectors * 512}",
+       f"--number_ios={CK_WRITES}", "--randrepeat=0", "--norandommap",
+       "--output-format=json")
+    st1, io1 = status(), dev_io(loop)
+    remove()
+    io2 = dev_io(loop)
+    create(sectors, loop, "2 map_cache 1")
+    buf = mmap.mmap(-1, 4096)
+    buf.write(os.urandom(4096))
+    fd = os.open(DEV, os.O_WRONLY | os.O_DIRECT | os.O_SYNC)
+    try:
+        os.pwritev(fd, [buf], 4096 * 7)
+    finally:
+        os.close(fd)
+    sh("dmsetup", "message", NAME, "0", "checkpoint")
+    io3 = dev_io(loop)
+    remove()
+    ckpts = st1["checkpoint_seq"] - st0["checkpoint_seq"]
+    return {"ckpts": ckpts, "forced": st1["map_forced"] - st0["map_forced"],
+            "tables_per_ckpt": (st1["ckpt_table_blocks"] - st0["ckpt_table_blocks"])
+            / max(ckpts, 1),
+            "written_per_write": (io1[1] - io0[1]) / CK_WRITES,
+            "remove_written": io2[1] - io1[1],
+            "load_read": io3[0] - io2[0], "load_written": io3[1] - io2[1]}
+
+
+def measure_ckpt(rounds):
+    with open(CK_IMG, "wb") as f:
+        f.truncate(CK_SIZE)
+    loop = sh("losetup", "-f", "--show", CK_IMG).strip()
+    try:
+        sh(REMAPCTL, "format", "--force", loop)
+        d = dict(x.split("=", 1) for x in sh(REMAPCTL, "dump", loop).splitlines() if "=" in x)
+        sectors = int(d["logical_sectors"])
+        size = sectors * 512
+        create(sectors, loop, "")
+        buf = mmap.mmap(-1, 4096)
+        buf.write(os.urandom(4096))
+        fd = os.open(DEV, os.O_WRONLY | os.O_DIRECT)
+        try:
+            for off in range(0, size, PAGE):
+                os.pwritev(fd, [buf], min(off + (off // PAGE * 389 % 1024) * 4096,
+                                          size - 4096))
+        finally:
+            os.close(fd)
+        st = status()
+        remove()
+        pages = -(-size // PAGE)
+        lay_crc = -(-pages * 4 // 4096)
+        lay_seg = -(-int(d["nr_segments"]) * 16 // 4096)
+        print(f"ckpt: {size >> 30} GiB logical, {pages} map pages written, "
+              f"tables {lay_crc} + {lay_seg} blocks a slot; "
+              f"{st['user_blocks']} blocks written", flush=True)
+        rows = {True: [], False: []}
+        for r in range(rounds):
+            for on in ((False, True) if r % 2 == 0 else (True, False)):
+                set_incremental(on)
+                row = ckpt_cycle(loop, sectors)
+                rows[on].append(row)
+                print(json.dumps({"ckpt_incremental": on, **row}), flush=True)
+        set_incremental(True)
+        lines = ["", f"==== checkpoints (issue 41), {rounds} rounds, {size >> 30} GiB, "
+                 f"{pages} map pages, map_cache 1, {CK_WRITES} random 4 KiB writes",
+                 f"{'incremental':12} {'ckpts':>6} {'tables/ckpt':>11} {'dev/write':>9} "
+                 f"{'remove wr':>9} {'load rd':>8} {'load wr':>8}"]
+        for on in (False, True):
+            xs = rows[on]
+            if not xs:
+                continue
+
+            def med(k, xs=xs):
+                return statistics.median(x[k] for x in xs)
+            lines.append(f"{'Y' if on else 'N':12} {med('ckpts'):6.0f} "
+                         f"{med('tables_per_ckpt'):11.1f} {med('written_per_write'):9.2f} "
+                         f"{med('remove_written'):9.0f} {med('load_read'):8.0f} "
+                         f"{med('load_written'):8.0f}")
+        print("\n".join(lines), flush=True)
+    finally:
+        set_incremental(True)
+        sh("dmsetup", "remove", NAME, check=False)
+        sh("losetup", "-d", loop, check=False)
+        os.unlink(CK_IMG)
 
 
 def measure(kind, rounds):

@@ -460,10 +460,12 @@ static int check_slots(struct check_state *s)
 	s->torn = -1;
 	for (i = 0; i < DMR_CKPT_SLOTS; i++) {
 		if (st[i] == DMR_LOG_OK)
-			note(s, "checkpoint slot %d: seq %llu, log seq %llu%s", i,
+			note(s, "checkpoint slot %d: seq %llu, log seq %llu%s%s", i,
 			     (unsigned long long)s->c[i].seq,
 			     (unsigned long long)s->c[i].log_seq,
-			     s->c[i].flags & DMR_CKPT_CLEAN ? ", clean" : "");
+			     s->c[i].flags & DMR_CKPT_CLEAN ? ", clean" : "",
+			     dmr_ckpt_twin_holds(&s->c[i], st[i ^ 1], &s->c[i ^ 1]) ?
+			     ", twin of the other slot (a load rewrites none of its map)" : "");
 		else if (st[i] == DMR_LOG_BAD_CSUM && st[i ^ 1] == DMR_LOG_OK)
 			s->torn = i;	/* reported once the other slot is loaded */
 		else if (st[i] != DMR_LOG_BAD_MAGIC)
