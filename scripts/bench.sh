@@ -18,7 +18,12 @@
 # DMR_FLASH_* (tests/vm/guest-flashbench.py), in the environment or as
 # arguments, e.g.
 #   DMR_BENCH_CONFIGS=raid5-4 DMR_BENCH_CELLS='randwrite-4k-*' DMR_BENCH_FS=0 make bench
-# DMR_BENCH_PARTS [main,flash,sim,mapcache,writers] chooses the parts;
+# DMR_BENCH_PARTS [main,flash,sim,mapcache,writers,peers] chooses the parts;
+# peers is tests/vm/guest-peers.py (issue 41 goal 5: bare, dm-linear,
+# dm-remap, dm-writeboost and bcache in writeback mode on one ramdisk per
+# way, the peers' cache on its last 10%; throughput, CPU per block and
+# write amplification, fresh and steady; DMR_PEERS_* knobs; the peers
+# from Debian's packages by scripts/peers.sh: peers/peers.txt);
 # writers is tests/vm/guest-writers.py (issue 41 goal 6: fio 4K random
 # writes, psync 1-16 jobs and libaio QD 1-32, bare against dm-remap with
 # and without inline writes, over a plain ramdisk, fresh and steady;
@@ -36,14 +41,15 @@ set -uo pipefail
 vars=()
 while IFS= read -r v; do
 	vars+=("$v")
-done < <(env | grep -E '^DMR_(BENCH|FLASH|WRITERS)_[A-Z_]+=')
+done < <(env | grep -E '^DMR_(BENCH|FLASH|WRITERS|PEERS)_[A-Z_]+=')
 for a; do
-	[[ $a == DMR_BENCH_*=* || $a == DMR_FLASH_*=* || $a == DMR_WRITERS_*=* ]] ||
-		{ echo "usage: $0 [DMR_BENCH_NAME=VALUE | DMR_FLASH_NAME=VALUE | DMR_WRITERS_NAME=VALUE...]" >&2; exit 2; }
+	[[ $a == DMR_BENCH_*=* || $a == DMR_FLASH_*=* || $a == DMR_WRITERS_*=* ||
+	   $a == DMR_PEERS_*=* ]] ||
+		{ echo "usage: $0 [DMR_BENCH_NAME=VALUE | DMR_FLASH_NAME=VALUE | DMR_WRITERS_NAME=VALUE | DMR_PEERS_NAME=VALUE...]" >&2; exit 2; }
 	vars+=("$a")
 	export "${a?}"
 done
-parts=${DMR_BENCH_PARTS:-main,flash,sim,mapcache,writers}
+parts=${DMR_BENCH_PARTS:-main,flash,sim,mapcache,writers,peers}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo" || exit 1
 cache=${DMR_CACHE:-$HOME/.cache/dm-remap}
@@ -110,6 +116,26 @@ if [[ ,$parts, == *,writers,* ]]; then
 	if [[ $wrc != 0 ]]; then
 		echo "==== the writers benchmark failed (run-vm exit $wrc): see $out/writers/guest.log" \
 			>>"$report"
+		rc=1
+	fi
+fi
+if [[ ,$parts, == *,peers,* ]]; then
+	mkdir -p "$out/peers" || exit 1
+	prc=0
+	if pd=$(bash scripts/peers.sh 2>"$out/peers/prepare.log"); then
+		bash tests/vm/run-vm.sh --mem 6144 --timeout 7200 "$out/peers" -- \
+			env "${vars[@]}" DMR_PEERS_DIR="$pd" /usr/bin/python3 tests/vm/guest-peers.py ||
+			prc=$?
+	else
+		prc=1
+		cat "$out/peers/prepare.log" >>"$out/peers/guest.log"
+	fi
+	echo >>"$report"
+	if [[ -s $out/peers/peers.txt ]]; then
+		cat "$out/peers/peers.txt" >>"$report"
+	fi
+	if [[ $prc != 0 ]]; then
+		echo "==== the peers benchmark failed (exit $prc): see $out/peers/guest.log" >>"$report"
 		rc=1
 	fi
 fi

@@ -428,7 +428,12 @@ for s in "${stages[@]}"; do
 		fi ;;
 	host)
 		echo "== host: pytest tests/host"
-		run_tests host "$out/host.log" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+		# test_deb.py takes the packages the debpkg stage built from
+		# this tree, when it ran first and passed (the lane's order)
+		pk=
+		[ "$(cat "$out/debpkg.done" 2>/dev/null)" != ok ] || pk=$out/deb-pkgs
+		run_tests host "$out/host.log" env DMR_DEB_PKGS="$pk" \
+			/usr/bin/python3 -m pytest -q -p no:cacheprovider \
 			--durations=20 tests/host ;;
 	dkms)
 		echo "== dkms: dkms build (private dkms tree in $cache/dkms)"

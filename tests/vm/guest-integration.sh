@@ -8,6 +8,13 @@ modprobe -a dm-mod libcrc32c loop dm-flakey dm-delay dm-log-writes dm-zero || ex
 insmod dm-remap/dm-remap.ko || { echo "guest: insmod dm-remap.ko failed"; exit 1; }
 modprobe brd rd_nr=8 rd_size=131072 || exit 1
 
+# kmemleak (vmdebug's kernel): no automatic scans.  Its thread scans the
+# memory map (6 GiB here) 60 s after boot and every 10 minutes, under
+# TCG, and nothing reads what it finds but test_construction_out_of_memory,
+# which scans when it wants to.
+km=/sys/kernel/debug/kmemleak
+[ ! -w "$km" ] || echo scan=off > "$km" || echo "guest: kmemleak scan=off failed"
+
 # dm-remap's KUnit suite as a module built for this kernel (vmdebug's,
 # which has KUnit built in: DMR_KUNIT_KO), before the integration tests:
 # it runs as it loads; its KTAP from the kernel log goes to kunit.ktap for

@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""tests/vm/guest-peers.py on the host: its medians, its table and the
+remap / best-peer ratio, from made-up rounds; and scripts/peers.sh's
+patch of Debian's dm-writeboost for 6.12.  Importing the script runs
+nothing: its main is guarded."""
+import importlib.machinery
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "tests" / "vm" / "guest-peers.py"
+
+
+@pytest.fixture(scope="module")
+def gp():
+    loader = importlib.machinery.SourceFileLoader("guest_peers", str(SCRIPT))
+    spec = importlib.util.spec_from_loader("guest_peers", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def cell(iops, mibs=None, cpu=1000.0, waf=None):
+    return {"iops": iops, "mibs": mibs if mibs is not None else iops * 4096 / (1 << 20),
+            "cpu_ns": cpu, "waf": waf}
+
+
+def round_of(gp, scale, waf):
+    r = {"fresh": {c: cell(1000 * scale, waf=waf) for c in gp.FRESH},
+         "fill": cell(100, mibs=50 * scale, waf=waf),
+         "pre": cell(900 * scale, waf=waf),
+         "steady": {c: cell(800 * scale, mibs=40 * scale, waf=waf if "w" in c else None)
+                    for c in gp.STEADY}}
+    return r
+
+
+def test_report_medians_and_ratio(gp, tmp_path):
+    ways = ["bare", "remap", "writeboost", "bcache"]
+    scales = {"bare": [1, 3, 2], "remap": [2, 2, 5], "writeboost": [1, 1, 1],
+              "bcache": [4, 1, 1]}
+    raw = {w: [round_of(gp, s, 1.5 if w != "bare" else 1.0) for s in scales[w]]
+           for w in ways}
+    res = {"kernel": "k", "date": "d", "runs": 3, "seconds": 1, "mib": 64,
+           "region": 32 << 20, "ways": ways, "raw": raw}
+    gp.report(res, str(tmp_path))
+    text = (tmp_path / "peers.txt").read_text()
+    row = next(ln for ln in text.splitlines()
+               if ln.startswith("4K rand write, 1 writer, steady"))
+    # medians: bare 1600 [800-2400], remap 1600 [1600-4000], writeboost
+    # 800, bcache 800 [800-3200]: remap / best peer = 1600 / 800
+    assert "1600 [800-2400]" in row and "1600 [1600-4000]" in row, row
+    assert "800 [800-3200]" in row, row
+    assert row.split()[-2:] == ["1.00", "2.00"], row     # remap/bare, /best peer
+    cpu = text.split("-- CPU per 4 KiB block")[1].split("--")[0]
+    assert "remap/cheaper peer" in cpu
+    big = next(ln for ln in text.splitlines() if ln.startswith("1M seq read"))
+    assert "80 [40-120]" in big, big        # MiB/s for the 1 MiB cells
+    waf = text.split("-- write amplification")[1]
+    assert "1.50 [1.50-1.50]" in waf and "1.00 [1.00-1.00]" in waf, waf
+    assert "1M seq read" not in waf         # reads have no WAF row
+    saved = json.loads((tmp_path / "peers.json").read_text())
+    assert saved["raw"]["remap"][2]["steady"]["w4k-1"]["iops"] == 4000
+
+
+def test_agg_skips_missing(gp):
+    assert gp.agg([None, None]) is None
+    assert gp.agg([3, None, 1, 2])["median"] == 2
+
+
+def test_writeboost_patch_matches_the_package_source():
+    """The two lines scripts/peers.sh patches, as sed expressions the
+    script carries, turn the 2.2.17 calls into the 6.12 ones."""
+    s = (REPO / "scripts" / "peers.sh").read_text()
+    assert "s/i_size_read(dev->bdev->bd_inode) >> 9/bdev_nr_sectors(dev->bdev)/" in s
+    assert "s/blk_limits_io_opt(limits, 4096);/limits->io_opt = 4096;/" in s
+    # and it refuses to go on when they did not apply
+    assert "the 6.12 patch did not apply" in s
+
+
+def test_bcache_bucket_leaves_more_than_1024(gp):
+    """bcache refuses a cache of 512 buckets or fewer; 51 MiB (a 512 MiB
+    ramdisk's tenth) with the default 512 KiB buckets has 102."""
+    for mib in (8, 51, 102, 511, 513, 4096):
+        b = gp.bcache_bucket(mib << 20)
+        assert (mib << 20) // b > 1024 and b & (b - 1) == 0, (mib, b)
+        assert b == 512 << 10 or (mib << 20) // (2 * b) <= 1024, (mib, b)
+    assert gp.bcache_bucket(1 << 30) == 512 << 10
