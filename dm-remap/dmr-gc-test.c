@@ -1822,11 +1822,13 @@ static void dmr_gct_seg_verify(struct kunit *test)
 	static const u32 a[] = { 1, 2 }, b[] = { 3 }, c[] = { 4, 5 };
 	u32 fa, fb, fc, i;
 	u8 *ok = kunit_kzalloc(test, GCT_SEG_BLOCKS, GFP_KERNEL);
+	u32 *crc = kunit_kzalloc(test, GCT_SEG_BLOCKS * sizeof(*crc), GFP_KERNEL);
 	u8 *buf = f->dev + ((size_t)GCT_DATA_OFFSET + GCT_SEG_BLOCKS) * DMR_BLOCK_SIZE;
 	u64 block0 = GCT_DATA_OFFSET + GCT_SEG_BLOCKS;
 	u32 *l2p = f->map.pages[0];	/* GCT_LOGICAL: one page */
 
 	KUNIT_ASSERT_NOT_NULL(test, ok);
+	KUNIT_ASSERT_NOT_NULL(test, crc);
 	fa = dmr_gct_user(f, &pos, 5, a, 2);
 	fb = dmr_gct_user(f, &pos, 6, b, 1);
 	fc = dmr_gct_user(f, &pos, 7, c, 2);
@@ -1836,19 +1838,28 @@ static void dmr_gct_seg_verify(struct kunit *test)
 	l2p[4] = fc + 0 + 1;		/* c: live */
 	l2p[5] = fc + 1 + 1;
 	memset(ok, 0xee, GCT_SEG_BLOCKS);
+	memset(crc, 0xee, GCT_SEG_BLOCKS * sizeof(*crc));
 	KUNIT_EXPECT_EQ(test, dmr_seg_verify(buf, block0, GCT_SEG_BLOCKS,
 					     GCT_SEG_BLOCKS, 5, f->uuid, &f->map,
-					     f->unit, ok), 2U);
+					     f->unit, ok, crc), 2U);
 	for (i = 0; i < GCT_SEG_BLOCKS; i++)
 		KUNIT_EXPECT_EQ(test, ok[i],
 				(u8)(i == fa - 1 - GCT_SEG_BLOCKS ||
 				     i == fc - 1 - GCT_SEG_BLOCKS));
+	/* the checked units' blocks' CRCs, dead a[1] included; b's not */
+	for (i = 0; i < GCT_SEG_BLOCKS; i++) {
+		bool in_a = i == fa - GCT_SEG_BLOCKS || i == fa + 1 - GCT_SEG_BLOCKS;
+		bool in_c = i == fc - GCT_SEG_BLOCKS || i == fc + 1 - GCT_SEG_BLOCKS;
+
+		KUNIT_EXPECT_EQ(test, crc[i], in_a || in_c ?
+				dmr_block_crc(buf + (size_t)i * DMR_BLOCK_SIZE) : 0xeeeeeeeeU);
+	}
 
 	/* c's last data byte damaged: c is not movable, a still is */
 	f->dev[((size_t)GCT_DATA_OFFSET + fc + 1) * DMR_BLOCK_SIZE + 4095] ^= 1;
 	KUNIT_EXPECT_EQ(test, dmr_seg_verify(buf, block0, GCT_SEG_BLOCKS,
 					     GCT_SEG_BLOCKS, 5, f->uuid, &f->map,
-					     f->unit, ok), 2U);
+					     f->unit, ok, crc), 2U);
 	KUNIT_EXPECT_EQ(test, ok[fa - 1 - GCT_SEG_BLOCKS], 1);
 	KUNIT_EXPECT_EQ(test, ok[fc - 1 - GCT_SEG_BLOCKS], 0);
 
@@ -1857,7 +1868,7 @@ static void dmr_gct_seg_verify(struct kunit *test)
 	f->dev[((size_t)GCT_DATA_OFFSET + fb) * DMR_BLOCK_SIZE] ^= 1;
 	KUNIT_EXPECT_EQ(test, dmr_seg_verify(buf, block0, GCT_SEG_BLOCKS,
 					     GCT_SEG_BLOCKS, 5, f->uuid, &f->map,
-					     f->unit, ok), 2U);
+					     f->unit, ok, crc), 2U);
 	KUNIT_EXPECT_EQ(test, ok[fc - 1 - GCT_SEG_BLOCKS], 1);
 	KUNIT_EXPECT_EQ(test, ok[fb - 1 - GCT_SEG_BLOCKS], 0);
 
@@ -1870,7 +1881,7 @@ static void dmr_gct_seg_verify(struct kunit *test)
 	f->map.pages[0] = DMR_PAGE_OUT;
 	KUNIT_EXPECT_EQ(test, dmr_seg_verify(buf, block0, GCT_SEG_BLOCKS,
 					     GCT_SEG_BLOCKS, 5, f->uuid, &f->map,
-					     f->unit, ok), 3U);
+					     f->unit, ok, crc), 3U);
 	KUNIT_EXPECT_EQ(test, ok[fa - 1 - GCT_SEG_BLOCKS], 1);
 	KUNIT_EXPECT_EQ(test, ok[fb - 1 - GCT_SEG_BLOCKS], 0);
 	KUNIT_EXPECT_EQ(test, ok[fc - 1 - GCT_SEG_BLOCKS], 1);
@@ -1879,7 +1890,7 @@ static void dmr_gct_seg_verify(struct kunit *test)
 	/* the segment's use began at seq 6: a is stale and ends the walk */
 	KUNIT_EXPECT_EQ(test, dmr_seg_verify(buf, block0, GCT_SEG_BLOCKS,
 					     GCT_SEG_BLOCKS, 6, f->uuid, &f->map,
-					     f->unit, ok), 0U);
+					     f->unit, ok, crc), 0U);
 	for (i = 0; i < GCT_SEG_BLOCKS; i++)
 		KUNIT_EXPECT_EQ(test, ok[i], 0);
 }

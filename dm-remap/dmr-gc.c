@@ -79,9 +79,24 @@ void dmr_gc_free_ready(struct dmr_target *rc)
 	}
 }
 
-/* Move one valid block of the victim to GC head @hid. */
+/*
+ * Module parameter: GC folds the CRCs its check of a victim computed into
+ * the checksums of the units it moves blocks to (dmr_data_csum_fold()),
+ * rather than the second stage reading every moved block again.  0 reads
+ * them again, as before; for side-by-side runs.  Read when a relocation
+ * unit takes its first block.
+ */
+static bool dmr_gc_crc_carry = true;
+module_param_named(gc_crc_carry, dmr_gc_crc_carry, bool, 0644);
+MODULE_PARM_DESC(gc_crc_carry,
+		 "GC folds the checked blocks' CRCs into their new units' checksums (default 1)");
+
+/*
+ * Move one valid block of the victim to GC head @hid; @crc is its
+ * dmr_block_crc(), from the victim's check.
+ */
 static int dmr_gc_move(struct dmr_target *rc, unsigned int hid, u64 lba,
-		       u64 src, const u8 *data)
+		       u64 src, const u8 *data, u32 crc)
 {
 	struct dmr_head *h = &rc->heads[hid];
 	u64 dst;
@@ -99,6 +114,9 @@ static int dmr_gc_move(struct dmr_target *rc, unsigned int hid, u64 lba,
 	spin_unlock(&rc->map_lock);
 	if (!moved)
 		return 0;	/* overwritten or discarded meanwhile: it wins */
+	if (!h->unit->nr_blocks)
+		h->unit->crc_known = READ_ONCE(dmr_gc_crc_carry);
+	h->unit->crc[h->unit->nr_blocks] = crc;
 	h->unit->lba[h->unit->nr_blocks] = lba;
 	h->unit->src[h->unit->nr_blocks++] = src;
 	h->wp++;
@@ -140,7 +158,7 @@ static void dmr_gc_verify_fn(struct work_struct *work)
 
 	dmr_seg_verify(rc->gc_buf, dmr_seg_block(rc, seg, 0), dmr_seg_pba(&rc->map, seg, 0),
 		       seg_blocks, rc->map.segs[seg].seq, rc->sb.uuid,
-		       &rc->map, rc->gc_vunit, rc->gc_ok);
+		       &rc->map, rc->gc_vunit, rc->gc_ok, rc->gc_crc);
 	dmr_gc_read_over(rc);
 }
 
@@ -373,7 +391,8 @@ static int dmr_gc_collect(struct dmr_target *rc)
 			if (dmr_map_get(&rc->map, u->lba[i]) != src + 1)
 				continue;	/* not valid any more */
 			r = dmr_gc_move(rc, hid, u->lba[i], src,
-					data + (size_t)i * DMR_BLOCK_SIZE);
+					data + (size_t)i * DMR_BLOCK_SIZE,
+					rc->gc_crc[off + 1 + i]);
 			if (r)
 				goto out;
 		}

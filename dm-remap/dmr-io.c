@@ -167,10 +167,11 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	rc->gc_unit = kvzalloc(sizeof(*rc->gc_unit), GFP_KERNEL);
 	rc->gc_vunit = kvzalloc(sizeof(*rc->gc_vunit), GFP_KERNEL);
 	rc->gc_ok = kvzalloc(geo->segment_blocks, GFP_KERNEL);
+	rc->gc_crc = kvmalloc_array(geo->segment_blocks, sizeof(*rc->gc_crc), GFP_KERNEL);
 	rc->gc_lbas = kvmalloc_array(geo->segment_blocks, sizeof(*rc->gc_lbas), GFP_KERNEL);
 	ok = pages && segs && dirty && lists && rc->readers && rc->map_crc &&
 	     rc->tab_hash && rc->gc_buf && rc->bounce && rc->gc_unit && rc->gc_vunit && rc->gc_ok &&
-	     rc->gc_lbas;
+	     rc->gc_crc && rc->gc_lbas;
 	for (i = 0; i < DMR_FLIGHT_SLOTS; i++) {
 		rc->flight[i].buf = vmalloc(seg_bytes);
 		ok = ok && rc->flight[i].buf;
@@ -246,6 +247,7 @@ void dmr_io_exit(struct dmr_target *rc)
 	kvfree(rc->gc_unit);
 	kvfree(rc->gc_vunit);
 	kvfree(rc->gc_ok);
+	kvfree(rc->gc_crc);
 	kvfree(rc->gc_lbas);
 	vfree(rc->bounce);
 	vfree(rc->gc_buf);

@@ -786,6 +786,84 @@ static const u64 dmr_wide_values[] = {
 	(1ULL << 40) - 1,
 };
 
+/*
+ * GC's checksums from the blocks' CRCs (dmr_data_csum_fold()): the fold
+ * of a block's CRC is the CRC over the block, from any register value;
+ * dmr_unit_data_check() answers as dmr_unit_data_ok() and leaves the
+ * CRCs; a unit built with them (crc_known) is encoded with the data
+ * checksum the data give, which finish keeps without reading the data,
+ * and decodes; a unit without them is checksummed from its data.
+ */
+static void dmr_test_csum_fold(struct kunit *test)
+{
+	static const u32 regs[] = { 0, 1, ~0U, 0x80000000U, 0x12345678U };
+	struct dmr_fake *f = dmr_fake_new(test);
+	struct dmr_unit *u = f->unit, *out;
+	struct dmr_disk_summary *d = f->buf;
+	u8 *data = f->dev + 8 * DMR_BLOCK_SIZE, *zero = f->dev + 16 * DMR_BLOCK_SIZE;
+	u32 i, crc[3], c;
+
+	out = kunit_kzalloc(test, sizeof(*out), GFP_KERNEL);
+	if (!out)
+		kunit_skip(test, "no memory");
+	memset(zero, 0, DMR_BLOCK_SIZE);
+	for (i = 0; i < ARRAY_SIZE(regs); i++)	/* DMR_CRC32C_X_BLOCK */
+		KUNIT_EXPECT_EQ(test, dmr_data_csum_fold(regs[i], 0),
+				crc32c(regs[i], zero, DMR_BLOCK_SIZE));
+	for (i = 0; i < 3 * DMR_BLOCK_SIZE; i++)
+		data[i] = (u8)(i * 7 + (i >> 12) * 31 + (i >> 9));
+	for (i = 0; i < ARRAY_SIZE(regs); i++)
+		KUNIT_EXPECT_EQ(test, dmr_data_csum_fold(regs[i], dmr_block_crc(data)),
+				dmr_data_csum_add(regs[i], data, DMR_BLOCK_SIZE));
+
+	dmr_unit_reset(u, DMR_UNIT_RELOC);
+	u->nr_blocks = 3;
+	u->data_csum = dmr_data_csum(data, 3);
+	memset(crc, 0, sizeof(crc));
+	KUNIT_EXPECT_TRUE(test, dmr_unit_data_check(u, data, crc));
+	for (i = 0; i < 3; i++)
+		KUNIT_EXPECT_EQ(test, crc[i], crc32c(0, data + i * DMR_BLOCK_SIZE,
+						     DMR_BLOCK_SIZE));
+	data[2 * DMR_BLOCK_SIZE + 4095] ^= 1;
+	KUNIT_EXPECT_FALSE(test, dmr_unit_data_check(u, data, crc));
+	data[2 * DMR_BLOCK_SIZE + 4095] ^= 1;
+	data[0] ^= 0x80;
+	KUNIT_EXPECT_FALSE(test, dmr_unit_data_check(u, data, crc));
+	data[0] ^= 0x80;
+
+	/* a relocation unit built from the CRCs, as dmr_gc_move() does */
+	dmr_unit_reset(u, DMR_UNIT_RELOC);
+	KUNIT_EXPECT_FALSE(test, u->crc_known);
+	u->seq = 5;
+	u->blocknr = 40;
+	u->next_segment = DMR_NO_SEGMENT;
+	u->crc_known = true;
+	for (i = 0; i < 3; i++) {
+		u->lba[i] = 10 + i;
+		u->src[i] = 20 + i;
+		u->crc[i] = dmr_block_crc(data + i * DMR_BLOCK_SIZE);
+	}
+	u->nr_blocks = 3;
+	dmr_unit_encode_body(u, f->uuid, d);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(d->csum), DMR_SUMMARY_DATA_SET);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(d->data_csum), dmr_data_csum(data, 3));
+	/* finish keeps it: the data it is given are not read */
+	KUNIT_EXPECT_EQ(test, dmr_unit_finish(d, zero), dmr_data_csum(data, 3));
+	KUNIT_ASSERT_EQ(test, dmr_unit_decode(d, 40, f->uuid, 1000, out), DMR_LOG_OK);
+	KUNIT_EXPECT_EQ(test, out->data_csum, dmr_data_csum(data, 3));
+	KUNIT_EXPECT_TRUE(test, dmr_unit_data_ok(out, data));
+	/* a second finish (the marker gone) reads the data: the same one */
+	c = le32_to_cpu(d->data_csum);
+	dmr_unit_finish(d, data);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(d->data_csum), c);
+
+	/* without them, finish reads the data */
+	u->crc_known = false;
+	dmr_unit_encode_body(u, f->uuid, d);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(d->csum), 0U);
+	KUNIT_EXPECT_EQ(test, dmr_unit_finish(d, zero), dmr_data_csum(zero, 3));
+}
+
 static void dmr_test_unit_codec_wide(struct kunit *test)
 {
 	struct dmr_fake *f = dmr_fake_new(test);
@@ -2147,6 +2225,7 @@ static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_map_runs_and_recount),
 	KUNIT_CASE(dmr_test_unit_codec),
 	KUNIT_CASE(dmr_test_unit_codec_wide),
+	KUNIT_CASE(dmr_test_csum_fold),
 	KUNIT_CASE(dmr_test_ckpt_codec),
 	KUNIT_CASE(dmr_test_ckpt_layout),
 	KUNIT_CASE(dmr_test_replay_order_newest_wins),

@@ -36,6 +36,7 @@ void dmr_unit_reset(struct dmr_unit *u, u32 flags)
 	u->nr_blocks = 0;
 	u->nr_discards = 0;
 	u->data_csum = 0;
+	u->crc_known = false;
 }
 
 /* Return: summary words one number takes: 2 in a wide unit, else 1. */
@@ -130,6 +131,61 @@ u32 dmr_data_csum_end(u32 crc)
 	return crc ^ DMR_DATA_CSUM_SALT;
 }
 
+/*
+ * x^(8 * DMR_BLOCK_SIZE) mod the CRC32C polynomial, bit-reflected as the
+ * CRC's register is (x^0 is the top bit): what a block of zeros does to
+ * the register.  KUnit (dmr_log_test_csum_fold) checks it against
+ * crc32c() over zeros.
+ */
+#define DMR_CRC32C_X_BLOCK	0x35d73a62U
+#define DMR_CRC32C_POLY		0x82f63b78U	/* reflected */
+
+/* a * b mod the CRC32C polynomial, both bit-reflected (zlib's multmodp()) */
+static u32 dmr_crc32c_mul(u32 a, u32 b)
+{
+	u32 m = 1U << 31, p = 0;
+
+	for (; m; m >>= 1) {
+		if (a & m)
+			p ^= b;
+		b = b & 1 ? (b >> 1) ^ DMR_CRC32C_POLY : b >> 1;
+	}
+	return p;
+}
+
+/**
+ * dmr_block_crc() - the CRC32C of one data block alone
+ * @block: DMR_BLOCK_SIZE bytes
+ *
+ * Return: crc32c(0, @block), what dmr_data_csum_fold() takes.
+ */
+u32 dmr_block_crc(const void *block)
+{
+	return crc32c(0, block, DMR_BLOCK_SIZE);
+}
+
+/**
+ * dmr_data_csum_fold() - add a block to a data checksum by its CRC alone
+ * @crc: DMR_DATA_CSUM_SEED, or what the previous call (or
+ *	dmr_data_csum_add()) returned
+ * @block_crc: dmr_block_crc() of the next data block
+ *
+ * CRC32C's register update is linear over GF(2): running it over a block
+ * from @crc gives what running it over a block of zeros from @crc gives
+ * (@crc times x^(8 * DMR_BLOCK_SIZE)), xored with what running it over
+ * the block from 0 gives (@block_crc).  So the result is exactly
+ * dmr_data_csum_add(@crc, block, DMR_BLOCK_SIZE), without the data: GC
+ * checks a victim's units block by block (dmr_unit_data_check()) and
+ * folds the moved blocks' CRCs into their new units' checksums, rather
+ * than reading every moved block a second time.
+ *
+ * Return: the running checksum.
+ */
+u32 dmr_data_csum_fold(u32 crc, u32 block_crc)
+{
+	return dmr_crc32c_mul(DMR_CRC32C_X_BLOCK, crc) ^ block_crc;
+}
+
 static void dmr_put_csum(void *block, u32 salt)
 {
 	__le32 *csum = (__le32 *)((u8 *)block + DMR_MAGIC_LEN);
@@ -152,7 +208,13 @@ static bool dmr_csum_ok(const void *block, u32 salt)
  *
  * The writer encodes a unit when it closes it, in the segment buffer right
  * in front of its data; the checksums are added by dmr_unit_finish() when
- * the unit is written, possibly together with the units after it.
+ * the unit is written, possibly together with the units after it.  A unit
+ * whose blocks' CRCs are known (@u->crc_known) gets its data checksum
+ * here, folded from them, and the summary's own checksum field, which
+ * dmr_unit_finish() fills, holds DMR_SUMMARY_DATA_SET until then: the data
+ * checksum is set, finish need not read the data.  (After a finish the
+ * data checksum is right too, so a finish that ran twice and found its
+ * own checksum equal to the marker would still keep a right one.)
  */
 void dmr_unit_encode_body(const struct dmr_unit *u, const u8 *uuid, void *block)
 {
@@ -177,6 +239,14 @@ void dmr_unit_encode_body(const struct dmr_unit *u, const u8 *uuid, void *block)
 		dmr_put_number(u, d, &w, u->discard[i][0]);
 		dmr_put_number(u, d, &w, u->discard[i][1]);
 	}
+	if (u->crc_known) {
+		u32 crc = DMR_DATA_CSUM_SEED;
+
+		for (i = 0; i < u->nr_blocks; i++)
+			crc = dmr_data_csum_fold(crc, u->crc[i]);
+		d->data_csum = cpu_to_le32(dmr_data_csum_end(crc));
+		d->csum = cpu_to_le32(DMR_SUMMARY_DATA_SET);
+	}
 }
 
 /**
@@ -189,7 +259,9 @@ void dmr_unit_encode_body(const struct dmr_unit *u, const u8 *uuid, void *block)
 u32 dmr_unit_finish(void *block, const void *data)
 {
 	struct dmr_disk_summary *d = block;
-	u32 csum = dmr_data_csum(data, le32_to_cpu(d->nr_blocks));
+	u32 csum = le32_to_cpu(d->csum) == DMR_SUMMARY_DATA_SET ?
+		   le32_to_cpu(d->data_csum) :
+		   dmr_data_csum(data, le32_to_cpu(d->nr_blocks));
 
 	dmr_unit_finish_csum(block, csum);
 	return csum;
@@ -1179,6 +1251,29 @@ bool dmr_unit_data_ok(const struct dmr_unit *u, const void *data)
 }
 
 /**
+ * dmr_unit_data_check() - dmr_unit_data_ok(), block by block
+ * @u: the unit, decoded
+ * @data: its @u->nr_blocks data blocks, as read
+ * @crc: @u->nr_blocks entries, set here to each block's dmr_block_crc()
+ *
+ * The same answer as dmr_unit_data_ok() for the same cost; the blocks'
+ * CRCs it leaves in @crc let a move fold them into the checksum of the
+ * unit it writes them in (dmr_data_csum_fold()) without reading them again.
+ *
+ * Return: true if the data match @u->data_csum.
+ */
+bool dmr_unit_data_check(const struct dmr_unit *u, const void *data, u32 *crc)
+{
+	u32 i, c = DMR_DATA_CSUM_SEED;
+
+	for (i = 0; i < u->nr_blocks; i++) {
+		crc[i] = dmr_block_crc((const u8 *)data + (size_t)i * DMR_BLOCK_SIZE);
+		c = dmr_data_csum_fold(c, crc[i]);
+	}
+	return dmr_data_csum_end(c) == u->data_csum;
+}
+
+/**
  * dmr_seg_verify() - which units of a victim read whole may GC move?
  * @buf: the segment as read, @seg_blocks blocks
  * @block0: device block number of the segment's first block
@@ -1194,6 +1289,8 @@ bool dmr_unit_data_ok(const struct dmr_unit *u, const void *data)
  *	at offset o, some block of it was live when looked at (or its map
  *	page was out of memory: it may be), and its data match their
  *	checksum; 0 everywhere else
+ * @crc: @seg_blocks entries: where @ok marks a unit, each of its data
+ *	blocks' dmr_block_crc() (dmr_unit_data_check()); the rest untouched
  *
  * The walk is dmr_gc_collect()'s, which then moves a unit's blocks only
  * where @ok says so: it runs on an unbound workqueue when the victim's
@@ -1210,7 +1307,7 @@ bool dmr_unit_data_ok(const struct dmr_unit *u, const void *data)
  */
 u32 dmr_seg_verify(const u8 *buf, u64 block0, u64 data0, u32 seg_blocks,
 		   u64 first_seq, const u8 *uuid, const struct dmr_map *m,
-		   struct dmr_unit *u, u8 *ok)
+		   struct dmr_unit *u, u8 *ok, u32 *crc)
 {
 	u32 off = 0, i, live, n = 0;
 
@@ -1235,7 +1332,7 @@ u32 dmr_seg_verify(const u8 *buf, u64 block0, u64 data0, u32 seg_blocks,
 		}
 		rcu_read_unlock();
 		if (live) {
-			ok[off] = dmr_unit_data_ok(u, data);
+			ok[off] = dmr_unit_data_check(u, data, crc + off + 1);
 			n++;
 		}
 		off += 1 + u->nr_blocks;

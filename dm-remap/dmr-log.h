@@ -25,6 +25,11 @@
  * @lba: logical block of each data block
  * @src: relocation units: data-area block each data block was copied from
  * @discard: (first, count) of each discard extent
+ * @crc_known: in memory only: @crc holds every data block's
+ *	dmr_block_crc(), so the summary's data checksum is folded from them
+ *	(dmr_unit_encode_body()) and the data are not read again.  GC's
+ *	relocation units: the victim's check computed them (dmr_seg_verify())
+ * @crc: with @crc_known, dmr_block_crc() of each data block
  *
  * The numbers are 64-bit in memory whatever the summary's width (20 KiB
  * a unit); a narrow summary (no DMR_UNIT_WIDE) stores their low 32 bits,
@@ -42,6 +47,8 @@ struct dmr_unit {
 	u64 lba[DMR_SUMMARY_WORDS];
 	u64 src[DMR_SUMMARY_WORDS / 2];
 	u64 discard[DMR_SUMMARY_WORDS / 2][2];
+	bool crc_known;
+	u32 crc[DMR_SUMMARY_WORDS / 2];
 };
 
 enum dmr_log_status {
@@ -69,17 +76,26 @@ u32 dmr_unit_capacity(bool wide, bool reloc);
 bool dmr_unit_room(const struct dmr_unit *u, u32 words);
 u32 dmr_data_csum(const void *data, u32 nr_blocks);
 #define DMR_DATA_CSUM_SEED	(~0U)
+/*
+ * In memory only: the summary checksum field of a unit encoded with its
+ * data checksum set (dmr_unit_encode_body() of a unit with @crc_known),
+ * until dmr_unit_finish() puts the summary's checksum there.  Never on disk.
+ */
+#define DMR_SUMMARY_DATA_SET	1U
 u32 dmr_data_csum_add(u32 crc, const void *data, size_t len);
 u32 dmr_data_csum_end(u32 crc);
+u32 dmr_block_crc(const void *block);
+u32 dmr_data_csum_fold(u32 crc, u32 block_crc);
 void dmr_unit_encode(struct dmr_unit *u, const u8 *uuid, const void *data,
 		     void *block);
 void dmr_unit_encode_body(const struct dmr_unit *u, const u8 *uuid, void *block);
 u32 dmr_unit_finish(void *block, const void *data);
 void dmr_unit_finish_csum(void *block, u32 data_csum);
 bool dmr_unit_data_ok(const struct dmr_unit *u, const void *data);
+bool dmr_unit_data_check(const struct dmr_unit *u, const void *data, u32 *crc);
 u32 dmr_seg_verify(const u8 *buf, u64 block0, u64 data0, u32 seg_blocks,
 		   u64 first_seq, const u8 *uuid, const struct dmr_map *m,
-		   struct dmr_unit *u, u8 *ok);
+		   struct dmr_unit *u, u8 *ok, u32 *crc);
 bool __must_check dmr_units_finish(void *seg, u32 from, u32 to);
 enum dmr_log_status __must_check
 dmr_unit_decode(const void *block, u64 blocknr, const u8 *uuid,

@@ -276,6 +276,8 @@ enum dmr_gc_mode {
  * @gc_ok: per block of the victim, its unit may be moved
  *	(dmr_seg_verify(): written by @gc_verify before @gc_rd_ended, read
  *	by the worker after)
+ * @gc_crc: per block of the victim, its dmr_block_crc() where @gc_ok
+ *	marks its unit (dmr_seg_verify(); the same hand-over as @gc_ok)
  * @gc_verify_wq: unbound, where @gc_verify runs beside the worker
  * @gc_verify: checks the victim's data when its read ends (dmr-gc.c)
  * @gc_rd_seg: the victim whose read into @gc_buf is pending, in flight or
@@ -423,6 +425,7 @@ struct dmr_target {
 	struct dmr_unit *gc_vunit;
 	u64 *gc_lbas;
 	u8 *gc_ok;
+	u32 *gc_crc;
 	struct workqueue_struct *gc_verify_wq;
 	struct work_struct gc_verify;
 	u32 gc_rd_seg;

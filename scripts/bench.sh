@@ -18,7 +18,11 @@
 # DMR_FLASH_* (tests/vm/guest-flashbench.py), in the environment or as
 # arguments, e.g.
 #   DMR_BENCH_CONFIGS=raid5-4 DMR_BENCH_CELLS='randwrite-4k-*' DMR_BENCH_FS=0 make bench
-# DMR_BENCH_PARTS [main,flash,sim,mapcache,writers,peers] chooses the parts;
+# DMR_BENCH_PARTS [main,flash,sim,mapcache,writers,peers,param] chooses the
+# parts; param is tests/vm/guest-param-ab.sh (module parameter
+# DMR_BENCH_PARAM_AB, gc_crc_carry by default, at 0 and 1 in turn on one
+# dm-remap in steady state over a 256 MiB ramdisk: IOPS, CPU per block,
+# WAF; DMR_AB_MIB, DMR_AB_PERF; about 6 minutes: param/param-ab.txt);
 # peers is tests/vm/guest-peers.py (issue 41 goal 5: bare, dm-linear,
 # dm-remap, dm-writeboost and bcache in writeback mode on one ramdisk per
 # way, the peers' cache on its last 10%; throughput, CPU per block and
@@ -41,15 +45,15 @@ set -uo pipefail
 vars=()
 while IFS= read -r v; do
 	vars+=("$v")
-done < <(env | grep -E '^DMR_(BENCH|FLASH|WRITERS|PEERS)_[A-Z_]+=')
+done < <(env | grep -E '^DMR_(BENCH|FLASH|WRITERS|PEERS|AB)_[A-Z_]+=')
 for a; do
 	[[ $a == DMR_BENCH_*=* || $a == DMR_FLASH_*=* || $a == DMR_WRITERS_*=* ||
-	   $a == DMR_PEERS_*=* ]] ||
+	   $a == DMR_PEERS_*=* || $a == DMR_AB_*=* ]] ||
 		{ echo "usage: $0 [DMR_BENCH_NAME=VALUE | DMR_FLASH_NAME=VALUE | DMR_WRITERS_NAME=VALUE | DMR_PEERS_NAME=VALUE...]" >&2; exit 2; }
 	vars+=("$a")
 	export "${a?}"
 done
-parts=${DMR_BENCH_PARTS:-main,flash,sim,mapcache,writers,peers}
+parts=${DMR_BENCH_PARTS:-main,flash,sim,mapcache,writers,peers,param}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo" || exit 1
 cache=${DMR_CACHE:-$HOME/.cache/dm-remap}
@@ -138,6 +142,21 @@ if [[ ,$parts, == *,peers,* ]]; then
 		echo "==== the peers benchmark failed (exit $prc): see $out/peers/guest.log" >>"$report"
 		rc=1
 	fi
+fi
+if [[ ,$parts, == *,param,* ]]; then
+	# an A/B of a module parameter in steady state (tests/vm/guest-param-ab.sh)
+	mkdir -p "$out/param" || exit 1
+	arc=0
+	bash tests/vm/run-vm.sh --mem 4096 --timeout 1800 "$out/param" -- \
+		env "${vars[@]}" bash tests/vm/guest-param-ab.sh \
+		"${DMR_BENCH_PARAM_AB:-gc_crc_carry}" 3 8 || arc=$?
+	{
+		echo
+		echo "==== module parameter A/B, steady state (tests/vm/guest-param-ab.sh)"
+		cat "$out/param/param-ab.txt" 2>/dev/null
+		[[ $arc == 0 ]] || echo "==== the parameter A/B failed (exit $arc): see $out/param/guest.log"
+	} >>"$report"
+	[[ $arc == 0 ]] || rc=1
 fi
 if [[ ,$parts, == *,sim,* && -f scripts/sim-bench.sh ]]; then
 	echo "==== scripts/sim-bench.sh"

@@ -4,11 +4,10 @@ guest side (aggregation over rounds, ratios, goal evaluation, the device
 rotation, cell selection, the media-model setting and the summary text),
 on synthetic results.  Importing the script runs nothing: its main is
 guarded."""
-import importlib.machinery
-import importlib.util
 from pathlib import Path
 
 import pytest
+from scriptload import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tests" / "vm" / "guest-bench.py"
@@ -16,11 +15,7 @@ SCRIPT = REPO / "tests" / "vm" / "guest-bench.py"
 
 @pytest.fixture(scope="module")
 def gb():
-    loader = importlib.machinery.SourceFileLoader("guest_bench", str(SCRIPT))
-    spec = importlib.util.spec_from_loader("guest_bench", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT, "guest_bench")
 
 
 def cell_def(gb, cid):

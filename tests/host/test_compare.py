@@ -3,15 +3,13 @@
 the report (table, ratios, write amplification, chart) rendered from saved
 results.  Runs on real devices are in tests/integration/test_compare.py
 (VM)."""
-import importlib.machinery
-import importlib.util
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from scriptload import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 COMPARE = str(REPO / "tools" / "compare")
@@ -67,15 +65,7 @@ def test_help():
 def load_compare(path=COMPARE):
     """tools/compare (or a copy at path) as a module (it has no .py
     suffix), leaving no bytecode next to it."""
-    loader = importlib.machinery.SourceFileLoader("compare_tool", str(path))
-    spec = importlib.util.spec_from_loader("compare_tool", loader)
-    mod = importlib.util.module_from_spec(spec)
-    keep, sys.dont_write_bytecode = sys.dont_write_bytecode, True
-    try:
-        loader.exec_module(mod)
-    finally:
-        sys.dont_write_bytecode = keep
-    return mod
+    return load_script(path, "compare_tool")
 
 
 def documented_status_fields():

@@ -3,11 +3,10 @@
 model bench (the papers' grid, their figures, the goals of issue 25
 section 4, the drives' counters and the summary), on synthetic results.
 Importing the script runs nothing: its main is guarded."""
-import importlib.machinery
-import importlib.util
 from pathlib import Path
 
 import pytest
+from scriptload import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tests" / "vm" / "guest-flashbench.py"
@@ -17,11 +16,7 @@ SEED_ESS = REPO.parent / "shared" / "seeds" / "001_f098adb1564f3f4e.txt"
 
 @pytest.fixture(scope="module")
 def fb():
-    loader = importlib.machinery.SourceFileLoader("guest_flashbench", str(SCRIPT))
-    spec = importlib.util.spec_from_loader("guest_flashbench", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT, "guest_flashbench")
 
 
 def agg(v):

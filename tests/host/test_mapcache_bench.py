@@ -2,22 +2,17 @@
 """tests/vm/guest-mapcache.py on the host: the pure parts of its gc phase
 (the order of the gc_prefetch windows and the summary's side-by-side
 ratios).  Importing the script runs nothing: its main is guarded."""
-import importlib.machinery
-import importlib.util
 from pathlib import Path
 
 import pytest
+from scriptload import load_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "tests" / "vm" / "guest-mapcache.py"
 
 
 @pytest.fixture(scope="module")
 def mc():
-    loader = importlib.machinery.SourceFileLoader("guest_mapcache", str(SCRIPT))
-    spec = importlib.util.spec_from_loader("guest_mapcache", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT, "guest_mapcache")
 
 
 def win(iops, moved=100, misses=50):

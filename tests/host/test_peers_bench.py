@@ -3,12 +3,11 @@
 remap / best-peer ratio, from made-up rounds; and scripts/peers.sh's
 patch of Debian's dm-writeboost for 6.12.  Importing the script runs
 nothing: its main is guarded."""
-import importlib.machinery
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from scriptload import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tests" / "vm" / "guest-peers.py"
@@ -16,11 +15,7 @@ SCRIPT = REPO / "tests" / "vm" / "guest-peers.py"
 
 @pytest.fixture(scope="module")
 def gp():
-    loader = importlib.machinery.SourceFileLoader("guest_peers", str(SCRIPT))
-    spec = importlib.util.spec_from_loader("guest_peers", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT, "guest_peers")
 
 
 def cell(iops, mibs=None, cpu=1000.0, waf=None):
@@ -32,7 +27,8 @@ def round_of(gp, scale, waf):
     r = {"fresh": {c: cell(1000 * scale, waf=waf) for c in gp.FRESH},
          "fill": cell(100, mibs=50 * scale, waf=waf),
          "pre": cell(900 * scale, waf=waf),
-         "steady": {c: cell(800 * scale, mibs=40 * scale, waf=waf if "w" in c else None)
+         "steady": {c: cell(800 * scale, mibs=40 * scale, cpu=1000.0 * scale,
+                            waf=waf if "w" in c else None)
                     for c in gp.STEADY}}
     return r
 
@@ -40,7 +36,7 @@ def round_of(gp, scale, waf):
 def test_report_medians_and_ratio(gp, tmp_path):
     ways = ["bare", "remap", "writeboost", "bcache"]
     scales = {"bare": [1, 3, 2], "remap": [2, 2, 5], "writeboost": [1, 1, 1],
-              "bcache": [4, 1, 1]}
+              "bcache": [4, 3, 1]}
     raw = {w: [round_of(gp, s, 1.5 if w != "bare" else 1.0) for s in scales[w]]
            for w in ways}
     res = {"kernel": "k", "date": "d", "runs": 3, "seconds": 1, "mib": 64,
@@ -50,12 +46,22 @@ def test_report_medians_and_ratio(gp, tmp_path):
     row = next(ln for ln in text.splitlines()
                if ln.startswith("4K rand write, 1 writer, steady"))
     # medians: bare 1600 [800-2400], remap 1600 [1600-4000], writeboost
-    # 800, bcache 800 [800-3200]: remap / best peer = 1600 / 800
+    # 800, bcache 2400 [800-3200]: remap / best peer = 1600 / 2400
     assert "1600 [800-2400]" in row and "1600 [1600-4000]" in row, row
-    assert "800 [800-3200]" in row, row
-    assert row.split()[-2:] == ["1.00", "2.00"], row     # remap/bare, /best peer
+    assert "2400 [800-3200]" in row, row
+    assert row.split()[-2:] == ["1.00", "0.67"], row     # remap/bare, /best peer
     cpu = text.split("-- CPU per 4 KiB block")[1].split("--")[0]
     assert "remap/cheaper peer" in cpu
+    # CPU medians: remap 2000, writeboost 1000, bcache 3000: remap /
+    # cheaper peer = 2000 / 1000
+    crow = next(ln for ln in cpu.splitlines() if ln.startswith("4K rand write, 1 writer, steady"))
+    assert crow.split()[-1] == "2.00", crow
+    # per block written below: CPU over WAF (1.5 but bare's 1.0), round
+    # by round: remap 2000/1.5 [..5000/1.5], writeboost 1000/1.5
+    dev = text.split("-- CPU per 4 KiB block written below")[1].split("--")[0]
+    drow = next(ln for ln in dev.splitlines() if ln.startswith("4K rand write, 1 writer, steady"))
+    assert "1333 [1333-3333]" in drow and "667 [667-667]" in drow, drow
+    assert drow.split()[-1] == "2.00", drow
     big = next(ln for ln in text.splitlines() if ln.startswith("1M seq read"))
     assert "80 [40-120]" in big, big        # MiB/s for the 1 MiB cells
     waf = text.split("-- write amplification")[1]
@@ -88,3 +94,21 @@ def test_bcache_bucket_leaves_more_than_1024(gp):
         assert (mib << 20) // b > 1024 and b & (b - 1) == 0, (mib, b)
         assert b == 512 << 10 or (mib << 20) // (2 * b) <= 1024, (mib, b)
     assert gp.bcache_bucket(1 << 30) == 512 << 10
+
+
+def test_drive_kinds(gp, tmp_path, monkeypatch):
+    """DMR_PEERS_MEDIA: ram or media (guest-bench.py's model, its
+    DMR_BENCH_MEDIA), nothing else; the report names the drive."""
+    with pytest.raises(SystemExit):
+        gp.Drive("disk", 64)
+    assert "brd ramdisk" in gp.Drive("ram", 64).label()
+    monkeypatch.setenv("DMR_BENCH_MEDIA", "completion_us=500")
+    d = gp.Drive("media", 100)
+    assert d.media["completion_us"] == 500 and d.media["mbps"] == 150
+    assert "4 null_blk members of 34 MiB" in d.label() and "500 us/command" in d.label()
+    res = {"kernel": "k", "date": "d", "runs": 1, "seconds": 1, "mib": 100,
+           "region": 32 << 20, "drive": d.label(), "ways": ["bare"],
+           "raw": {"bare": [round_of(gp, 1, 1.0)]}}
+    gp.report(res, str(tmp_path), quiet=True)
+    assert (tmp_path / "peers.txt").read_text().startswith(
+        "==== peers (issue 41 goal 5): one md RAID-5 per way")

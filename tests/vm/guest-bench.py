@@ -1017,7 +1017,7 @@ def make_ramdisks(rig, n, mib):
     return devs
 
 
-def make_nullb(rig, n, mib, media):
+def make_nullb(rig, n, mib, media, blocksize=4096):
     """n null_blk devices over configfs with the media model; their paths."""
     if not os.path.isdir("/sys/kernel/config"):
         sh("modprobe", "configfs")
@@ -1040,7 +1040,7 @@ def make_nullb(rig, n, mib, media):
                 pass
             os.rmdir(d)
         rig.push(f"rmdir {d}", gone)
-        attrs = [("size", mib), ("blocksize", 4096), ("memory_backed", 1),
+        attrs = [("size", mib), ("blocksize", blocksize), ("memory_backed", 1),
                  ("irqmode", 2), ("completion_nsec", media["completion_us"] * 1000),
                  ("hw_queue_depth", media["queue_depth"]), ("submit_queues", 1),
                  ("max_sectors", media["max_kb"] * 2)]

@@ -3,16 +3,20 @@
 """`make bench`, part `peers` (issue 41, goal 5): dm-remap beside the
 peers a user would pick instead, on the same device with the same spare.
 
-One brd ramdisk of DMR_PEERS_MIB (1024) MiB, loaded afresh for every
-target (rmmod, modprobe: every target starts on zeroed, unallocated
-memory), and five ways to use it:
+One drive of about DMR_PEERS_MIB (1024) MiB, made afresh for every
+target (every target starts on zeroed, unallocated memory): with
+DMR_PEERS_MEDIA=ram (the default) a brd ramdisk (rmmod, modprobe), with
+DMR_PEERS_MEDIA=media md RAID-5 (64 KiB chunk) over four null_blk
+members with guest-bench.py's media model (DMR_BENCH_MEDIA, default a
+fixed 2 ms per command, one command in service per member, 150 MB/s;
+members of a third of DMR_PEERS_MIB each).  Five ways to use it:
 
-  bare        the ramdisk itself
+  bare        the drive itself
   linear      dm-linear over it
   remap       dm-remap over a dm-linear of all of it (remapctl format's
               defaults; the peers sit on two dm-linear devices)
   writeboost  dm-writeboost (Debian's, scripts/peers.sh), its cache on
-              the last 10% of the ramdisk and its backing on the rest,
+              the last 10% of the drive and its backing on the rest,
               default options (as its README creates it, less the
               writeback_threshold of its example)
   bcache      bcache in writeback mode (in the kernel; make-bcache from
@@ -42,8 +46,10 @@ same emulator.
 DMR_PEERS_RUNS (3) rounds, the ways in a rotating order; every figure the
 median [min-max] of the rounds.  Knobs: DMR_PEERS_WAYS (comma list),
 DMR_PEERS_DIR (scripts/peers.sh's directory; required for writeboost and
-bcache).  Results: $DMR_OUT/peers.txt (printed too) and peers.json.
+bcache), DMR_PEERS_MEDIA (ram or media).  Results: $DMR_OUT/peers.txt (printed too) and peers.json.
 """
+import importlib.machinery
+import importlib.util
 import json
 import os
 import statistics
@@ -54,6 +60,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REMAPCTL = os.path.join(REPO, "tools", "remapctl")
 RAM = "/dev/ram0"
+MD = "/dev/md/dmrpeers"
 WAYS = ("bare", "linear", "remap", "writeboost", "bcache")
 FRESH = ("w4k-1", "w4k-10")
 STEADY = ("w4k-1", "w4k-10", "r1m", "r4k", "w1m")
@@ -131,6 +138,60 @@ def fresh_ram(mib):
     sh("modprobe", "brd", "rd_nr=1", f"rd_size={mib * 1024}", "max_part=0")
 
 
+def guest_bench():
+    """tests/vm/guest-bench.py as a module: its media model (make_nullb,
+    make_md, parse_media); importing it runs nothing."""
+    path = os.path.join(REPO, "tests", "vm", "guest-bench.py")
+    loader = importlib.machinery.SourceFileLoader("guest_bench", path)
+    spec = importlib.util.spec_from_loader("guest_bench", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+class Drive:
+    """What every way sits on, made afresh for each (fresh()) and undone
+    (drop()): a brd ramdisk, or md RAID-5 over four null_blk members with
+    the media model."""
+
+    def __init__(self, kind, mib):
+        if kind not in ("ram", "media"):
+            raise SystemExit(f"peers: DMR_PEERS_MEDIA={kind}: ram or media")
+        self.kind, self.mib, self.undo, self.path = kind, mib, [], None
+        if kind == "media":
+            self.gb = guest_bench()
+            self.media = self.gb.parse_media(os.environ.get("DMR_BENCH_MEDIA", ""))
+
+    def push(self, what, fn):   # guest-bench.py's rig interface
+        self.undo.append((what, fn))
+
+    def fresh(self):
+        """A new drive; its size in sectors."""
+        self.drop()
+        if self.kind == "ram":
+            fresh_ram(self.mib)
+            self.path = RAM
+        else:
+            # 512-byte sectors, as a ramdisk's: dm-writeboost 2.2.17
+            # writes single sectors (a partly dirty block goes back to
+            # the backing device one sector at a time)
+            devs = self.gb.make_nullb(self, 4, -(-self.mib // 3), self.media, blocksize=512)
+            self.path = self.gb.make_md(self, MD, devs)
+        return int(sh("blockdev", "--getsz", self.path))
+
+    def drop(self):
+        while self.undo:
+            self.undo.pop()[1]()
+
+    def label(self):
+        if self.kind == "ram":
+            return f"one {self.mib} MiB brd ramdisk per way"
+        m = self.media
+        return (f"one md RAID-5 per way over 4 null_blk members of {-(-self.mib // 3)} MiB, "
+                f"64K chunk, media model {m['completion_us']} us/command, "
+                f"{m['queue_depth']} in service, {m['mbps']} MB/s")
+
+
 def bcache_bucket(cache_bytes):
     """make-bcache's bucket size for a cache of @cache_bytes: 512 KiB, or
     less, a power of two, so that there are more than 1024 buckets."""
@@ -143,22 +204,23 @@ def bcache_bucket(cache_bytes):
 class Stack:
     """One way over the ramdisk: up() returns the device, down() undoes."""
 
-    def __init__(self, way, sectors, peers_dir):
-        self.way, self.sectors, self.dir = way, sectors, peers_dir
+    def __init__(self, way, drive, sectors, peers_dir):
+        self.way, self.drive, self.sectors, self.dir = way, drive, sectors, peers_dir
         self.cache = (sectors // 10) // 2048 * 2048
         self.back = sectors - self.cache
         self.dm = []
         self.lower = []         # what the way writes to: dm_written()
 
     def linear(self, name, start, length):
-        sh("dmsetup", "create", name, "--table", f"0 {length} linear {RAM} {start}")
+        sh("dmsetup", "create", name, "--table",
+           f"0 {length} linear {self.drive.path} {start}")
         self.dm.append(name)
         return f"/dev/mapper/{name}"
 
     def up(self):
         w = self.way
         if w == "bare":
-            return RAM
+            return self.drive.path
         if w == "linear":
             self.lower = ["peer-linear"]
             return self.linear("peer-linear", 0, self.sectors)
@@ -176,7 +238,8 @@ class Stack:
         self.lower = [f"peer-{w}-back", f"peer-{w}-cache"]
         if w == "writeboost":
             # a zeroed first sector makes writeboost format its cache
-            sh("dd", "if=/dev/zero", f"of={cache}", "bs=512", "count=1", "oflag=direct")
+            # (a whole 4 KiB block: a drive of 4 KiB sectors refuses less)
+            sh("dd", "if=/dev/zero", f"of={cache}", "bs=4096", "count=1", "oflag=direct")
             sh("dmsetup", "create", "peer-wb", "--table",
                f"0 {self.back} writeboost {back} {cache}")
             self.dm.insert(0, "peer-wb")
@@ -220,18 +283,18 @@ class Stack:
         self.dm = []
 
 
-def measure(way, sectors, region, seconds, peers_dir):
+def measure(way, drive, region, seconds, peers_dir):
     """One round of one way: {phase: {cell: result}}."""
     res = {"fresh": {}, "steady": {}}
     # each fresh cell on a new device (one cell of random writes can
     # write more than the region), then the fill, the preconditioning
     # and the steady cells on one more
     for c in FRESH + (None,):
-        fresh_ram(sectors // 2048)
-        st = Stack(way, sectors, peers_dir)
-        dev = st.up()
-        low = st.lower
-        try:
+        sectors = drive.fresh()
+        st = Stack(way, drive, sectors, peers_dir)
+        try:        # down() undoes what a failed up() did too
+            dev = st.up()
+            low = st.lower
             if c:
                 rw, bs, extra = CELLS[c]
                 res["fresh"][c] = fio(dev, rw, bs, extra, region, seconds, lower=low)
@@ -261,17 +324,17 @@ def fmt(a, f="{:.0f}"):
     return f"{f.format(a['median'])} [{f.format(a['min'])}-{f.format(a['max'])}]"
 
 
-def region_bytes(mib, ways):
+def region_bytes(drive, ways):
     """The smallest logical size of the ways, in whole MiB."""
-    sizes = [mib * MiB]
+    sectors = drive.fresh()
+    sizes = [sectors * 512]
     if "remap" in ways:
-        fresh_ram(mib)
-        sh(REMAPCTL, "format", "--force", RAM)
-        sh(REMAPCTL, "create", "peer-remap", RAM)
+        sh(REMAPCTL, "format", "--force", drive.path)
+        sh(REMAPCTL, "create", "peer-remap", drive.path)
         sizes.append(int(sh("blockdev", "--getsize64", "/dev/mapper/peer-remap")))
         sh("dmsetup", "remove", "--retry", "peer-remap")
+    drive.drop()
     if "writeboost" in ways or "bcache" in ways:
-        sectors = mib * 2048
         # bcache's backing device keeps 8 KiB for its superblock
         sizes.append((sectors - (sectors // 10) // 2048 * 2048 - 16) * 512)
     return min(sizes) // MiB * MiB
@@ -295,14 +358,17 @@ def main():
         sh("insmod", os.path.join(peers_dir, "wb", "dm-writeboost.ko"))
     if "bcache" in ways:
         sh("modprobe", "bcache")
-    region = region_bytes(mib, ways)
-    sectors = mib * 2048
+    drive = Drive(env.get("DMR_PEERS_MEDIA", "ram"), mib)
+    region = region_bytes(drive, ways)
     raw = {w: [] for w in ways}
     for r in range(runs):
         order = ways[r % len(ways):] + ways[:r % len(ways)]
         for w in order:
             t0 = time.time()
-            raw[w].append(measure(w, sectors, region, seconds, peers_dir))
+            try:
+                raw[w].append(measure(w, drive, region, seconds, peers_dir))
+            finally:
+                drive.drop()
             s = raw[w][-1]["steady"]
             print(f"round {r + 1} {w}: {time.time() - t0:.0f} s, steady w4k-1 "
                   f"{s['w4k-1']['iops']:.0f} IOPS, w4k-10 {s['w4k-10']['iops']:.0f}, "
@@ -312,7 +378,7 @@ def main():
         done = {w: v for w, v in raw.items() if len(v) == r + 1}
         res = {"kernel": os.uname().release, "date": time.strftime("%Y-%m-%d %H:%M"),
                "runs": r + 1, "seconds": seconds, "mib": mib, "region": region,
-               "ways": [w for w in ways if w in done], "raw": done}
+               "drive": drive.label(), "ways": [w for w in ways if w in done], "raw": done}
         report(res, out_dir, quiet=r + 1 < runs)
     return 0
 
@@ -325,8 +391,12 @@ def summary(res):
                [("steady", c) for c in STEADY]
         for ph, c in keys:
             vals = [(r[ph][c] if c else r[ph]) for r in rounds]
-            out.setdefault((ph, c), {})[w] = {
-                k: agg([v[k] for v in vals]) for k in ("iops", "mibs", "cpu_ns", "waf")}
+            row = {k: agg([v[k] for v in vals]) for k in ("iops", "mibs", "cpu_ns", "waf")}
+            # CPU per block the way wrote below it: per written block over
+            # the write amplification, round by round
+            row["dev_ns"] = agg([v["cpu_ns"] / v["waf"] if v["cpu_ns"] and v["waf"] else None
+                                 for v in vals])
+            out.setdefault((ph, c), {})[w] = row
     return out
 
 
@@ -342,20 +412,23 @@ def report(res, out_dir, quiet=False):
              ("steady", "r1m"): "1M seq read, after random writes",
              ("steady", "r4k"): "4K rand read, 1 reader",
              ("steady", "w1m"): "1M rand write, steady"}
-    lines = [f"==== peers (issue 41 goal 5): one {res['mib']} MiB brd ramdisk per way, "
+    drive = res.get("drive", f"one {res['mib']} MiB brd ramdisk per way")
+    lines = [f"==== peers (issue 41 goal 5): {drive}, "
              f"region {res['region'] // MiB} MiB, {res['seconds']} s cells, "
              f"median [min-max] of {res['runs']} rounds",
              f"kernel {res['kernel']}, {res['date']}; writeboost and bcache: cache on "
              "the last 10%, backing on the rest, defaults (bcache writeback)", ""]
-    w = 22
+    w = 26
     for metric, title, unit in (("rate", "throughput", "IOPS (4K) or MiB/s (1M)"),
                                 ("cpu_ns", "CPU per 4 KiB block moved (ns, whole guest, "
                                  "fio included)", "ns"),
+                                ("dev_ns", "CPU per 4 KiB block written below (ns: the "
+                                 "above over the write amplification)", "ns"),
                                 ("waf", "write amplification (sectors written to the "
                                  "dm-linear devices below / fio's)", "x")):
         lines.append(f"-- {title}")
         head = {"rate": "  remap/bare  remap/best peer", "cpu_ns": "  remap/cheaper peer",
-                "waf": ""}[metric]
+                "dev_ns": "  remap/cheaper peer", "waf": ""}[metric]
         lines.append(f"{'cell':36s}" + "".join(f"{x:>{w}s}" for x in ways) + head)
         for key, name in names.items():
             if key not in s:
@@ -363,7 +436,7 @@ def report(res, out_dir, quiet=False):
             row = s[key]
             big = key[1] in ("r1m", "w1m") or key[0] == "fill"
             m = metric if metric != "rate" else ("mibs" if big else "iops")
-            if metric == "waf" and not any(row[x]["waf"] for x in ways):
+            if metric in ("waf", "dev_ns") and not any(row[x][metric] for x in ways):
                 continue
             f = "{:.2f}" if metric == "waf" else "{:.0f}"
             cells = "".join(f"{fmt(row[x][m], f):>{w}s}" for x in ways)
