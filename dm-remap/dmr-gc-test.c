@@ -1770,7 +1770,7 @@ static void dmr_gct_gc_refuse_and_verify(struct kunit *test)
 	struct dmr_map m;
 	struct dmr_unit *u;
 	u8 *data;
-	u32 s;
+	u32 s, crc[3];
 
 	dmr_gct_map_init(test, &m, GCT_LOGICAL, 6, GCT_SEG_BLOCKS);
 	for (s = 0; s < 6; s++)
@@ -1801,12 +1801,12 @@ static void dmr_gct_gc_refuse_and_verify(struct kunit *test)
 	dmr_unit_reset(u, DMR_UNIT_RELOC);
 	u->nr_blocks = 3;
 	u->data_csum = dmr_data_csum(data, 3);
-	KUNIT_EXPECT_TRUE(test, dmr_unit_data_ok(u, data));
+	KUNIT_EXPECT_TRUE(test, dmr_unit_data_check(u, data, crc));
 	data[2 * DMR_BLOCK_SIZE + 4095] ^= 1;	/* the last byte of the last block */
-	KUNIT_EXPECT_FALSE(test, dmr_unit_data_ok(u, data));
+	KUNIT_EXPECT_FALSE(test, dmr_unit_data_check(u, data, crc));
 	data[2 * DMR_BLOCK_SIZE + 4095] ^= 1;
 	data[0] ^= 0x80;
-	KUNIT_EXPECT_FALSE(test, dmr_unit_data_ok(u, data));
+	KUNIT_EXPECT_FALSE(test, dmr_unit_data_check(u, data, crc));
 }
 
 /*

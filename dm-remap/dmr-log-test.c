@@ -789,7 +789,7 @@ static const u64 dmr_wide_values[] = {
 /*
  * GC's checksums from the blocks' CRCs (dmr_data_csum_fold()): the fold
  * of a block's CRC is the CRC over the block, from any register value;
- * dmr_unit_data_check() answers as dmr_unit_data_ok() and leaves the
+ * dmr_unit_data_check() answers against the data checksum and leaves the
  * CRCs; a unit built with them (crc_known) is encoded with the data
  * checksum the data give, which finish keeps without reading the data,
  * and decodes; a unit without them is checksummed from its data.
@@ -851,7 +851,7 @@ static void dmr_test_csum_fold(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, dmr_unit_finish(d, zero), dmr_data_csum(data, 3));
 	KUNIT_ASSERT_EQ(test, dmr_unit_decode(d, 40, f->uuid, 1000, out), DMR_LOG_OK);
 	KUNIT_EXPECT_EQ(test, out->data_csum, dmr_data_csum(data, 3));
-	KUNIT_EXPECT_TRUE(test, dmr_unit_data_ok(out, data));
+	KUNIT_EXPECT_TRUE(test, dmr_unit_data_check(out, data, crc));
 	/* a second finish (the marker gone) reads the data: the same one */
 	c = le32_to_cpu(d->data_csum);
 	dmr_unit_finish(d, data);

@@ -134,7 +134,7 @@ u32 dmr_data_csum_end(u32 crc)
 /*
  * x^(8 * DMR_BLOCK_SIZE) mod the CRC32C polynomial, bit-reflected as the
  * CRC's register is (x^0 is the top bit): what a block of zeros does to
- * the register.  KUnit (dmr_log_test_csum_fold) checks it against
+ * the register.  KUnit (dmr_test_csum_fold) checks it against
  * crc32c() over zeros.
  */
 #define DMR_CRC32C_X_BLOCK	0x35d73a62U
@@ -1237,28 +1237,16 @@ int dmr_replay_log(struct dmr_replay *r, struct dmr_map *m,
 }
 
 /**
- * dmr_unit_data_ok() - do a decoded unit's data blocks match its checksum?
+ * dmr_unit_data_check() - do a decoded unit's data blocks match its checksum?
  * @u: the unit, decoded (dmr_unit_decode() set @u->data_csum)
- * @data: its @u->nr_blocks data blocks, as read
- *
- * GC asks this before it moves a unit's blocks (dmr-gc.c): a move writes
- * them under a fresh checksum, so damage it did not catch here could
- * never be caught again.
- */
-bool dmr_unit_data_ok(const struct dmr_unit *u, const void *data)
-{
-	return dmr_data_csum(data, u->nr_blocks) == u->data_csum;
-}
-
-/**
- * dmr_unit_data_check() - dmr_unit_data_ok(), block by block
- * @u: the unit, decoded
  * @data: its @u->nr_blocks data blocks, as read
  * @crc: @u->nr_blocks entries, set here to each block's dmr_block_crc()
  *
- * The same answer as dmr_unit_data_ok() for the same cost; the blocks'
- * CRCs it leaves in @crc let a move fold them into the checksum of the
- * unit it writes them in (dmr_data_csum_fold()) without reading them again.
+ * GC asks this before it moves a unit's blocks (dmr_seg_verify()): a move
+ * writes them under a fresh checksum, so damage it did not catch here
+ * could never be caught again.  It checks block by block, and the CRCs
+ * it leaves in @crc let a move fold them into the checksum of the unit it
+ * writes them in (dmr_data_csum_fold()) without reading them again.
  *
  * Return: true if the data match @u->data_csum.
  */
@@ -1289,8 +1277,9 @@ bool dmr_unit_data_check(const struct dmr_unit *u, const void *data, u32 *crc)
  *	at offset o, some block of it was live when looked at (or its map
  *	page was out of memory: it may be), and its data match their
  *	checksum; 0 everywhere else
- * @crc: @seg_blocks entries: where @ok marks a unit, each of its data
- *	blocks' dmr_block_crc() (dmr_unit_data_check()); the rest untouched
+ * @crc: @seg_blocks entries: for every unit checked (those @ok marks
+ *	among them), each of its data blocks' dmr_block_crc()
+ *	(dmr_unit_data_check()); the rest untouched
  *
  * The walk is dmr_gc_collect()'s, which then moves a unit's blocks only
  * where @ok says so: it runs on an unbound workqueue when the victim's

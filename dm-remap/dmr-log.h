@@ -91,7 +91,6 @@ void dmr_unit_encode(struct dmr_unit *u, const u8 *uuid, const void *data,
 void dmr_unit_encode_body(const struct dmr_unit *u, const u8 *uuid, void *block);
 u32 dmr_unit_finish(void *block, const void *data);
 void dmr_unit_finish_csum(void *block, u32 data_csum);
-bool dmr_unit_data_ok(const struct dmr_unit *u, const void *data);
 bool dmr_unit_data_check(const struct dmr_unit *u, const void *data, u32 *crc);
 u32 dmr_seg_verify(const u8 *buf, u64 block0, u64 data0, u32 seg_blocks,
 		   u64 first_seq, const u8 *uuid, const struct dmr_map *m,
