@@ -663,7 +663,7 @@ int dmr_load(struct dmr_target *rc, const char **error)
 	};
 	int order[DMR_CKPT_SLOTS], i, n, bad = 0, slot = -1, r;
 	bool recovery;
-	u64 seq;
+	u64 seq, p;
 
 	for (i = 0; i < DMR_CKPT_SLOTS; i++) {
 		u64 blk = geo->ckpt_offset + (u64)i * geo->ckpt_slot_blocks;
@@ -788,6 +788,11 @@ int dmr_load(struct dmr_target *rc, const char **error)
 	 * (dmr_load_slot()) go on from the checkpoint.
 	 */
 	dmr_age_clock_jump(&rc->map.age, seq, rc->seq + 1);
+	/* write heat, in memory only, from the hot flags (no map cache: no page out) */
+	for (p = 0; rc->map.heat && p < rc->map.nr_map_blocks; p++) {
+		dmr_heat_seed(&rc->map, p);
+		cond_resched();
+	}
 	rc->mode = rc->read_only ? DMR_MODE_READ_ONLY : DMR_MODE_WRITE;
 	if (recovery)
 		DMINFO("%s: recovery%s: checkpoint %llu (slot %d), %llu units, end: %s/%s/%s/%s",

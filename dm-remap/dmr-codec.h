@@ -152,6 +152,7 @@ enum dmr_array {
 	DMR_ARRAY_MAP_CRC,	/* a CRC32C per map block */
 	DMR_ARRAY_LOAD_VALID,	/* a valid count per segment, while loading */
 	DMR_ARRAY_TAB_HASH,	/* a 64-bit hash per slot table block, per slot */
+	DMR_ARRAY_HEAT,		/* write heat, 2 bits per logical block; no cache */
 	DMR_ARRAY_PC_RING,	/* map cache: a ring entry per map block */
 	DMR_ARRAY_PC_STATE,	/* map cache: a state byte per map block */
 	DMR_ARRAY_PC_REF,	/* map cache: a used byte per map block */

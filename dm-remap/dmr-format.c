@@ -343,6 +343,9 @@ u64 dmr_array_elems(const struct dmr_geometry *geo, u32 cache_mib, enum dmr_arra
 		return geo->nr_segments;
 	case DMR_ARRAY_LISTS:
 		return DMR_MAP_LISTS(geo->segment_blocks);
+	case DMR_ARRAY_HEAT:	/* a paged map keeps none (struct dmr_map @heat) */
+		return dmr_map_cache_pages(geo, cache_mib) ? 0 :
+		       dmr_heat_bytes(geo->logical_blocks);
 	case DMR_ARRAY_PC_RING:
 	case DMR_ARRAY_PC_STATE:
 	case DMR_ARRAY_PC_REF:
@@ -368,6 +371,7 @@ u32 dmr_array_elem_size(enum dmr_array a)
 	case DMR_ARRAY_SEGS:
 		return sizeof(struct dmr_seg);
 	case DMR_ARRAY_DIRTY:
+	case DMR_ARRAY_HEAT:
 	case DMR_ARRAY_PC_STATE:
 	case DMR_ARRAY_PC_REF:
 		return 1;
@@ -407,7 +411,8 @@ enum dmr_alloc_path dmr_alloc_path(u64 n, u32 size, u64 max_bytes)
  * its links on the map's segment lists, a reader count and the load's
  * valid count per segment, the heads of those lists, a dirty byte and a
  * CRC32C per map block, and a 64-bit hash per block of each slot's CRC
- * and segment tables), DMR_SEG_BUFFERS segment buffers (one per log
+ * and segment tables, and the write heat, 2 bits per logical block,
+ * struct dmr_map), DMR_SEG_BUFFERS segment buffers (one per log
  * head, DMR_FLIGHT_SLOTS in flight, GC's read buffer) and the checkpoint
  * bounce buffer.  Small fixed allocations (the target itself, log unit
  * scratch, the map page reserve's 128 KiB: DMR_MAP_RESERVE) are left out.
@@ -416,8 +421,9 @@ enum dmr_alloc_path dmr_alloc_path(u64 n, u32 size, u64 max_bytes)
  * pages it may hold at once are counted (dmr_map_cache_most(): a request,
  * a GC collection, and a load's replay, which checkpoints to stay within
  * it, dmr_replay_step()),
- * and the cache's bookkeeping (a ring entry, a state and a used byte per
- * map block) is added.
+ * the cache's bookkeeping (a ring entry, a state and a used byte per
+ * map block) is added, and the write heat is left out (a paged map keeps
+ * none).
  *
  * All in 64 bits: above 2^29 logical blocks (about 2 TiB) the map alone is
  * more than INT_MAX bytes.

@@ -1516,6 +1516,109 @@ static void dmr_gct_age_clock(struct kunit *test)
 			now - born - (u64)(DMR_AGE_JUMPS - 2) * J);
 }
 
+/* dmr_temp_classify() of @lba whose copy is in @seg, the estimate at 1000 */
+static unsigned int dmr_gct_classify(struct dmr_map *m, u64 lba, u32 seg, u64 now)
+{
+	struct dmr_temp t = { .threshold = 1000 };
+
+	return dmr_temp_classify(&t, m, lba, seg == DMR_NO_SEGMENT ? DMR_UNMAPPED :
+				 (u64)seg * GCT_SEG_BLOCKS + 1, now);
+}
+
+/*
+ * The write heat (issue 41, goal 4): a block's writes go to the hot head
+ * only after three net short-lived judgements, and a long-lived one (or
+ * a first write) takes one back.  Without heat, one judgement decides,
+ * at 1.5 times the estimate instead of twice it.  Segment 0 holds
+ * long-lived data (4900 units old, one block dead: 156800), segment 1
+ * short-lived (100), segment 2 between the factors (1800 against the
+ * estimate's 1000).
+ */
+static void dmr_gct_temp_heat(struct kunit *test)
+{
+	const u64 now = 5000, lba = 5;
+	struct dmr_map m;
+	u8 *heat;
+
+	dmr_gct_map_init(test, &m, GCT_LOGICAL, 4, GCT_SEG_BLOCKS);
+	dmr_gct_set_seg(&m, 0, DMR_SEG_USED, GCT_SEG_BLOCKS - 1, 100);
+	dmr_gct_set_seg(&m, 1, DMR_SEG_USED, 1, 4900);
+	dmr_gct_set_seg(&m, 2, DMR_SEG_USED, 1, 3200);
+	/* no heat: one judgement, below 1.5 times the estimate */
+	KUNIT_EXPECT_EQ(test, dmr_gct_classify(&m, lba, 1, now), (u32)DMR_HEAD_HOT);
+	KUNIT_EXPECT_EQ(test, dmr_gct_classify(&m, lba, 2, now), (u32)DMR_HEAD_COLD);
+	KUNIT_EXPECT_EQ(test, dmr_gct_classify(&m, lba, 0, now), (u32)DMR_HEAD_COLD);
+
+	heat = kunit_kzalloc(test, dmr_heat_bytes(GCT_LOGICAL), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, heat);
+	m.heat = heat;
+	KUNIT_EXPECT_EQ(test, dmr_gct_classify(&m, lba, 1, now), (u32)DMR_HEAD_COLD);
+	KUNIT_EXPECT_EQ(test, dmr_gct_classify(&m, lba, 2, now), (u32)DMR_HEAD_COLD);
+	KUNIT_EXPECT_EQ(test, dmr_heat_get(heat, lba), 2U);
+	/* the third (1800 is short at twice the estimate) */
+	KUNIT_EXPECT_EQ(test, dmr_gct_classify(&m, lba, 2, now), (u32)DMR_HEAD_HOT);
+	KUNIT_EXPECT_EQ(test, dmr_gct_classify(&m, lba, 1, now), (u32)DMR_HEAD_HOT);
+	KUNIT_EXPECT_EQ(test, dmr_heat_get(heat, lba), DMR_HEAT_MAX);
+	/* its neighbours in the byte are untouched */
+	KUNIT_EXPECT_EQ(test, dmr_heat_get(heat, lba - 1), 0U);
+	KUNIT_EXPECT_EQ(test, dmr_heat_get(heat, lba + 1), 0U);
+	KUNIT_EXPECT_EQ(test, heat[lba >> 2], (u8)(DMR_HEAT_MAX << 2));
+	/* a long life takes one back, a short one gives it again */
+	KUNIT_EXPECT_EQ(test, dmr_gct_classify(&m, lba, 0, now), (u32)DMR_HEAD_COLD);
+	KUNIT_EXPECT_EQ(test, dmr_heat_get(heat, lba), 2U);
+	KUNIT_EXPECT_EQ(test, dmr_gct_classify(&m, lba, 1, now), (u32)DMR_HEAD_HOT);
+	/* a first write (after a discard) is long-lived */
+	KUNIT_EXPECT_EQ(test, dmr_gct_classify(&m, lba, DMR_NO_SEGMENT, now),
+			(u32)DMR_HEAD_COLD);
+	KUNIT_EXPECT_EQ(test, dmr_heat_get(heat, lba), 2U);
+	/* no estimate yet: long-lived; at 0 it stays 0 */
+	KUNIT_EXPECT_EQ(test, dmr_temp_classify(&(struct dmr_temp){ 0 }, &m, lba + 1,
+						1 * GCT_SEG_BLOCKS + 1, now),
+			(u32)DMR_HEAD_COLD);
+	KUNIT_EXPECT_EQ(test, dmr_heat_get(heat, lba + 1), 0U);
+	/* the last block of a byte, and the packing at the top bits */
+	dmr_heat_set(heat, 7, DMR_HEAT_MAX);
+	KUNIT_EXPECT_EQ(test, heat[1], (u8)(DMR_HEAT_MAX << 6 | 2 << 2));
+	KUNIT_EXPECT_EQ(test, dmr_heat_bytes(5), 2ULL);
+	KUNIT_EXPECT_EQ(test, dmr_heat_bytes(8), 2ULL);
+}
+
+/*
+ * dmr_heat_seed() after a load: a block in a segment a hot head opened
+ * starts hot, every other block (cold segment, unmapped, a page never
+ * allocated) at 0, whatever it held.
+ */
+static void dmr_gct_heat_seed(struct kunit *test)
+{
+	const u64 nr = 2 * DMR_MAP_NARROW_ENTRIES;
+	struct dmr_map m;
+	u32 **pages;
+	u8 *heat;
+	u64 lba;
+
+	dmr_gct_map_init(test, &m, nr, 4, GCT_SEG_BLOCKS);
+	heat = kunit_kzalloc(test, dmr_heat_bytes(nr), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, heat);
+	memset(heat, 0xff, dmr_heat_bytes(nr));
+	m.heat = heat;
+	pages = m.pages;
+	m.segs[1].flags = DMR_SEG_USED | DMR_SEG_HOT;
+	m.segs[2].flags = DMR_SEG_USED;
+	pages[0][0] = 1 * GCT_SEG_BLOCKS + 1;		/* hot segment */
+	pages[0][1] = 2 * GCT_SEG_BLOCKS + 5 + 1;	/* cold one */
+	/* [2]: unmapped */
+	pages[0][3] = 1 * GCT_SEG_BLOCKS + 9 + 1;
+	pages[1] = NULL;			/* the second page: none */
+	dmr_heat_seed(&m, 0);
+	dmr_heat_seed(&m, 1);
+	KUNIT_EXPECT_EQ(test, dmr_heat_get(heat, 0), DMR_HEAT_MAX);
+	KUNIT_EXPECT_EQ(test, dmr_heat_get(heat, 1), 0U);
+	KUNIT_EXPECT_EQ(test, dmr_heat_get(heat, 2), 0U);
+	KUNIT_EXPECT_EQ(test, dmr_heat_get(heat, 3), DMR_HEAT_MAX);
+	for (lba = 4; lba < nr; lba++)
+		KUNIT_EXPECT_EQ(test, dmr_heat_get(heat, lba), 0U);
+}
+
 /*
  * Item 14 in the victim choice and the temperature estimate.  A full old
  * segment opened before a recovery and a half-empty one opened after it:
@@ -1540,7 +1643,7 @@ static void dmr_gct_victim_after_recovery(struct kunit *test)
 	KUNIT_EXPECT_LT(test, dmr_gc_score(&m, &m.segs[0], now, false), 400ULL);
 
 	/* a block in the old segment overwritten now: its life was 991 units */
-	v = dmr_temp_classify(&t, 0 * GCT_SEG_BLOCKS + 1, &m, now);
+	v = dmr_temp_classify(&t, &m, 0, 0 * GCT_SEG_BLOCKS + 1, now);
 	KUNIT_EXPECT_EQ(test, v, (u32)DMR_HEAD_COLD);
 	KUNIT_EXPECT_LT(test, t.threshold, 100000ULL);
 
@@ -2730,6 +2833,8 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE(dmr_gct_batch_boundaries),
 	KUNIT_CASE(dmr_gct_ready_reusable),
 	KUNIT_CASE(dmr_gct_victim_after_recovery),
+	KUNIT_CASE(dmr_gct_temp_heat),
+	KUNIT_CASE(dmr_gct_heat_seed),
 	KUNIT_CASE(dmr_gct_victim_matches_scan),
 	KUNIT_CASE(dmr_gct_collectable_counts_summaries),
 	KUNIT_CASE(dmr_gct_high_max),

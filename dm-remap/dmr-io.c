@@ -124,7 +124,8 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	unsigned int i;
 	u32 **pages;
 	struct dmr_seg *segs;
-	u8 *dirty;
+	u64 heat_bytes;
+	u8 *dirty, *heat;
 	u32 *lists;
 	bool ok;
 
@@ -162,6 +163,8 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	rc->readers = dmr_alloc_dev_array(rc, DMR_ARRAY_READERS);
 	rc->map_crc = dmr_alloc_dev_array(rc, DMR_ARRAY_MAP_CRC);
 	rc->tab_hash = dmr_alloc_dev_array(rc, DMR_ARRAY_TAB_HASH);
+	heat_bytes = dmr_array_elems(geo, rc->opts.map_cache, DMR_ARRAY_HEAT);
+	heat = heat_bytes ? dmr_alloc_dev_array(rc, DMR_ARRAY_HEAT) : NULL;
 	rc->gc_buf = vmalloc(seg_bytes);
 	rc->bounce = vmalloc((size_t)DMR_BOUNCE_BLOCKS * DMR_BLOCK_SIZE);
 	rc->gc_unit = kvzalloc(sizeof(*rc->gc_unit), GFP_KERNEL);
@@ -171,7 +174,7 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	rc->gc_lbas = kvmalloc_array(geo->segment_blocks, sizeof(*rc->gc_lbas), GFP_KERNEL);
 	ok = pages && segs && dirty && lists && rc->readers && rc->map_crc &&
 	     rc->tab_hash && rc->gc_buf && rc->bounce && rc->gc_unit && rc->gc_vunit && rc->gc_ok &&
-	     rc->gc_crc && rc->gc_lbas;
+	     rc->gc_crc && rc->gc_lbas && (heat || !heat_bytes);
 	for (i = 0; i < DMR_FLIGHT_SLOTS; i++) {
 		rc->flight[i].buf = vmalloc(seg_bytes);
 		ok = ok && rc->flight[i].buf;
@@ -190,6 +193,7 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	rc->map.segs = segs;
 	rc->map.dirty = dirty;
 	rc->map.lists = lists;
+	rc->map.heat = heat;
 	if (!ok) {
 		*error = "Cannot allocate the map";
 		return -ENOMEM;
@@ -198,6 +202,7 @@ int dmr_io_init(struct dmr_target *rc, const char **error)
 	rc->zero_crc = crc32c(~0U, rc->bounce, DMR_BLOCK_SIZE);
 	dmr_map_init_wide(&rc->map, geo->wide, pages, NULL, geo->logical_blocks, segs,
 			  geo->nr_segments, geo->segment_blocks, dirty, lists);
+	rc->map.heat = heat;	/* (the init clears it) zeroed: every block cold */
 
 	rc->io_client = dm_io_client_create();
 	if (IS_ERR(rc->io_client)) {
@@ -256,6 +261,7 @@ void dmr_io_exit(struct dmr_target *rc)
 	kvfree(rc->map_crc);
 	kvfree(rc->tab_hash);
 	kvfree(rc->readers);
+	kvfree(rc->map.heat);
 	kvfree(rc->map.lists);
 	kvfree(rc->map.dirty);
 	kvfree(rc->map.segs);

@@ -171,6 +171,7 @@ void dmr_map_init_wide(struct dmr_map *m, bool wide, u32 **pages, u32 *flat,
 	m->nr_prefree = 0;
 	m->track = true;
 	memset(&m->age, 0, sizeof(m->age));
+	m->heat = NULL;		/* the caller's, if it keeps any */
 	if (flat)
 		memset(flat, 0, nr_logical * esize);
 	for (p = 0; p < m->nr_map_blocks; p++) {

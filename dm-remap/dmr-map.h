@@ -242,6 +242,13 @@ bool dmr_age_clock_valid(const struct dmr_age_clock *c);
  * @nr_wait: prefree segments on each prefree list
  * @bucket_min: no bucket below this one holds a segment
  * @age: the clock segment ages are measured on (dmr_seq_age())
+ * @heat: per logical block, its write heat (dmr_heat_get(), 2 bits, four
+ *	blocks a byte): how many of its recent writes dmr_temp_classify()
+ *	judged short-lived, net of the others; NULL when the map is paged
+ *	(table option map_cache: memory stays within the cache) or the
+ *	caller keeps none.  In memory only: a load starts every block at 0.
+ *	Only the thread that writes (the module's worker) reads or changes
+ *	it, in dmr_temp_classify(): no lock
  *
  * The segment lists make every GC step cost the same on any device size
  * (nothing scans the segment table).  Each is a circular doubly linked
@@ -293,7 +300,29 @@ struct dmr_map {
 	u32 nr_wait[DMR_REUSE_WAITS];
 	u32 bucket_min;
 	struct dmr_age_clock age;
+	u8 *heat;
 };
+
+/* Write heat (struct dmr_map @heat): saturates at DMR_HEAT_MAX. */
+#define DMR_HEAT_MAX	3U
+
+/* Bytes of write heat for @nr_logical blocks: 2 bits each. */
+static inline u64 dmr_heat_bytes(u64 nr_logical)
+{
+	return (nr_logical + 3) >> 2;
+}
+
+static inline unsigned int dmr_heat_get(const u8 *heat, u64 lba)
+{
+	return heat[lba >> 2] >> ((lba & 3) * 2) & DMR_HEAT_MAX;
+}
+
+static inline void dmr_heat_set(u8 *heat, u64 lba, unsigned int v)
+{
+	unsigned int shift = (lba & 3) * 2;
+
+	heat[lba >> 2] = (heat[lba >> 2] & ~(DMR_HEAT_MAX << shift)) | v << shift;
+}
 
 void dmr_map_init(struct dmr_map *m, u32 **pages, u32 *flat, u64 nr_logical,
 		  struct dmr_seg *segs, u32 nr_segs, u32 seg_blocks, u8 *dirty,

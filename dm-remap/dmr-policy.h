@@ -121,8 +121,9 @@ struct dmr_temp {
 	u64 threshold;
 };
 
-unsigned int dmr_temp_classify(struct dmr_temp *t, u64 old_entry,
-			       const struct dmr_map *m, u64 now_seq);
+unsigned int dmr_temp_classify(struct dmr_temp *t, struct dmr_map *m, u64 lba,
+			       u64 old_entry, u64 now_seq);
+void dmr_heat_seed(struct dmr_map *m, u64 p);
 unsigned int dmr_gc_head(const struct dmr_map *m, const struct dmr_seg *victim,
 			 u64 now_seq, const struct dmr_temp *t);
 

@@ -487,15 +487,16 @@ static void dmr_test_default_segment(struct kunit *test)
  *	three in flight, GC's: 8 * 4096 * segment_blocks) + bounce buffer
  *	(64 * 4096) + the checkpoint's table hashes (8 per block of the CRC
  *	table, ceil(map blocks * 4 / 4096), and of the segment table,
- *	ceil(segments * 16 / 4096), for each of the two slots)
+ *	ceil(segments * 16 / 4096), for each of the two slots) + the write
+ *	heat (2 bits per logical block, ceil(logical / 4))
  * @over_int_max: the map alone is above INT_MAX bytes
  * @cache_mib: a map_cache to try, 0 for none
  * @cache_bytes: dmr_map_memory_bytes() with it: 4096 per page the cache
  *	may hold at once (256 per MiB, and the larger of half of that and
  *	two, or a segment's blocks: dmr_map_cache_most()) instead of per map
  *	block, and 6 more per map
- *	block (the CLOCK's ring entry, state and used byte); a cache as
- *	large as the map is none (dmr_map_cache_init())
+ *	block (the CLOCK's ring entry, state and used byte), and no write
+ *	heat; a cache as large as the map is none (dmr_map_cache_init())
  */
 struct dmr_mem_case {
 	const char *name;
@@ -508,26 +509,38 @@ struct dmr_mem_case {
 };
 
 static const struct dmr_mem_case dmr_mem_cases[] = {
-	/* 4109 * 12 + 3528 + 1044 + 8388608 + 262144 + 16 * (1 + 1) */
+	/* 4109 * 12 + 3528 + 1044 + 8388608 + 262144 + 16 * (1 + 1) + 3053 */
 	/* 12 map blocks, a cache of 256 pages: none */
-	{ "64 MiB", 16384, 256, 10, 63, 12211, 8704664ULL, false, 1, 8704664ULL },
-	/* 4109 * 532925 + 123067616 + 1044 + 8388608 + 262144 + 16 * (521 + 8585) */
+	{ "64 MiB", 16384, 256, 10, 63, 12211, 8707717ULL, false, 1, 8707717ULL },
+	/*
+	 * 4109 * 532925 + 123067616 + 1044 + 8388608 + 262144 + 16 * (521 + 8585) +
+	 * 136428622
+	 */
 	{ "2.1 TiB, 3% overprovision", 563714457ULL, 256, 3,
-	  2197636, 545714488ULL, 2321653933ULL, true, 0, 2321653933ULL },
-	/* 4109 * 529786 + 131858216 + 1044 + 8388608 + 262144 + 16 * (518 + 9198) */
+	  2197636, 545714488ULL, 2458082555ULL, true, 0, 2458082555ULL },
+	/*
+	 * 4109 * 529786 + 131858216 + 1044 + 8388608 + 262144 + 16 * (518 + 9198) +
+	 * 135625018
+	 */
 	{ "2.25 TiB", 603979776ULL, 256, 10,
-	  2354611, 542500070ULL, 2317556142ULL, true, 0, 2317556142ULL },
-	/* 4109 * 1883720 + 58605176 + 8212 + 67108864 + 262144 + 16 * (1840 + 4088) */
+	  2354611, 542500070ULL, 2453181160ULL, true, 0, 2453181160ULL },
+	/*
+	 * 4109 * 1883720 + 58605176 + 8212 + 67108864 + 262144 + 16 * (1840 + 4088) +
+	 * 482232269
+	 */
 	{ "8 TiB, 8 MiB segments", 1ULL << 31, 2048, 10,
-	  1046521, 1928929075ULL, 7866284724ULL, true,
+	  1046521, 1928929075ULL, 8348516993ULL, true,
 	  /*
 	   * 4096 * 24578 + 19 * 1883720 + 58605176 + 8212 + 67108864 + 262144 +
 	   * 16 * (1840 + 4088)
 	   */
 	  64, 262541412ULL },
-	/* 4109 * 3774872 + 939524040 + 1044 + 8388608 + 262144 + 16 * (3687 + 65536) */
+	/*
+	 * 4109 * 3774872 + 939524040 + 1044 + 8388608 + 262144 + 16 * (3687 + 65536) +
+	 * 966367008
+	 */
 	{ "largest, ~16 TiB", 4303512319ULL, 256, 10,
-	  16777215, 3865468032ULL, 16460232452ULL, true,
+	  16777215, 3865468032ULL, 17426599460ULL, true,
 	  /*
 	   * 4096 * 393218 + 19 * 3774872 + 939524040 + 1044 + 8388608 + 262144 +
 	   * 16 * (3687 + 65536)
@@ -586,7 +599,8 @@ static void dmr_test_arrays_at_limits(struct kunit *test)
 
 		sum = 0;
 		for (a = 0; a < DMR_NR_ARRAYS; a++) {
-			u64 n = dmr_array_elems(g, 1, a);
+			/* the cache's arrays with one, the others without */
+			u64 n = dmr_array_elems(g, a < DMR_ARRAY_PC_RING ? 0 : 1, a);
 			u32 size = dmr_array_elem_size(a);
 
 			KUNIT_EXPECT_GT(test, n, 0ULL);
@@ -612,8 +626,11 @@ static void dmr_test_arrays_at_limits(struct kunit *test)
 	KUNIT_EXPECT_GT(test, dmr_array_elems(&big, 1, DMR_ARRAY_PC_RING) * 4, DMR_KVMALLOC_MAX);
 	KUNIT_EXPECT_EQ(test, dmr_alloc_path(dmr_array_elems(&big, 1, DMR_ARRAY_PC_RING), 4,
 					     ~0ULL), DMR_ALLOC_VMALLOC);
-	/* no cache, none of its arrays */
+	/* no cache, none of its arrays; a cache, no write heat */
 	KUNIT_EXPECT_EQ(test, dmr_array_elems(&big, 0, DMR_ARRAY_PC_RING), 0ULL);
+	KUNIT_EXPECT_EQ(test, dmr_array_elems(&big, 1, DMR_ARRAY_HEAT), 0ULL);
+	KUNIT_EXPECT_EQ(test, dmr_array_elems(&big, 0, DMR_ARRAY_HEAT),
+			(big.logical_blocks + 3) / 4);
 	/* a segment more costs its entry, reader count and load count */
 	more = segs;
 	more.nr_segments++;

@@ -644,7 +644,7 @@ enum dmr_bio_result dmr_do_write(struct dmr_target *rc, struct bio *bio)
 	if (r)
 		goto out;
 	/* the whole request goes to one head, chosen by its first block */
-	hid = dmr_temp_classify(&rc->temp, dmr_map_get(&rc->map, lba), &rc->map, rc->seq);
+	hid = dmr_temp_classify(&rc->temp, &rc->map, lba, dmr_map_get(&rc->map, lba), rc->seq);
 	h = &rc->heads[hid];
 	while (bio->bi_iter.bi_size) {
 		u32 n, i, want = bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT;

@@ -117,6 +117,11 @@ static void usage(void)
 	       "                         the jump out and the hot flags and temperature\n"
 	       "                         estimate are kept (the module); legacy: ages\n"
 	       "                         count it and both are lost (before item 14)\n"
+	       "  --no-heat              what-if: no write heat per logical block (the\n"
+	       "                         module with a map_cache; before issue 41)\n"
+	       "  --oracle               what-if: user writes go to the hot head by the\n"
+	       "                         workload's own hot set (hot80, hot95, shift80):\n"
+	       "                         what a perfect classifier would do\n"
 	       "  --block-birth          what-if: GC knows when users wrote each block,\n"
 	       "                         and sends a hot victim's blocks older than twice\n"
 	       "                         the temperature estimate to the cold GC head (a\n"
@@ -398,6 +403,8 @@ struct sim {
 	u64 fill_left;		/* how many */
 	bool exact_cb;		/* --exact-cb */
 	bool block_birth;	/* --block-birth */
+	u64 oracle_hot;		/* --oracle: the hot set's blocks (0: no oracle) */
+	const u64 *oracle_base;	/* and where it starts (shift80's moves) */
 	u32 birth_group;	/* --birth-group: blocks per birth record, 0 a unit */
 	struct sim_counters c;
 };
@@ -1005,7 +1012,12 @@ static void user_write(struct sim *s, u64 lba, u32 nr)
 	struct sim_head *h;
 
 	hid = s->single ? DMR_HEAD_HOT :
-	      dmr_temp_classify(&s->temp, map_lookup(s, lba, false), &s->m, s->seq);
+	      dmr_temp_classify(&s->temp, &s->m, lba, map_lookup(s, lba, false), s->seq);
+	if (s->oracle_hot && !s->single) {
+		u64 off = (lba + s->m.nr_logical - *s->oracle_base) % s->m.nr_logical;
+
+		hid = off < s->oracle_hot ? DMR_HEAD_HOT : DMR_HEAD_COLD;
+	}
 	h = &s->heads[hid];
 	s->c.hot += hid == DMR_HEAD_HOT;
 	while (nr) {
@@ -1234,6 +1246,8 @@ struct config {
 	bool single;
 	bool exact_cb;
 	bool block_birth;
+	bool no_heat;		/* --no-heat */
+	bool oracle;		/* --oracle */
 	u32 birth_group;
 	u32 map_cache;		/* --map-cache: percent of the map's pages, 0: all */
 	bool gc_bitmap;		/* --gc-bitmap */
@@ -1348,18 +1362,24 @@ static bool warm_up(const struct config *cfg, struct sim *s, struct workload *w,
  * lost here, so replay ends where the log ends); with the age clock
  * (item 14) ages leave the jump out, and the segments' hot flags and the
  * temperature estimate come back from the checkpoint.  Legacy: ages count
- * the jump, every segment is cold and the estimate starts again.
+ * the jump, every segment is cold and the estimate starts again.  The
+ * write heat, in memory only, starts from the hot flags (dmr_heat_seed()),
+ * or at 0 in legacy.
  */
 static void recover(struct sim *s, int how)
 {
-	u64 from = s->seq;
+	u64 from = s->seq, p;
 	u32 i;
 
 	s->seq = dmr_seq_after_recovery(from, from);
 	if (how == SIM_RECOVER_CLOCK) {
 		dmr_age_clock_jump(&s->m.age, from, s->seq + 1);
+		for (p = 0; s->m.heat && p < s->m.nr_map_blocks; p++)
+			dmr_heat_seed(&s->m, p);	/* as dmr_load() */
 		return;
 	}
+	if (s->m.heat)
+		memset(s->m.heat, 0, dmr_heat_bytes(s->m.nr_logical));
 	for (i = 0; i < s->m.nr_segs; i++)
 		s->m.segs[i].flags &= ~DMR_SEG_HOT;
 	s->temp.threshold = 0;
@@ -1437,7 +1457,22 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	s->single = cfg->single;
 	s->exact_cb = cfg->exact_cb;
 	s->block_birth = cfg->block_birth;
+	if (cfg->oracle) {
+		if (w->kind != WL_HOT80 && w->kind != WL_HOT95 && w->kind != WL_SHIFT80)
+			usage_error("--oracle: workload '%s' has no hot set (hot80, hot95, shift80)",
+				    w->name);
+		s->oracle_hot = w->kind == WL_HOT95 ? geo.logical_blocks / 20 :
+				geo.logical_blocks / 5;
+		s->oracle_base = &w->hot_base;
+	}
 	s->birth_group = cfg->birth_group;
+	/*
+	 * the module keeps write heat unless its map is paged (DMR_ARRAY_HEAT):
+	 * a cache of every page is none
+	 */
+	if (!cfg->no_heat &&
+	    (!cfg->map_cache || (s->m.nr_map_blocks * cfg->map_cache + 99) / 100 >= s->m.nr_map_blocks))
+		s->m.heat = big_alloc(dmr_heat_bytes(geo.logical_blocks));
 	if (cfg->map_cache) {
 		u32 cap = (s->m.nr_map_blocks * cfg->map_cache + 99) / 100;
 
@@ -1575,7 +1610,9 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 			printf(", \"%s\": %.4f, \"diff\": %.4f", refname, ref, waf / ref - 1);
 		if (eff)
 			printf(", \"analytic_eff\": %.4f", eff);
-		printf(", \"warmup\": %.3f", warm);
+		printf(", \"warmup\": %.3f, \"heat\": %s", warm, s->m.heat ? "true" : "false");
+		if (cfg->oracle)
+			printf(", \"oracle\": true");
 		if (cfg->block_birth)
 			printf(", \"block_birth\": true, \"birth_group\": %u", cfg->birth_group);
 		if (cfg->recover)
@@ -1631,7 +1668,9 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 			printf(" %s=%.3f diff=%+.1f%%", refname, ref, 100 * (waf / ref - 1));
 		if (eff)
 			printf(" analytic_eff=%.3f", eff);
-		printf(" warmup=%.3f", warm);
+		printf(" warmup=%.3f heat=%s", warm, s->m.heat ? "yes" : "no");
+		if (cfg->oracle)
+			printf(" oracle=yes");
 		if (cfg->block_birth)
 			printf(" block_birth=yes birth_group=%u", cfg->birth_group);
 		if (cfg->settle)
@@ -1675,6 +1714,8 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	big_free(s->owner, geo.nr_segments);
 	big_free(s->m.segs, segs_bytes);
 	big_free(s->rev, rev_bytes);
+	if (s->m.heat)
+		big_free(s->m.heat, dmr_heat_bytes(geo.logical_blocks));
 	if (s->blk_birth)
 		big_free(s->blk_birth, rev_bytes / sizeof(*s->rev) * sizeof(u64));
 	big_free(l2p, l2p_bytes);
@@ -1756,6 +1797,8 @@ int main(int argc, char **argv)
 		{ "timing", no_argument, NULL, 't' },
 		{ "exact-cb", no_argument, NULL, 'x' },
 		{ "block-birth", no_argument, NULL, 'B' },
+		{ "no-heat", no_argument, NULL, 'Q' },
+		{ "oracle", no_argument, NULL, 'O' },
 		{ "birth-group", required_argument, NULL, 'G' },
 		{ "map-cache", required_argument, NULL, 'M' },
 		{ "gc-bitmap", no_argument, NULL, 'b' },
@@ -1819,6 +1862,12 @@ int main(int argc, char **argv)
 			break;
 		case 'B':
 			cfg.block_birth = true;
+			break;
+		case 'Q':
+			cfg.no_heat = true;
+			break;
+		case 'O':
+			cfg.oracle = true;
 			break;
 		case 'G':
 			cfg.block_birth = true;

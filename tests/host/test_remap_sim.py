@@ -208,6 +208,7 @@ def test_device_mib_uses_the_format_geometry():
     ["--settle", "x"],
     ["--workload", "cold"],
     ["--recover", "yes"],
+    ["--workload", "uniform", "--oracle"],
     ["--gc-low", "1"],
     ["--gc-high", "100000"],
     ["--seed", "-3"],
@@ -379,58 +380,52 @@ GOAL_GEOMETRY = ("--segments", "4096", "--segment-blocks", "256", "--op", "10",
 @pytest.fixture(scope="module")
 def settled():
     jobs = {"multi": ("--workload", "hot80,hot95,shift80"),
+            "noheat": ("--workload", "hot80,hot95", "--no-heat"),
+            "oracle": ("--workload", "hot80,hot95", "--oracle"),
             "single": ("--workload", "shift80", "--single-head"),
-            "block": ("--workload", "hot80,hot95", "--block-birth"),
-            "group16": ("--workload", "hot80", "--birth-group", "16"),
-            "unit": ("--workload", "hot80", "--birth-group", "0")}
+            "block": ("--workload", "hot80", "--block-birth")}
     with ThreadPoolExecutor(max_workers=2) as ex:
         fut = {k: ex.submit(runs, *GOAL_GEOMETRY, *a) for k, a in jobs.items()}
         return {k: {r["workload"]: r for r in f.result()} for k, f in fut.items()}
 
 
-def test_settled_95_5_goal(settled):
-    """95/5 at or below 1.70 settled (the oracle that knows each block's
-    class: 1.61 here).  Before the birth rule of dmr_gc_head() it settled
-    at 1.72."""
-    r = settled["multi"]["hot95"]
+def test_settled_95_5(settled):
+    """95/5 settled: 1.665 with the write heat (issue 41, goal 4), 1.680
+    without it (a map_cache, or before), and the same as a classifier that
+    knows each write's class (--oracle).  Issue 25's goal was 1.70; issue
+    41's 1.65 is below what the oracle reaches in this layout (1.665: the
+    summary blocks and idle segments keep 8% of the spare from GC), which
+    is asserted too, as the bound the benchmarking doc reports."""
+    r, n, o = (settled[k]["hot95"] for k in ("multi", "noheat", "oracle"))
     assert r["settled"] and r["segments"] == 4096 and r["op"] == 10, r
-    assert r["waf"] <= 1.70, r
-    assert r["waf"] > r["bound"], r
+    assert r["heat"] and not n["heat"] and o["oracle"], (r, n, o)
+    assert r["waf"] <= 1.67 and r["waf"] < n["waf"], (r, n)
+    assert r["waf"] <= o["waf"] * 1.005, (r, o)
+    assert o["waf"] > 1.65 and r["waf"] > r["bound"], (r, o)
 
 
 def test_settled_80_20(settled):
-    """80/20 settled.  The issue's goal is 3.9; the module reaches 3.96
-    (4.32 before the birth rule; the oracle 3.57).  What is asserted is
-    what the module does, with a margin: 4.0.  The goal needs a block's own
-    user-write time (test_block_birth_reaches_80_20_goal): segment births
-    are means, and a victim goes to one head whole."""
-    r = settled["multi"]["hot80"]
-    assert r["settled"], r
-    assert r["waf"] <= 4.0, r
-    assert r["waf"] > r["bound"] > 3.5, r
+    """80/20 settled: 3.78 with the write heat, 3.96 without (one
+    judgement per write sent 10% of the cold blocks' writes hot), within 2%
+    of the oracle's 3.72.  Issue 41's goal, 3.70, is below the oracle in
+    this layout; the separated bound at the nominal spare is 3.57."""
+    r, n, o = (settled[k]["hot80"] for k in ("multi", "noheat", "oracle"))
+    assert all(x["settled"] for x in (r, n, o)), (r, n, o)
+    assert r["waf"] <= 3.82 and n["waf"] - r["waf"] >= 0.1, (r, n)
+    assert o["waf"] <= r["waf"] <= o["waf"] * 1.03, (r, o)
+    assert o["waf"] > 3.70 and o["waf"] > r["bound"] > 3.5, (r, o)
+    assert o["hot_share"] == pytest.approx(0.8, abs=0.005), o
 
 
-def test_block_birth_reaches_80_20_goal(settled):
-    """The what-if that reaches the goal: GC routing each block of a hot
-    victim by its own user-write time (a summary word per block, a format
-    change) settles 80/20 at 3.85."""
+def test_block_birth_adds_nothing_to_heat(settled):
+    """Issue 25's what-if, GC routing each block of a hot victim by its own
+    user-write time (a summary word per block, a format change), settled
+    80/20 at 3.85 against the segment births' 3.96.  With writes sorted by
+    heat the victims hold few misplaced blocks, and it moves nothing: the
+    format stays."""
     r, m = settled["block"]["hot80"], settled["multi"]["hot80"]
     assert r["block_birth"] and r["settled"], r
-    assert r["waf"] <= 3.9 and r["waf"] < m["waf"], (r, m)
-    assert settled["block"]["hot95"]["waf"] <= 1.70
-
-
-def test_birth_granularity_80_20(settled):
-    """How fine the user-write time must be kept for the goal.  One birth per
-    16 blocks of a GC unit (their mean; 1/8 byte per block as a 16-bit
-    field in memory) still settles below 3.9 (3.875); one per unit, what a
-    field of the summary block would carry in format 3, mixes hot and cold
-    blocks and settles above the segment births the module keeps (4.12)."""
-    b, g, u = (settled[k]["hot80"] for k in ("block", "group16", "unit"))
-    m = settled["multi"]["hot80"]
-    assert g["birth_group"] == 16 and u["birth_group"] == 0 and b["birth_group"] == 1
-    assert all(r["settled"] for r in (b, g, u)), (b, g, u)
-    assert b["waf"] <= g["waf"] <= 3.9 < m["waf"] < u["waf"], (b, g, m, u)
+    assert abs(r["waf"] / m["waf"] - 1) < 0.01, (r, m)
 
 
 def test_shifting_hot_set_no_worse_than_single_head(settled):
@@ -492,7 +487,7 @@ def test_help():
                 "--workload", "--warmup", "--overwrites", "--single-head",
                 "--seed", "--gc-low", "--gc-high", "--check", "--json",
                 "--verbose", "--settle", "--timing", "--exact-cb", "cold70",
-                "--recover"):
+                "--recover", "--no-heat", "--oracle"):
         assert opt in p.stdout
 
 

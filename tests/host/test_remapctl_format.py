@@ -123,16 +123,16 @@ def memory_bytes(d, cache_mib=0):
     # of half of that and two (a discard's piece, in the writer or in
     # replay) or a segment's blocks (a GC collection): the most it holds
     # at once; and per map block the CLOCK's ring entry (4), state and
-    # used byte
-    held, clock = pages, 0
+    # used byte; without one, the write heat (2 bits per logical block)
+    held, clock, heat = pages, 0, math.ceil(logical / 4)
     if 0 < cache_mib * 256 < pages:
         cap = cache_mib * 256
-        held, clock = cap + max(cap // 2 + 2, sb), pages * 6
+        held, clock, heat = cap + max(cap // 2 + 2, sb), pages * 6, 0
     # and a checkpoint table block's hash (8) per block of each slot's CRC
     # table (4 bytes per map page) and segment table (16 per segment)
     tables = math.ceil(pages * 4 / BLOCK) + math.ceil(segs * 16 / BLOCK)
     return (held * BLOCK + pages * 8 + clock + segs * (48 + 4 + 4) + (sb + 5) * 4 +
-            pages * 5 + 8 * sb * BLOCK + 64 * BLOCK + 2 * 8 * tables)
+            pages * 5 + 8 * sb * BLOCK + 64 * BLOCK + 2 * 8 * tables + heat)
 
 
 def fmt_bytes(b):
@@ -312,7 +312,7 @@ def test_refuses_map_larger_than_ram_unless_forced(tmp_path):
     p = rc("format", img, meminfo=mi)
     assert p.returncode == 1, p.stdout
     assert p.stdout == ""
-    assert p.stderr.startswith(f"remapctl: {img}: the map of this device needs 2.2 GiB "
+    assert p.stderr.startswith(f"remapctl: {img}: the map of this device needs 2.4 GiB "
                                "of kernel memory, more than 512.0 MiB, half of this "
                                "machine's 1.0 GiB of RAM")
     assert "--force" in p.stderr
@@ -322,10 +322,10 @@ def test_refuses_map_larger_than_ram_unless_forced(tmp_path):
 
     p = rc("format", "--force", img, meminfo=mi)
     assert p.returncode == 0, p.stderr
-    assert "warning" in p.stderr and "2.2 GiB" in p.stderr
+    assert "warning" in p.stderr and "2.4 GiB" in p.stderr
     d = dump(img)
     assert d["ckpt0"] == "ok"
-    assert fmt_bytes(memory_bytes(d)) == "2.2 GiB"
+    assert fmt_bytes(memory_bytes(d)) == "2.4 GiB"
 
 
 def test_map_cache_formats_what_the_whole_map_cannot(tmp_path):

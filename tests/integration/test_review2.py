@@ -245,6 +245,53 @@ def test_recovery_keeps_ages_hot_flags_and_temperature(ram):
     assert remapctl("check", s.under, check=False).returncode == 0
 
 
+def _segments(dev, info, slot):
+    """(seq, valid, flags) of every segment in checkpoint slot @slot's
+    segment table (struct dmr_disk_segment)."""
+    lay = ckpt_layout(int(info["logical_blocks"]), int(info["nr_segments"]))
+    base = int(info["ckpt_offset"]) + slot * int(info["ckpt_slot_blocks"])
+    raw = read_blocks_direct(dev, base + lay["segtab_offset"], lay["segtab_blocks"])
+    return [struct.unpack_from("<QII", raw, 16 * i) for i in range(int(info["nr_segments"]))]
+
+
+def test_write_heat_seeded_from_hot_flags_at_load(ram):
+    """Issue 41, goal 4: a write goes to the hot head once its block's
+    write heat (2 bits per logical block, in memory only) has counted three
+    short-lived copies: after two writes of every block of a region no
+    block is in a hot segment, after six most are.  A load seeds the heat
+    from the segments' hot flags, which checkpoints keep (dmr_heat_seed()),
+    so a block that was hot goes on to the hot head at its first write
+    after a reload; started at 0, that pass of one write per block would
+    move every block to a cold segment."""
+    s = Stack(ram, ["--segment-size", "256K"])
+    region = s.n * 512 // 10 // (1 << 20) << 20
+    blocks = region // 4096
+
+    def passes(loops):
+        """@loops writes of each block of the region, in random order, then
+        a checkpoint: the blocks its segment table has in hot segments."""
+        run(["fio", "--name=heat", f"--filename={s.top}", "--rw=randwrite",
+             "--bs=4k", "--direct=1", "--ioengine=psync", f"--size={region}",
+             f"--loops={loops}", "--randrepeat=0", "--end_fsync=1"])
+        run(["dmsetup", "message", DM_PREFIX + "top", "0", "checkpoint"])
+        info = dump(s.under)
+        segs = _segments(s.under, info, _newest(info)["slot"])
+        assert sum(v for _, v, f in segs if f & 1) == blocks
+        return sum(v for _, v, f in segs if f & 3 == 3)
+
+    # a first write and one short-lived copy: heat 1, cold (one judgement
+    # per write, as before the heat, sent the second writes hot)
+    assert passes(2) == 0
+    # four more: most of the region ends in hot segments (a block is cold
+    # again after a copy judged long-lived)
+    assert passes(4) >= 0.6 * blocks, blocks
+    dm_remove("top")
+    s.create()
+    assert passes(1) >= 0.6 * blocks, blocks
+    dm_remove("top")
+    assert remapctl("check", s.under, check=False).returncode == 0
+
+
 # ------------------------------------------------------------------
 # items 12 and 13: what GC does with a victim it cannot trust or read
 
