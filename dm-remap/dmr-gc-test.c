@@ -1583,6 +1583,29 @@ static void dmr_gct_temp_heat(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, dmr_heat_bytes(8), 2ULL);
 }
 
+/* dmr_large_split(): the whole segment-aligned ranges of a write */
+static void dmr_gct_large_split(struct kunit *test)
+{
+	const u64 big = (1ULL << 40) * 256;	/* a block number past 32 bits */
+	u64 first = 7;
+
+	KUNIT_EXPECT_EQ(test, dmr_large_split(0, 256, 256, &first), 256ULL);
+	KUNIT_EXPECT_EQ(test, first, 0ULL);
+	/* one block off: no whole segment */
+	KUNIT_EXPECT_EQ(test, dmr_large_split(1, 256, 256, &first), 0ULL);
+	KUNIT_EXPECT_EQ(test, dmr_large_split(0, 255, 256, &first), 0ULL);
+	/* the whole one inside, its ends left to the small heads */
+	KUNIT_EXPECT_EQ(test, dmr_large_split(1, 512, 256, &first), 256ULL);
+	KUNIT_EXPECT_EQ(test, first, 256ULL);
+	KUNIT_EXPECT_EQ(test, dmr_large_split(200, 1000, 256, &first), 768ULL);
+	KUNIT_EXPECT_EQ(test, first, 256ULL);
+	KUNIT_EXPECT_EQ(test, dmr_large_split(big + 3, 4 * 256, 256, &first), 3 * 256ULL);
+	KUNIT_EXPECT_EQ(test, first, big + 256);
+	/* a segment of 2048 blocks (8 MiB) */
+	KUNIT_EXPECT_EQ(test, dmr_large_split(2048, 4096, 2048, &first), 4096ULL);
+	KUNIT_EXPECT_EQ(test, dmr_large_split(0, 0, 256, &first), 0ULL);
+}
+
 /*
  * dmr_heat_seed() after a load: a block in a segment a hot head opened
  * starts hot, every other block (cold segment, unmapped, a page never
@@ -2835,6 +2858,7 @@ static struct kunit_case dmr_gct_cases[] = {
 	KUNIT_CASE(dmr_gct_victim_after_recovery),
 	KUNIT_CASE(dmr_gct_temp_heat),
 	KUNIT_CASE(dmr_gct_heat_seed),
+	KUNIT_CASE(dmr_gct_large_split),
 	KUNIT_CASE(dmr_gct_victim_matches_scan),
 	KUNIT_CASE(dmr_gct_collectable_counts_summaries),
 	KUNIT_CASE(dmr_gct_high_max),

@@ -557,6 +557,30 @@ unsigned int dmr_temp_classify(struct dmr_temp *t, struct dmr_map *m, u64 lba,
 }
 
 /**
+ * dmr_large_split() - the whole segments of a write
+ * @lba: its first logical block
+ * @nr: its blocks
+ * @seg_blocks: blocks per segment
+ * @first: set to the first block of the part returned
+ *
+ * Issue 41's goal 1: the part of a write that covers whole
+ * segment-aligned ranges of logical blocks may take segments of its own,
+ * written whole, so that overwriting it empties them whole and GC never
+ * moves it.  Only tools/remap-sim --large-head places writes by it so far
+ * (the format has no segment without a summary block).
+ *
+ * Return: the blocks of that part, a multiple of @seg_blocks (0: none).
+ */
+u64 dmr_large_split(u64 lba, u64 nr, u32 seg_blocks, u64 *first)
+{
+	u64 start = div64_u64(lba + seg_blocks - 1, seg_blocks) * seg_blocks;
+	u64 end = div64_u64(lba + nr, seg_blocks) * seg_blocks;
+
+	*first = start;
+	return end > start ? end - start : 0;
+}
+
+/**
  * dmr_heat_seed() - the write heat of one map page's blocks after a load
  * @m: the map, with write heat (@m->heat)
  * @p: a map page (absent: its blocks are unmapped)

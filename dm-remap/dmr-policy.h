@@ -124,6 +124,7 @@ struct dmr_temp {
 unsigned int dmr_temp_classify(struct dmr_temp *t, struct dmr_map *m, u64 lba,
 			       u64 old_entry, u64 now_seq);
 void dmr_heat_seed(struct dmr_map *m, u64 p);
+u64 dmr_large_split(u64 lba, u64 nr, u32 seg_blocks, u64 *first);
 unsigned int dmr_gc_head(const struct dmr_map *m, const struct dmr_seg *victim,
 			 u64 now_seq, const struct dmr_temp *t);
 

@@ -8,8 +8,9 @@
  *             [--gc-low N] [--gc-high N] [--gc-params R,L,H,B] [--check N] [--wide]
  *             [--json] [--verbose]
  *
- * W is uniform, hot80, hot95, shift80, cold70, seq or trace:FILE; every workload runs at
- * every over-provisioning given, one run each.
+ * W is uniform, hot80, hot95, shift80, cold70, seq, large, mix50, mix50s or
+ * trace:FILE; every workload runs at every over-provisioning given, one
+ * run each.
  *
  * The map, the segment table and every GC decision are the module's own
  * pure code, built from ../dm-remap/ (dmr-map.c, dmr-policy.c, dmr-writer.c,
@@ -94,7 +95,11 @@ static void usage(void)
 	       "  --segments N           or: number of segments (default 4096)\n"
 	       "  --segment-blocks S     blocks (4 KiB) per segment (default 256)\n"
 	       "  --op PCT[,PCT...]      over-provisioning percent (default 10)\n"
-	       "  --workload W[,W...]    uniform, hot80, hot95, shift80, cold70, seq or\n"
+	       "  --workload W[,W...]    uniform, hot80, hot95, shift80, cold70, seq,\n"
+	       "                         large (a segment's blocks at random aligned\n"
+	       "                         places), mix50 (half the bytes large and\n"
+	       "                         sequential, half 4 KiB random), mix50s (the\n"
+	       "                         same, each in a half of the space) or\n"
 	       "                         trace:FILE (default uniform); shift80: 80/20 whose\n"
 	       "                         hot fifth moves every 2 capacities\n"
 	       "  --warmup K|auto        logical capacities written before measuring\n"
@@ -122,6 +127,11 @@ static void usage(void)
 	       "  --oracle               what-if: user writes go to the hot head by the\n"
 	       "                         workload's own hot set (hot80, hot95, shift80):\n"
 	       "                         what a perfect classifier would do\n"
+	       "  --large-head           what-if (issue 41, goal 1): the whole segments\n"
+	       "                         of a write (dmr_large_split()) each take a\n"
+	       "                         segment of their own, written whole with no\n"
+	       "                         summary in it (its extent in a small head's\n"
+	       "                         summary: not in format 3)\n"
 	       "  --block-birth          what-if: GC knows when users wrote each block,\n"
 	       "                         and sends a hot victim's blocks older than twice\n"
 	       "                         the temperature estimate to the cold GC head (a\n"
@@ -349,6 +359,7 @@ struct sim_counters {
 	u64 ckpt_blocks;	/* blocks they wrote (map, CRC and segment tables, header) */
 	u64 throttled;		/* user reservations that had to wait */
 	u64 hot;		/* user requests to the hot head */
+	u64 extents;		/* --large-head: segments written whole by users */
 	u64 free_sum;		/* free segments, summed after each request */
 	u64 prefree_sum;	/* prefree segments, likewise */
 	u64 idle_sum;		/* segments holding no data, summed at each collection */
@@ -403,6 +414,7 @@ struct sim {
 	u64 fill_left;		/* how many */
 	bool exact_cb;		/* --exact-cb */
 	bool block_birth;	/* --block-birth */
+	bool large_head;	/* --large-head */
 	u64 oracle_hot;		/* --oracle: the hot set's blocks (0: no oracle) */
 	const u64 *oracle_base;	/* and where it starts (shift80's moves) */
 	u32 birth_group;	/* --birth-group: blocks per birth record, 0 a unit */
@@ -1004,8 +1016,91 @@ static int gc_run(struct sim *s, bool urgent)
 	return gc_act(s, urgent);
 }
 
+/*
+ * A user block written to @pba (the unit, if any, is the caller's): the
+ * map, the reverse map, --warmup auto's record of blocks not written since
+ * the fill, and --block-birth's time (@seq, its unit's).
+ */
+static void user_block(struct sim *s, u64 lba, u32 pba, u64 seq)
+{
+	if (s->filled && s->filled[lba >> 3] & 1 << (lba & 7)) {
+		s->filled[lba >> 3] &= ~(1 << (lba & 7));
+		s->fill_left--;
+	}
+	map_ready(s, lba, true);
+	dmr_map_set(&s->m, lba, pba);
+	s->rev[pba] = lba;
+	if (s->blk_birth)
+		s->blk_birth[pba] = seq;
+}
+
+/*
+ * --large-head, a what-if for issue 41's goal 1 (not in format 3): the
+ * whole segments of a write (dmr_large_split()) each take a free segment
+ * of their own, written whole and sealed at once, with no summary block
+ * in it: the write's extent (its first block, its length and the segment,
+ * 16 bytes) goes into the next summary of a small-write head, where format
+ * 3 has no room for it.  Overwritten whole, the segment is emptied whole
+ * and GC never moves it.  One segment: @lba is segment-aligned.
+ */
+static void large_write(struct sim *s, u64 lba)
+{
+	u32 seg_blocks = s->m.seg_blocks, seg, i, pba;
+	bool waited = false;
+
+	while (!dmr_head_may_alloc(&s->p, DMR_HEAD_COLD, s->m.nr_free)) {
+		if (!waited)
+			s->c.throttled++;
+		waited = true;
+		if (gc_run(s, true) < 0)
+			sim_fail(s, "no space can be freed for a large write (GC stuck)");
+	}
+	seg = dmr_seg_alloc(&s->m);
+	if (seg == DMR_NO_SEGMENT)
+		sim_fail(s, "no free segment for a large write");
+	dmr_seg_open(&s->m, seg, ++s->seq);
+	dmr_seg_set_head(&s->m.segs[seg], DMR_HEAD_COLD);
+	s->owner[seg] = DMR_HEAD_COLD;
+	pba = seg * seg_blocks;
+	for (i = 0; i < seg_blocks; i++)
+		user_block(s, lba + i, pba + i, s->seq);
+	dmr_seg_seal(&s->m, seg);
+	s->c.user += seg_blocks;
+	s->c.extents++;
+}
+
+static void small_write(struct sim *s, u64 lba, u32 nr);
+
 /* dmr_do_write() for one request, then dmr_gc_background() */
 static void user_write(struct sim *s, u64 lba, u32 nr)
+{
+	u64 first, big = s->large_head ? dmr_large_split(lba, nr, s->m.seg_blocks, &first) : 0;
+	u64 i;
+
+	if (!big) {
+		small_write(s, lba, nr);
+	} else {
+		if (first > lba)
+			small_write(s, lba, first - lba);
+		for (i = 0; i < big; i += s->m.seg_blocks) {
+			if (i && gc_run(s, false) < 0)
+				sim_fail(s, "background GC stuck");
+			large_write(s, first + i);
+		}
+		if (first + big < lba + nr)
+			small_write(s, first + big, lba + nr - first - big);
+	}
+	if (gc_run(s, false) < 0)
+		sim_fail(s, "background GC stuck");
+	map_cache_trim(s);
+	if (s->m.nr_pages > s->map_pages_max)
+		s->map_pages_max = s->m.nr_pages;
+	s->c.free_sum += s->m.nr_free;
+	s->c.prefree_sum += s->m.nr_prefree;
+}
+
+/* A write through the log heads (a large one's ends with --large-head). */
+static void small_write(struct sim *s, u64 lba, u32 nr)
 {
 	u32 seg_blocks = s->m.seg_blocks;
 	unsigned int hid;
@@ -1025,16 +1120,8 @@ static void user_write(struct sim *s, u64 lba, u32 nr)
 
 		pba = h->seg * seg_blocks + h->wp;
 		for (i = 0; i < n; i++) {
-			if (s->filled && s->filled[(lba + i) >> 3] & 1 << ((lba + i) & 7)) {
-				s->filled[(lba + i) >> 3] &= ~(1 << ((lba + i) & 7));
-				s->fill_left--;
-			}
-			map_ready(s, lba + i, true);
-			dmr_map_set(&s->m, lba + i, pba + i);
+			user_block(s, lba + i, pba + i, s->seq + 1);
 			h->unit.lba[h->unit.nr_blocks++] = lba + i;
-			s->rev[pba + i] = lba + i;
-			if (s->blk_birth)
-				s->blk_birth[pba + i] = s->seq + 1;
 		}
 		h->wp += n;
 		lba += n;
@@ -1043,13 +1130,6 @@ static void user_write(struct sim *s, u64 lba, u32 nr)
 	}
 	if (dmr_seal_after_write(h->unit_open, h->wp, seg_blocks))
 		seal(s, h, false);
-	if (gc_run(s, false) < 0)
-		sim_fail(s, "background GC stuck");
-	map_cache_trim(s);
-	if (s->m.nr_pages > s->map_pages_max)
-		s->map_pages_max = s->m.nr_pages;
-	s->c.free_sum += s->m.nr_free;
-	s->c.prefree_sum += s->m.nr_prefree;
 }
 
 /*
@@ -1089,7 +1169,8 @@ static void sim_check(struct sim *s)
 
 /* ---- workloads ---- */
 
-enum wl_kind { WL_UNIFORM, WL_HOT80, WL_HOT95, WL_COLD70, WL_SEQ, WL_TRACE, WL_SHIFT80 };
+enum wl_kind { WL_UNIFORM, WL_HOT80, WL_HOT95, WL_COLD70, WL_SEQ, WL_TRACE, WL_SHIFT80,
+	       WL_LARGE, WL_MIX50, WL_MIX50S };
 
 /* shift80: the hot fifth moves to a random place every this many capacities */
 #define SIM_SHIFT_CAPACITIES	2
@@ -1104,6 +1185,17 @@ struct workload {
 	unsigned int nr_pending;
 	u64 hot_base;		/* shift80: first block of the hot set */
 	u64 shift_left;		/* shift80: writes before it moves */
+	u32 seg_blocks;		/* large, mix50: blocks of a large write */
+};
+
+/* --workload's names (trace:FILE apart) */
+static const struct {
+	const char *name;
+	enum wl_kind kind;
+} wl_names[] = {
+	{ "uniform", WL_UNIFORM }, { "hot80", WL_HOT80 }, { "shift80", WL_SHIFT80 },
+	{ "hot95", WL_HOT95 }, { "cold70", WL_COLD70 }, { "seq", WL_SEQ },
+	{ "large", WL_LARGE }, { "mix50", WL_MIX50 }, { "mix50s", WL_MIX50S },
 };
 
 /* Next request, cut to the logical capacity (offsets wrap). */
@@ -1152,6 +1244,31 @@ static struct req wl_next(struct workload *w, u64 nr_logical)
 	case WL_SEQ:
 		r.lba = w->seq_lba;
 		w->seq_lba = (w->seq_lba + 1) % nr_logical;
+		break;
+	case WL_LARGE:
+		/* a segment's blocks at a random segment-aligned place */
+		r.nr = w->seg_blocks;
+		r.lba = rng_below(nr_logical / w->seg_blocks) * w->seg_blocks;
+		break;
+	case WL_MIX50:
+	case WL_MIX50S:
+		/*
+		 * half the bytes large sequential writes of a segment's blocks,
+		 * segment-aligned, half 4 KiB random: both through the whole
+		 * logical space (mix50), or the large ones through its second
+		 * half and the small ones in its first (mix50s)
+		 */
+		hot = w->kind == WL_MIX50 ? 0 :
+		      nr_logical / 2 / w->seg_blocks * w->seg_blocks;
+		if (rng_below(w->seg_blocks + 1)) {
+			r.lba = rng_below(hot ? hot : nr_logical);
+			break;
+		}
+		r.nr = w->seg_blocks;
+		if (w->seq_lba < hot || w->seq_lba + w->seg_blocks > nr_logical)
+			w->seq_lba = hot;
+		r.lba = w->seq_lba;
+		w->seq_lba += w->seg_blocks;
 		break;
 	case WL_TRACE:
 		r = w->trace.r[w->pos];
@@ -1248,6 +1365,7 @@ struct config {
 	bool block_birth;
 	bool no_heat;		/* --no-heat */
 	bool oracle;		/* --oracle */
+	bool large_head;	/* --large-head */
 	u32 birth_group;
 	u32 map_cache;		/* --map-cache: percent of the map's pages, 0: all */
 	bool gc_bitmap;		/* --gc-bitmap */
@@ -1457,6 +1575,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	s->single = cfg->single;
 	s->exact_cb = cfg->exact_cb;
 	s->block_birth = cfg->block_birth;
+	s->large_head = cfg->large_head;
 	if (cfg->oracle) {
 		if (w->kind != WL_HOT80 && w->kind != WL_HOT95 && w->kind != WL_SHIFT80)
 			usage_error("--oracle: workload '%s' has no hot set (hot80, hot95, shift80)",
@@ -1499,6 +1618,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	rng_state = cfg->seed;
 	w->pos = 0;
 	w->seq_lba = 0;
+	w->seg_blocks = geo.segment_blocks;
 	w->nr_pending = 0;
 
 	/* the heads start on free segments, as after format */
@@ -1545,6 +1665,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	d.user = written;
 	d.moved = s->c.moved - c0.moved;
 	d.summaries = s->c.summaries - c0.summaries;
+	d.extents = s->c.extents - c0.extents;
 	d.gc_runs = s->c.gc_runs - c0.gc_runs;
 	d.gc_urgent = s->c.gc_urgent - c0.gc_urgent;
 	d.ckpts = s->c.ckpts - c0.ckpts;
@@ -1569,8 +1690,9 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	getrusage(RUSAGE_SELF, &ru);
 	idle = d.gc_runs ? (double)d.idle_sum / d.gc_runs : 0;
 	waf = (double)(d.user + d.moved) / d.user;
-	wafs = (double)(d.user + d.moved + d.summaries) / d.user;
-	wafa = (double)(d.user + d.moved + d.summaries + d.ckpt_blocks) / d.user;
+	/* --large-head: an extent record is 16 bytes of a small head's summary */
+	wafs = (d.user + d.moved + d.summaries + d.extents * 16.0 / DMR_BLOCK_SIZE) / d.user;
+	wafa = wafs + (double)d.ckpt_blocks / d.user;
 	if (w->kind == WL_UNIFORM) {
 		/* data blocks a segment holds, summaries taken out */
 		double per_seg = geo.segment_blocks * (double)(d.user + d.moved) /
@@ -1611,6 +1733,8 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		if (eff)
 			printf(", \"analytic_eff\": %.4f", eff);
 		printf(", \"warmup\": %.3f, \"heat\": %s", warm, s->m.heat ? "true" : "false");
+		if (cfg->large_head)
+			printf(", \"large_head\": true, \"extents\": %" PRIu64, d.extents);
 		if (cfg->oracle)
 			printf(", \"oracle\": true");
 		if (cfg->block_birth)
@@ -1669,6 +1793,8 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		if (eff)
 			printf(" analytic_eff=%.3f", eff);
 		printf(" warmup=%.3f heat=%s", warm, s->m.heat ? "yes" : "no");
+		if (cfg->large_head)
+			printf(" large_head=yes extents=%" PRIu64, d.extents);
 		if (cfg->oracle)
 			printf(" oracle=yes");
 		if (cfg->block_birth)
@@ -1799,6 +1925,7 @@ int main(int argc, char **argv)
 		{ "block-birth", no_argument, NULL, 'B' },
 		{ "no-heat", no_argument, NULL, 'Q' },
 		{ "oracle", no_argument, NULL, 'O' },
+		{ "large-head", no_argument, NULL, 'E' },
 		{ "birth-group", required_argument, NULL, 'G' },
 		{ "map-cache", required_argument, NULL, 'M' },
 		{ "gc-bitmap", no_argument, NULL, 'b' },
@@ -1868,6 +1995,9 @@ int main(int argc, char **argv)
 			break;
 		case 'O':
 			cfg.oracle = true;
+			break;
+		case 'E':
+			cfg.large_head = true;
 			break;
 		case 'G':
 			cfg.block_birth = true;
@@ -1951,24 +2081,19 @@ int main(int argc, char **argv)
 				   DMR_MAX_OVERPROVISION);
 	nwl = split_list(wlbuf, wls, "--workload");
 	for (i = 0; i < nwl; i++) {
+		size_t k;
+
 		w[i].name = wls[i];
-		if (!strcmp(wls[i], "uniform"))
-			w[i].kind = WL_UNIFORM;
-		else if (!strcmp(wls[i], "hot80"))
-			w[i].kind = WL_HOT80;
-		else if (!strcmp(wls[i], "shift80"))
-			w[i].kind = WL_SHIFT80;
-		else if (!strcmp(wls[i], "hot95"))
-			w[i].kind = WL_HOT95;
-		else if (!strcmp(wls[i], "cold70"))
-			w[i].kind = WL_COLD70;
-		else if (!strcmp(wls[i], "seq"))
-			w[i].kind = WL_SEQ;
-		else if (!strncmp(wls[i], "trace:", 6) && wls[i][6]) {
+		for (k = 0; k < ARRAY_SIZE(wl_names); k++)
+			if (!strcmp(wls[i], wl_names[k].name))
+				break;
+		if (k < ARRAY_SIZE(wl_names)) {
+			w[i].kind = wl_names[k].kind;
+		} else if (!strncmp(wls[i], "trace:", 6) && wls[i][6]) {
 			w[i].kind = WL_TRACE;
 			trace_load(wls[i] + 6, &w[i].trace);
 		} else {
-			usage_error("--workload: unknown workload '%s' (uniform, hot80, hot95, shift80, cold70, seq, trace:FILE)",
+			usage_error("--workload: unknown workload '%s' (uniform, hot80, hot95, shift80, cold70, seq, large, mix50, mix50s, trace:FILE)",
 				    wls[i]);
 		}
 	}

@@ -818,8 +818,9 @@ static void dump_ckpts(struct device *d, const struct dmr_sb *sb)
 		printf("ckpt%d=%s\n", i, dmr_log_strerror(st[i]));
 		if (st[i] != DMR_LOG_OK)
 			continue;
-		printf("ckpt%d_seq=%" PRIu64 "\nckpt%d_clean=%d\n", i, (uint64_t)c[i].seq,
-		       i, !!(c[i].flags & DMR_CKPT_CLEAN));
+		printf("ckpt%d_seq=%" PRIu64 "\nckpt%d_clean=%d\nckpt%d_twin=%d\n", i,
+		       (uint64_t)c[i].seq, i, !!(c[i].flags & DMR_CKPT_CLEAN), i,
+		       !!(c[i].flags & DMR_CKPT_TWIN));
 		printf("ckpt%d_log_seq=%" PRIu64 "\n", i, (uint64_t)c[i].log_seq);
 		for (h = 0; h < DMR_NR_HEADS; h++) {
 			const struct dmr_log_pos *p = &c[i].heads[h];

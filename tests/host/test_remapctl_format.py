@@ -164,7 +164,7 @@ def test_dump_checkpoint_lines(img):
     d = kv(p.stdout)
     base = int(d["ckpt_offset"])
     assert d["ckpt0"] == "ok"
-    assert d["ckpt0_seq"] == "1" and d["ckpt0_clean"] == "1"
+    assert d["ckpt0_seq"] == "1" and d["ckpt0_clean"] == "1" and d["ckpt0_twin"] == "0"
     assert d["ckpt0_log_seq"] == "0"
     for h in range(NR_HEADS):   # head h starts at block 0 of segment h
         assert d[f"ckpt0_head{h}_segment"] == str(h)
@@ -181,7 +181,7 @@ def test_dump_checkpoint_lines(img):
     assert not any(k.startswith("ckpt1_") for k in d)
     assert d["newest_ckpt"] == "0"
     assert keys[len(OLD_KEYS):] == (
-        ["ckpt0", "ckpt0_seq", "ckpt0_clean", "ckpt0_log_seq"]
+        ["ckpt0", "ckpt0_seq", "ckpt0_clean", "ckpt0_twin", "ckpt0_log_seq"]
         + [f"ckpt0_head{h}_{f}" for h in range(NR_HEADS)
            for f in ("segment", "offset", "next")]
         + ["ckpt0_user_blocks", "ckpt0_log_blocks", "ckpt0_gc_moved",

@@ -362,6 +362,9 @@ def test_replay_every_write_of_a_clean_shutdown(ram, ram2):
         assert chk.returncode == 0, chk.stdout + chk.stderr
         assert "twin of the other slot" in chk.stdout, chk.stdout
         assert kv["ckpt0_clean"] == kv["ckpt1_clean"] == "1", kv
+        # remapctl dump names it too: the newer slot is the twin, the older not
+        newer = kv["newest_ckpt"]
+        assert kv[f"ckpt{newer}_twin"] == "1" and kv[f"ckpt{1 - int(newer)}_twin"] == "0", kv
     finally:
         cleanup_dm()
         Ram.used -= 2
