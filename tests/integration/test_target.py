@@ -92,15 +92,17 @@ def test_status_fields_and_messages(ram):
     # segment (its entry with its birth and the two list links, and its
     # readers), a list head per valid count and per prefree and free list
     # (4 bytes each), 5 per map block, eight segment buffers, the 256 KiB
-    # checkpoint buffer and 16 bytes per block of the checkpoint's CRC and
-    # segment tables (a hash of each, for each slot)
+    # checkpoint buffer, 16 bytes per block of the checkpoint's CRC and
+    # segment tables (a hash of each, for each slot) and the write heat (2
+    # bits per logical block: no map_cache)
     lg, segs = f["logical_blocks"], f["segments"]
     seg_blocks = f["segment_sectors"] // 8
     map_blocks = -(-lg // 1024)
     fresh = (8 * -(-lg // 1024) + 52 * segs + 4 * (seg_blocks + 1 + 3 + 1)
              + 5 * -(-lg // 1024)
              + 8 * f["segment_sectors"] * 512 + 64 * BLOCK
-             + 16 * (-(-map_blocks * 4 // BLOCK) + -(-segs * 16 // BLOCK)))
+             + 16 * (-(-map_blocks * 4 // BLOCK) + -(-segs * 16 // BLOCK))
+             + -(-lg // 4))
     assert f["map_memory"] == fresh
     assert f["sb_copies_ok"] == 2 and f["first_error"] == 0
     run(["dd", "if=/dev/urandom", f"of={dm_path('st')}", "bs=64k", "count=4",
