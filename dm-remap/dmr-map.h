@@ -246,7 +246,8 @@ bool dmr_age_clock_valid(const struct dmr_age_clock *c);
  *	blocks a byte): how many of its recent writes dmr_temp_classify()
  *	judged short-lived, net of the others; NULL when the map is paged
  *	(table option map_cache: memory stays within the cache) or the
- *	caller keeps none.  In memory only: a load starts every block at 0.
+ *	caller keeps none.  In memory only: a load seeds it from the
+ *	segments' hot flags (dmr_heat_seed(), a pass over the map).
  *	Only the thread that writes (the module's worker) reads or changes
  *	it, in dmr_temp_classify(): no lock
  *
