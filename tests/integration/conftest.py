@@ -6,6 +6,7 @@ with dm-remap.ko already loaded.  They create ramdisks (brd), loop devices,
 md arrays and dm devices and remove them again.  Every test also fails if
 the kernel logged a warning, oops or BUG while it ran.
 """
+import contextlib
 import os
 import re
 import subprocess
@@ -258,6 +259,25 @@ def resum_sb(block):
 def settle():
     run(["udevadm", "settle"], check=False)
     time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def udev_paused():
+    """udevd runs no event inside: for a test that needs to know which
+    blocks of a device were read.  udevd probes a device after each
+    close of a descriptor that wrote it (its inotify watch), and blkid
+    reads more than the first blocks (LUKS2's second header is looked
+    for up to 4 MiB in).  `udevadm settle` only waits for the events
+    queued already: under load the close's event may be queued after it
+    returns and probe the device a second later.  Here events queue but
+    run only at the end."""
+    settle()
+    run(["udevadm", "control", "--stop-exec-queue"])
+    try:
+        yield
+    finally:
+        run(["udevadm", "control", "--start-exec-queue"])
+        settle()
 
 
 # ------------------------------------------------------------------
