@@ -127,6 +127,7 @@ static void dmr_clear_stats(struct dmr_stats *s)
 	atomic64_set(&s->map_forced, 0);
 	atomic64_set(&s->inline_writes, 0);
 	atomic64_set(&s->ckpt_table_blocks, 0);
+	atomic64_set(&s->read_splits, 0);
 }
 
 /* GC watermarks: the defaults for the device, or the table's. */
@@ -573,7 +574,7 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 		       (long long)atomic64_read(&rc->stats.device_flushes),
 		       (long long)atomic64_read(&rc->stats.zero_copy_blocks),
 		       (long long)atomic64_read(&rc->stats.zero_copy_recopied));
-		DMEMIT(" %lld %lld %lld %lld %lld %llu %lld %lld",
+		DMEMIT(" %lld %lld %lld %lld %lld %llu %lld %lld %lld",
 		       (long long)atomic64_read(&rc->stats.gc_read_errors),
 		       (long long)atomic64_read(&rc->stats.gc_unverified),
 		       (long long)atomic64_read(&rc->stats.map_misses),
@@ -581,7 +582,8 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 		       (long long)atomic64_read(&rc->stats.map_forced),
 		       (unsigned long long)READ_ONCE(rc->map.nr_pages_peak),
 		       (long long)atomic64_read(&rc->stats.inline_writes),
-		       (long long)atomic64_read(&rc->stats.ckpt_table_blocks));
+		       (long long)atomic64_read(&rc->stats.ckpt_table_blocks),
+		       (long long)atomic64_read(&rc->stats.read_splits));
 		break;
 	case STATUSTYPE_TABLE:
 		/* the watermarks in use: the messages may have changed them */

@@ -119,6 +119,7 @@ struct dmr_stats {
 	atomic64_t map_forced;		/* checkpoints written to clean pages */
 	atomic64_t inline_writes;	/* writes handled by their submitter */
 	atomic64_t ckpt_table_blocks;	/* CRC and segment table blocks written */
+	atomic64_t read_splits;		/* read pieces past a read's first (scatter) */
 };
 
 /**

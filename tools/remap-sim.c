@@ -132,6 +132,13 @@ static void usage(void)
 	       "                         segment of their own, written whole with no\n"
 	       "                         summary in it (its extent in a small head's\n"
 	       "                         summary: not in format 3)\n"
+	       "  --gc-sort              what-if (issue 41, goal 2): GC moves a victim's\n"
+	       "                         valid blocks in logical order\n"
+	       "  --defrag K[,N]         what-if (issue 41, goal 2): after the measured\n"
+	       "                         writes, idle, the 1 MiB ranges read in more than\n"
+	       "                         N I/Os [4] are rewritten in logical order through\n"
+	       "                         the cold GC head, up to K capacities; the 1 MiB\n"
+	       "                         reads' I/Os before and after, and GC's moves\n"
 	       "  --block-birth          what-if: GC knows when users wrote each block,\n"
 	       "                         and sends a hot victim's blocks older than twice\n"
 	       "                         the temperature estimate to the cold GC head (a\n"
@@ -373,6 +380,7 @@ struct sim_counters {
 	u64 map_forced;		/* checkpoints written to make room in it */
 	u64 map_evicted;	/* pages taken out of memory (dmr_map_evict()) */
 	u64 map_copied;		/* blocks of pages out copied slot to slot */
+	u64 defrag;		/* --defrag: blocks rewritten in logical order */
 };
 
 /* Per head, for --verbose: what GC found in the segments it wrote. */
@@ -397,6 +405,7 @@ struct sim {
 	u64 map_pages_max;	/* --map-cache: most map pages in memory after a request */
 	u32 **pages;
 	u32 *rev;		/* per data-area block: lba written there */
+	u64 *live;		/* --gc-sort: a victim's valid blocks, lba << 32 | pba */
 	u64 *blk_birth;		/* --block-birth: per data-area block, its user write */
 	u8 *owner;		/* per segment: the head that last filled it */
 	struct sim_head_stats hs[DMR_NR_HEADS];
@@ -415,6 +424,7 @@ struct sim {
 	bool exact_cb;		/* --exact-cb */
 	bool block_birth;	/* --block-birth */
 	bool large_head;	/* --large-head */
+	bool gc_sort;		/* --gc-sort */
 	u64 oracle_hot;		/* --oracle: the hot set's blocks (0: no oracle) */
 	const u64 *oracle_base;	/* and where it starts (shift80's moves) */
 	u32 birth_group;	/* --birth-group: blocks per birth record, 0 a unit */
@@ -827,12 +837,23 @@ static unsigned int block_head(struct sim *s, unsigned int hid, u32 pba)
 	       DMR_HEAD_GC : DMR_HEAD_GC_HOT;
 }
 
-/* dmr_gc_collect(): move every block the map still points at */
+static int cmp_u64(const void *a, const void *b)
+{
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * dmr_gc_collect(): move every block the map still points at.  --gc-sort,
+ * a what-if for issue 41's goal 2: a victim's valid blocks move in logical
+ * order, not in the order the victim holds them.
+ */
 static void gc_collect(struct sim *s, u32 seg)
 {
 	unsigned int hid = s->single ? DMR_HEAD_HOT :
 			   dmr_gc_head(&s->m, &s->m.segs[seg], s->seq, &s->temp);
-	u32 base = seg * s->m.seg_blocks, i;
+	u32 base = seg * s->m.seg_blocks, i, nr;
 
 	/* free, prefree, and the heads' open and reserved segments */
 	s->c.idle_sum += s->m.nr_free + s->m.nr_prefree + DMR_NR_HEADS;
@@ -854,7 +875,7 @@ static void gc_collect(struct sim *s, u32 seg)
 			__builtin_prefetch(&s->m.dirty[lba >> s->m.page_shift], 1);
 		}
 	}
-	for (i = 0; i < s->m.seg_blocks; i++) {
+	for (i = 0, nr = 0; i < s->m.seg_blocks; i++) {
 		u32 lba = s->rev[base + i];
 
 		if (lba == SIM_NO_LBA)
@@ -866,9 +887,21 @@ static void gc_collect(struct sim *s, u32 seg)
 		 */
 		if (s->gc_bitmap ? flat_entry(s, lba) == base + i + 1 :
 		    map_lookup(s, lba, true) == base + i + 1) {
+			if (s->gc_sort) {	/* moved below, in logical order */
+				s->live[nr++] = (u64)lba << 32 | (base + i);
+				continue;
+			}
 			map_ready(s, lba, s->gc_bitmap);	/* the move changes the map */
 			gc_move(s, block_head(s, hid, base + i), lba, base + i);
 		}
+	}
+	if (nr)
+		qsort(s->live, nr, sizeof(*s->live), cmp_u64);
+	for (i = 0; i < nr; i++) {
+		u32 lba = s->live[i] >> 32, src = (u32)s->live[i];
+
+		map_ready(s, lba, s->gc_bitmap);
+		gc_move(s, block_head(s, hid, src), lba, src);
 	}
 	s->c.gc_runs++;
 	if (s->m.segs[seg].valid)
@@ -1281,6 +1314,126 @@ static struct req wl_next(struct workload *w, u64 nr_logical)
 	return r;
 }
 
+/* ---- reads: issue 41, goal 2 ---- */
+
+/* blocks of the large read measured (1 MiB) */
+#define SIM_READ_BLOCKS	256U
+
+/* The I/Os of 1 MiB reads at every aligned place mapped whole. */
+struct read_runs {
+	u64 reads;		/* places measured */
+	u64 runs;		/* I/Os (runs of consecutive physical blocks) */
+	u64 one;		/* reads served by one I/O */
+	u32 p50, p90, max;	/* I/Os of a read: median, 90th percentile, most */
+};
+
+/* How many I/Os a read of @nr blocks from @lba takes (dmr_map_run()). */
+static u32 runs_of(const struct sim *s, u64 lba, u32 nr)
+{
+	u32 runs = 0, n;
+	u64 first;
+
+	while (nr) {
+		n = dmr_map_run(&s->m, lba, nr, &first);
+		if (first == DMR_UNMAPPED)
+			return 0;	/* not mapped whole */
+		runs++;
+		lba += n;
+		nr -= n;
+	}
+	return runs;
+}
+
+/*
+ * Every 1 MiB-aligned read the map serves whole, as dmr-read.c splits it:
+ * a run of blocks stored consecutively is one I/O.  Not with --map-cache
+ * (pages out).
+ */
+static void read_runs(const struct sim *s, struct read_runs *r)
+{
+	u32 *count = calloc(SIM_READ_BLOCKS + 1, sizeof(*count)), n, k;
+	u64 lba, seen = 0;
+
+	if (!count)
+		die("out of memory");
+	memset(r, 0, sizeof(*r));
+	for (lba = 0; lba + SIM_READ_BLOCKS <= s->m.nr_logical; lba += SIM_READ_BLOCKS) {
+		n = runs_of(s, lba, SIM_READ_BLOCKS);
+		if (!n)
+			continue;
+		count[n]++;
+		r->reads++;
+		r->runs += n;
+		r->one += n == 1;
+	}
+	for (k = 1; k <= SIM_READ_BLOCKS; k++) {
+		if (!count[k])
+			continue;
+		if (seen < r->reads / 2 && seen + count[k] >= r->reads / 2)
+			r->p50 = k;
+		if (seen < r->reads * 9 / 10 && seen + count[k] >= r->reads * 9 / 10)
+			r->p90 = k;
+		seen += count[k];
+		r->max = k;
+	}
+	free(count);
+}
+
+/* read_runs() as output fields named @name_* (none if nothing was read) */
+static void print_reads(const char *name, const struct read_runs *r, bool json)
+{
+	const char *f = json ? ", \"%s_%s\": " : " %s_%s=";
+
+	if (!r->reads)
+		return;
+	printf(f, name, "ios");
+	printf("%.3f", (double)r->runs / r->reads);
+	printf(f, name, "p50");
+	printf("%u", r->p50);
+	printf(f, name, "p90");
+	printf("%u", r->p90);
+	printf(f, name, "max");
+	printf("%u", r->max);
+	printf(f, name, "one");
+	printf("%.4f", (double)r->one / r->reads);
+}
+
+/*
+ * --defrag, a what-if for issue 41's goal 2: with no user writes (idle),
+ * every 1 MiB range read in more than @most I/Os is rewritten
+ * in logical order, its blocks moved to the cold GC head as GC moves them,
+ * background GC running after each block as after each user request,
+ * until @caps capacities were rewritten.  Returns the blocks moved
+ * by GC meanwhile.
+ */
+static u64 defrag(struct sim *s, double caps, u32 most)
+{
+	u64 budget = (u64)(caps * s->m.nr_logical), gc_moved = 0, lba, i, e, m0;
+
+	for (lba = 0; lba + SIM_READ_BLOCKS <= s->m.nr_logical &&
+	     s->c.defrag < budget; lba += SIM_READ_BLOCKS) {
+		if (runs_of(s, lba, SIM_READ_BLOCKS) <= most)
+			continue;
+		for (i = lba; i < lba + SIM_READ_BLOCKS; i++) {
+			/* as a user write: may wait for GC, not take its reserve */
+			head_room(s, DMR_HEAD_GC_HOT, 1, DMR_HEAD_COLD);
+			e = map_lookup(s, i, true);
+			if (e == DMR_UNMAPPED)
+				continue;
+			map_ready(s, i, true);
+			m0 = s->c.moved;
+			gc_move(s, DMR_HEAD_GC_HOT, i, e - 1);
+			s->c.defrag += s->c.moved - m0;
+			s->c.moved = m0;
+			m0 = s->c.moved;
+			if (gc_run(s, false) < 0)
+				sim_fail(s, "background GC stuck");
+			gc_moved += s->c.moved - m0;
+		}
+	}
+	return gc_moved;
+}
+
 /* ---- analytic values ---- */
 
 /* Greedy GC, uniform random writes, spare factor a = physical / logical. */
@@ -1366,6 +1519,9 @@ struct config {
 	bool no_heat;		/* --no-heat */
 	bool oracle;		/* --oracle */
 	bool large_head;	/* --large-head */
+	bool gc_sort;		/* --gc-sort */
+	double defrag;		/* --defrag: capacities of rewrites at most */
+	u32 defrag_runs;	/* --defrag: ranges read in more runs than this */
 	u32 birth_group;
 	u32 map_cache;		/* --map-cache: percent of the map's pages, 0: all */
 	bool gc_bitmap;		/* --gc-bitmap */
@@ -1510,6 +1666,8 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	enum dmr_geo_status st;
 	const char *why;
 	struct sim_counters c0, d;
+	struct read_runs rr = {}, rd = {};
+	u64 dmoved = 0;
 	struct sim *s;
 	u64 lba, written, requests = 0, r0 = 0, mreq, t0, elapsed, scan_ns;
 	double waf, wafs, wafa, ref = 0, idle, eff = 0, warm, left;
@@ -1576,6 +1734,12 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	s->exact_cb = cfg->exact_cb;
 	s->block_birth = cfg->block_birth;
 	s->large_head = cfg->large_head;
+	s->gc_sort = cfg->gc_sort;
+	if (s->gc_sort) {
+		s->live = calloc(geo.segment_blocks, sizeof(*s->live));
+		if (!s->live)
+			die("out of memory");
+	}
 	if (cfg->oracle) {
 		if (w->kind != WL_HOT80 && w->kind != WL_HOT95 && w->kind != WL_SHIFT80)
 			usage_error("--oracle: workload '%s' has no hot set (hot80, hot95, shift80)",
@@ -1708,6 +1872,15 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 		refname = "bound";
 	}
 
+	/* goal 2: 1 MiB reads now, and after --defrag */
+	if (!s->paged) {
+		read_runs(s, &rr);
+		if (cfg->defrag) {
+			dmoved = defrag(s, cfg->defrag, cfg->defrag_runs);
+			sim_check(s);
+			read_runs(s, &rd);
+		}
+	}
 	if (cfg->json) {
 		printf("{\"workload\": \"%s\", \"heads\": \"%s\", \"op\": %u, "
 		       "\"segment_blocks\": %u, \"segments\": %" PRIu64 ", "
@@ -1737,6 +1910,14 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 			printf(", \"large_head\": true, \"extents\": %" PRIu64, d.extents);
 		if (cfg->oracle)
 			printf(", \"oracle\": true");
+		if (cfg->gc_sort)
+			printf(", \"gc_sort\": true");
+		print_reads("read_1m", &rr, true);
+		if (rd.reads)
+			printf(", \"defrag_blocks\": %.4f, \"defrag_gc_moved\": %.4f",
+			       (double)s->c.defrag / geo.logical_blocks,
+			       s->c.defrag ? (double)dmoved / s->c.defrag : 0);
+		print_reads("defrag_read_1m", &rd, true);
 		if (cfg->block_birth)
 			printf(", \"block_birth\": true, \"birth_group\": %u", cfg->birth_group);
 		if (cfg->recover)
@@ -1797,6 +1978,14 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 			printf(" large_head=yes extents=%" PRIu64, d.extents);
 		if (cfg->oracle)
 			printf(" oracle=yes");
+		if (cfg->gc_sort)
+			printf(" gc_sort=yes");
+		print_reads("read_1m", &rr, false);
+		if (rd.reads)
+			printf(" defrag_blocks=%.3f defrag_gc_moved=%.3f",
+			       (double)s->c.defrag / geo.logical_blocks,
+			       s->c.defrag ? (double)dmoved / s->c.defrag : 0);
+		print_reads("defrag_read_1m", &rd, false);
 		if (cfg->block_birth)
 			printf(" block_birth=yes birth_group=%u", cfg->birth_group);
 		if (cfg->settle)
@@ -1855,6 +2044,7 @@ static bool run(const struct config *cfg, u32 op, struct workload *w)
 	}
 	big_free(dirty, dirty_bytes);
 	free(lists);
+	free(s->live);
 	free(s);
 	return true;
 }
@@ -1926,6 +2116,8 @@ int main(int argc, char **argv)
 		{ "no-heat", no_argument, NULL, 'Q' },
 		{ "oracle", no_argument, NULL, 'O' },
 		{ "large-head", no_argument, NULL, 'E' },
+		{ "gc-sort", no_argument, NULL, 'g' },
+		{ "defrag", required_argument, NULL, 'D' },
 		{ "birth-group", required_argument, NULL, 'G' },
 		{ "map-cache", required_argument, NULL, 'M' },
 		{ "gc-bitmap", no_argument, NULL, 'b' },
@@ -1999,6 +2191,19 @@ int main(int argc, char **argv)
 		case 'E':
 			cfg.large_head = true;
 			break;
+		case 'g':
+			cfg.gc_sort = true;
+			break;
+		case 'D': {
+			char *comma = strchr(optarg, ',');
+
+			if (comma)
+				*comma = '\0';
+			cfg.defrag = parse_overwrites("--defrag", optarg);
+			cfg.defrag_runs = comma ? parse_u64("--defrag", comma + 1, 1,
+							    SIM_READ_BLOCKS) : 4;
+			break;
+		}
 		case 'G':
 			cfg.block_birth = true;
 			cfg.birth_group = parse_u64("--birth-group", optarg, 0, 1U << 20);

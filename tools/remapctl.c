@@ -1165,7 +1165,7 @@ static const char *const status_names[] = {
 	"waf_load", "waf_format", "device_flushes", "zero_copy_blocks",
 	"zero_copy_recopied", "gc_read_errors", "gc_unverified", "map_misses",
 	"map_evictions", "map_forced", "map_pages_peak", "inline_writes",
-	"ckpt_table_blocks",
+	"ckpt_table_blocks", "read_splits",
 };
 #define NR_STATUS	ARRAY_SIZE(status_names)
 
@@ -1177,6 +1177,7 @@ enum {
 	ST_FREED, ST_THROTTLED, ST_WAF_LOAD, ST_WAF_FORMAT, ST_DEV_FLUSHES,
 	ST_ZC_BLOCKS, ST_ZC_RECOPIED, ST_GC_READ_ERRORS, ST_GC_UNVERIFIED, ST_MAP_MISSES,
 	ST_MAP_EVICTIONS, ST_MAP_FORCED, ST_MAP_PEAK, ST_INLINE, ST_CKPT_TABLES,
+	ST_READ_SPLITS,
 };
 
 static bool status_is_word(unsigned int i)
@@ -1269,6 +1270,8 @@ static void print_status_human(const char *name, char *const f[NR_STATUS],
 	       "submitter, not queued\n", v[ST_INLINE]);
 	printf("checkpoint tables: %llu blocks written (unchanged blocks are not "
 	       "written again)\n", v[ST_CKPT_TABLES]);
+	printf("read splits:      %llu pieces past a read's first (its blocks not "
+	       "stored one after the other)\n", v[ST_READ_SPLITS]);
 }
 
 static void print_status_json(const char *name, char *const f[NR_STATUS],

@@ -149,6 +149,12 @@ def results(tmp_path, **over):
                          "bw_bytes": iops * bs, "ios": int(iops), "seconds": 1.0}
                     if side == "remap" and op == "write":
                         c["waf"] = 1.25 if bs == 4096 else 3.5
+                    if side == "remap" and op == "read" and bs > 4096:
+                        c["read_splits"] = 200 * c["ios"]       # 201 I/Os a read
+                        c["ios_per_read"] = 201.0
+                    elif side == "remap" and op == "read":
+                        c["read_splits"] = 0
+                        c["ios_per_read"] = 1.0
                     cells[side].append(c)
                     if op == "write":
                         f = 2.0 if side == "bare" else 10.0
@@ -228,6 +234,10 @@ def test_report_table(tmp_path):
     assert re.search(r"^\s+1M\s+3\.50\s+3\.50$", waf, re.M), waf
     assert "formatted again" not in out and "garbage collector" not in out
     assert "*" not in out
+    # reads: 1 + read_splits per read, per cell
+    rd = out.split("dm-remap reads: I/Os per read (1 + status read_splits per read)")[1]
+    assert re.search(r"^\s+4K\s+1\.00\s+1\.00$", rd, re.M), rd
+    assert re.search(r"^\s+1M\s+201\.00\s+201\.00$", rd, re.M), rd
 
 
 def test_report_not_preconditioned(tmp_path):

@@ -466,7 +466,7 @@ MUTATIONS = {
     "dm-remap: a status field renamed": ("content", "dm-remap", _sub(
         "dm-remap", "31. **gc_read_errors**", "31. **gc_read_error**")),
     "dm-remap: the last status field dropped": ("content", "dm-remap", _drop_item(
-        "dm-remap", "38. **ckpt_table_blocks**", "\nMESSAGES\n")),
+        "dm-remap", "39. **read_splits**", "\nMESSAGES\n")),
     "dm-remap: a table argument dropped": ("content", "dm-remap", _sub(
         "dm-remap", "**no_discard_passdown**\n    Do not", "**no_discard**\n    Do not")),
     "dm-remap: a range changed": ("content", "dm-remap", _sub(

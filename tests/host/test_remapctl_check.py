@@ -238,7 +238,7 @@ def test_lost_slot_header(fmt):
 
 STATUS = ("0 1863472 remap write 3 232934 2304 1010 900 123456 456789 77 12 9 0 "
           "1140850688 2 5 -5 background 10 20 6 3 40 9000 38 11 3.700 2.950 60 0 0 2 1 "
-          "31 29 4 290 17 96")
+          "31 29 4 290 17 96 255")
 
 
 def fake_status(tmp_path, line, rc_=0):
@@ -297,6 +297,8 @@ def test_status_human(tmp_path):
            "not queued" in out
     assert "checkpoint tables: 96 blocks written (unchanged blocks are not written " \
            "again)" in out
+    assert "read splits:      255 pieces past a read's first (its blocks not stored " \
+           "one after the other)" in out
     # fields 29 and 30 stay for parsers; the retired zero-copy path is not shown
     assert "zero copy" not in out
 
@@ -325,7 +327,7 @@ def test_status_of_an_older_module_says_which_versions(tmp_path):
     p = status(fake_status(tmp_path, older), "fast")
     assert p.returncode == 1 and p.stdout == "", p.stdout
     assert p.stderr == (f"remapctl: fast: the module's status has 32 fields (its on-disk "
-                        f"format version: 3), this remapctl reads 38 (dm-remap {pkg}, "
+                        f"format version: 3), this remapctl reads 39 (dm-remap {pkg}, "
                         f"on-disk format version {fmt}): an older module; use the remapctl "
                         "of its release, or load this release's module\n"), p.stderr
     p = status(fake_status(tmp_path, "0 100 remap write"), "fast")

@@ -6,8 +6,9 @@ import pytest
 
 from conftest import (BLOCK, DM_PREFIX, STATUS_FIELDS, MNT, Kmsg, dm_create,
                       dm_path, dm_remove, dm_status, dm_table, dump, read_block,
-                      remapctl, resum_sb, run, sectors, status_fields,
+                      remapctl, resum_sb, run, sectors, status_fields, udev_paused,
                       write_block)
+from test_log import _pread, _pwrite, block
 
 
 def formatted(dev, *args):
@@ -69,6 +70,56 @@ def test_writes_are_appended_to_the_log(ram):
     # the summary lists the logical blocks in order
     words = [int.from_bytes(unit[64 + 4 * i:68 + 4 * i], "little") for i in range(4)]
     assert words == [1000, 1001, 1002, 1003]
+
+
+def test_read_splits_count_the_pieces_of_scattered_reads(ram):
+    """Issue 41, goal 2: status field read_splits counts the pieces reads
+    are cut into past their first because their blocks are not stored one
+    after the other.  1 MiB written by one write reads in a few pieces (a
+    summary block between segments); once every other block of it was
+    written again by a 4 KiB write, each of its 256 blocks is a piece of
+    its own: 255 splits exactly, served by the worker while the new
+    blocks' segment is in memory and remapped straight down after, the
+    same count either way.  A read of one block counts nothing.  udev
+    runs nothing meanwhile: its probes read the device too."""
+    info = formatted(ram)
+    n = int(info["logical_sectors"])
+    seg = int(info["segment_blocks"])
+    dm_create("rs", f"0 {n} remap {ram}")
+    dev = dm_path("rs")
+    base, nb = 4096, 256                    # 16 MiB in: past blkid's probes
+    assert (base + nb + 4 * seg) * 8 <= n
+
+    def splits_of(lba, count):
+        before = status_fields("rs")["read_splits"]
+        got = _pread(dev, lba, count)
+        return status_fields("rs")["read_splits"] - before, got
+
+    with udev_paused():
+        _pwrite(dev, base, b"".join(block(base + i, 1) for i in range(nb)), sync=True)
+        # other data after it: its segment is sealed, written and left
+        _pwrite(dev, base + nb, b"".join(block(base + nb + i, 1) for i in range(3 * seg)),
+                sync=True)
+        one, got = splits_of(base, nb)
+        assert got == b"".join(block(base + i, 1) for i in range(nb))
+        # 255 data blocks a segment: 2 pieces; 3 if a unit ended inside
+        assert 1 <= one <= 2, one
+        want = [block(base + i, 2 if i % 2 == 0 else 1) for i in range(nb)]
+        for i in range(0, nb, 2):
+            _pwrite(dev, base + i, want[i])
+        os.sync()
+        d, got = splits_of(base, nb)
+        assert got == b"".join(want)
+        assert d == nb - 1, d
+        _pwrite(dev, base + nb, b"".join(block(base + nb + i, 3) for i in range(3 * seg)),
+                sync=True)
+        d, got = splits_of(base, nb)
+        assert got == b"".join(want) and d == nb - 1, d
+        d, got = splits_of(base + 1, 1)
+        assert got == want[1] and d == 0, d
+        print(f"read_splits of a 1 MiB read: {one} after one write, {nb - 1} after every "
+              "other block was written again")
+    dm_remove("rs")
 
 
 def test_status_fields_and_messages(ram):
