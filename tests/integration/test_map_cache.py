@@ -251,28 +251,32 @@ def test_map_cache_damaged_page_fails_the_read(loop4g):
     s.create("4 map_cache 1 checkpoint_interval 86400")
     lbas = _one_per_page(nb, 0)
     _write_all(s.top, lbas, 1)
-    # two checkpoints: every page out is in both slots, none left to copy
-    for _ in range(2):
-        run(["dmsetup", "message", "dmrt-top", "0", "checkpoint"])
-    st = s.status()
-    assert st["map_evictions"] > 0 and st["mode"] == "write", st
-    # page 100 was written early and not used since: out of memory now
-    # (udev's probes read the device's first and last pages back)
-    victim = 100
-    info = dump(s.under)
-    lay = ckpt_layout(int(info["logical_blocks"]), int(info["nr_segments"]))
-    slot_blocks = int(info["ckpt_slot_blocks"])
-    for slot in (0, 1):
-        blk = int(info["ckpt_offset"]) + slot * slot_blocks + lay["map_offset"] + victim
-        raw = bytearray(read_blocks_direct(s.under, blk))
-        raw[8] ^= 0x01
-        write_blocks_direct(s.under, blk, bytes(raw))
-    p = run(["dd", f"if={s.top}", "of=/dev/null", "bs=4096", f"skip={lbas[victim]}",
-             "count=1", "iflag=direct"], check=False)
-    assert p.returncode != 0 and "Input/output error" in p.stderr, p.stderr
-    after = s.status()
-    assert after["mode"] == "failed" and after["first_error"] == -5, after
-    assert after["map_misses"] == st["map_misses"], (st, after)
+    # from here to the last status no udev probe reads a page back: the
+    # writes' probes are settled first, and a probe that came late would
+    # read pages 0 and 1 back between the two statuses (map_misses)
+    with udev_paused():
+        # two checkpoints: every page out is in both slots, none left to copy
+        for _ in range(2):
+            run(["dmsetup", "message", "dmrt-top", "0", "checkpoint"])
+        st = s.status()
+        assert st["map_evictions"] > 0 and st["mode"] == "write", st
+        # page 100 was written early and not used since: out of memory now
+        # (udev's probes read the device's first and last pages back)
+        victim = 100
+        info = dump(s.under)
+        lay = ckpt_layout(int(info["logical_blocks"]), int(info["nr_segments"]))
+        slot_blocks = int(info["ckpt_slot_blocks"])
+        for slot in (0, 1):
+            blk = int(info["ckpt_offset"]) + slot * slot_blocks + lay["map_offset"] + victim
+            raw = bytearray(read_blocks_direct(s.under, blk))
+            raw[8] ^= 0x01
+            write_blocks_direct(s.under, blk, bytes(raw))
+        p = run(["dd", f"if={s.top}", "of=/dev/null", "bs=4096", f"skip={lbas[victim]}",
+                 "count=1", "iflag=direct"], check=False)
+        assert p.returncode != 0 and "Input/output error" in p.stderr, p.stderr
+        after = s.status()
+        assert after["mode"] == "failed" and after["first_error"] == -5, after
+        assert after["map_misses"] == st["map_misses"], (st, after)
     # the other pages still read (those in memory, and those read back)
     assert _pread(s.top, lbas[-1]) == block(lbas[-1], 1)
 
