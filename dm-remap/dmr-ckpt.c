@@ -583,6 +583,7 @@ static int dmr_replay_step(void *ctx, const struct dmr_log_pos *pos,
 		h->pos = pos[i];
 		h->pos.seq = 0;
 		h->seg_written = h->pos.offset;	/* nothing to write */
+		h->padded = h->pos.offset;
 		h->unit_open = false;
 	}
 	rc->seq = seq;
@@ -625,6 +626,7 @@ static void dmr_heads_restore(struct dmr_target *rc, const struct dmr_log_pos *p
 		h->pos = pos[i];
 		h->pos.seq = 0;
 		h->seg_written = h->pos.offset;
+		h->padded = h->pos.offset;	/* what follows: not known */
 		h->unit_open = false;
 		dmr_seg_set_head(&rc->map.segs[h->pos.segment], i);
 		if (rc->read_only)

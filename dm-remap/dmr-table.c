@@ -91,6 +91,10 @@ static const struct dmr_opt_desc dmr_opts[DMR_OPT_NR] = {
 		.err_range = "map_cache out of range (1 to 1048576 MiB)",
 		.err_dup = "Duplicate optional argument map_cache",
 	},
+	[DMR_OPT_NO_STRIPE_FILL] = {
+		.name = "no_stripe_fill",
+		.err_dup = "Duplicate optional argument no_stripe_fill",
+	},
 };
 
 static_assert(DMR_OPT_NR <= 32, "dmr_options_parse() keeps a 32-bit seen mask");
@@ -165,6 +169,9 @@ static void dmr_opt_set(struct dmr_options *o, int id, u64 value)
 		break;
 	case DMR_OPT_MAP_CACHE:
 		o->map_cache = value;
+		break;
+	case DMR_OPT_NO_STRIPE_FILL:
+		o->no_stripe_fill = true;
 		break;
 	}
 }

@@ -18,6 +18,7 @@ enum dmr_opt_id {
 	DMR_OPT_GC_HIGH,
 	DMR_OPT_ZERO_COPY,
 	DMR_OPT_MAP_CACHE,
+	DMR_OPT_NO_STRIPE_FILL,
 	DMR_OPT_NR,
 };
 
@@ -47,6 +48,8 @@ enum dmr_opt_id {
  *	warning; every write is copied into the segment buffer)
  * @map_cache: MiB of map pages kept in memory (0: not given, the whole
  *	map); the others are read back from the checkpoint when needed
+ * @no_stripe_fill: write log units as they are, not widened to whole
+ *	stripes of the device below (dmr_stripe_span())
  * @order: option ids in the order the table gave them, for re-emission
  * @nr_given: number of entries in @order
  */
@@ -59,6 +62,7 @@ struct dmr_options {
 	u32 gc_high;
 	bool zero_copy;
 	u32 map_cache;
+	bool no_stripe_fill;
 	u8 order[DMR_OPT_NR];
 	u8 nr_given;
 };

@@ -61,7 +61,7 @@ static void dmr_test_parse_u64(struct kunit *test)
 /* ------------------------------------------------------------------ */
 /* table-line options */
 
-#define DMR_MAX_WORDS 14
+#define DMR_MAX_WORDS 16
 
 /**
  * struct dmr_opt_case - one optional-argument list
@@ -75,6 +75,7 @@ static void dmr_test_parse_u64(struct kunit *test)
  * @gc_high: expected gc_high (0: not given)
  * @zero_copy: expected zero_copy flag
  * @map_cache: expected map_cache (0: not given)
+ * @no_fill: expected no_stripe_fill flag
  */
 struct dmr_opt_case {
 	const char *words[DMR_MAX_WORDS];
@@ -85,6 +86,7 @@ struct dmr_opt_case {
 	u32 gc_low, gc_high;
 	bool zero_copy;
 	u32 map_cache;
+	bool no_fill;
 };
 
 static const struct dmr_opt_case dmr_opt_cases[] = {
@@ -181,6 +183,14 @@ static const struct dmr_opt_case dmr_opt_cases[] = {
 	  "map_cache out of range (1 to 1048576 MiB)" },
 	{ { "4", "map_cache", "8", "map_cache", "8", NULL },
 	  "Duplicate optional argument map_cache" },
+	/* no_stripe_fill */
+	{ { "1", "no_stripe_fill", NULL },
+	  NULL, false, false, 30, false, 0, 0, false, 0, true },
+	{ { "3", "map_cache", "2", "no_stripe_fill", NULL },
+	  NULL, false, false, 30, false, 0, 0, false, 2, true },
+	{ { "2", "no_stripe_fill", "no_stripe_fill", NULL },
+	  "Duplicate optional argument no_stripe_fill" },
+	{ { "2", "no_stripe_fill", "1", NULL }, "Unrecognised optional argument" },
 };
 
 static void dmr_opt_desc(const struct dmr_opt_case *c, char *desc)
@@ -230,6 +240,7 @@ static void dmr_test_options(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, o.gc_high, c->gc_high);
 	KUNIT_EXPECT_EQ(test, o.zero_copy, c->zero_copy);
 	KUNIT_EXPECT_EQ(test, o.map_cache, c->map_cache);
+	KUNIT_EXPECT_EQ(test, o.no_stripe_fill, c->no_fill);
 }
 
 /* Parsing then emitting gives back the words the table gave, in order. */
@@ -249,7 +260,8 @@ static void dmr_test_options_emit(struct kunit *test)
 		/* the longest line there is */
 		"3 map_cache 64 read_only",
 		/* the longest line there is (dmr_status() has 160 bytes) */
-		"12 read_only ignore_discard checkpoint_interval 86400 no_discard_passdown gc_low 2147483647 gc_high 2147483647 zero_copy map_cache 1048576",
+		"2 no_stripe_fill read_only",
+		"13 read_only ignore_discard checkpoint_interval 86400 no_discard_passdown gc_low 2147483647 gc_high 2147483647 zero_copy map_cache 1048576 no_stripe_fill",
 	};
 	char buf[160], copy[160], small[8];
 	unsigned int i;

@@ -102,19 +102,29 @@ MODULE_PARM_DESC(fault_flight_fail,
 		 "Test hook: fail the next N segment writes of the second stage");
 
 /*
- * Add the checksums to the units in blocks [@from, @from + @nr) of segment
- * buffer @buf and write them to @blocknr.  With @flush the first piece goes
- * down with REQ_PREFLUSH and every piece with REQ_FUA: everything written
- * before, and these units, are then durable (dmr_flush_carrier()).
+ * Add the checksums to the units in blocks [@from, @units_end) of segment
+ * buffer @buf and write blocks [@from, @end) to @blocknr (the device block
+ * of @from): the blocks after the units, if any, are the zeroed ones
+ * dmr_stripe_pad() adds to end the write on a stripe boundary.  With
+ * @flush the first piece goes down with REQ_PREFLUSH and every piece with
+ * REQ_FUA: everything written before, and these units, are then durable
+ * (dmr_flush_carrier()).
+ *
+ * Crash ordering of the padding: the zeroed blocks are past the head's
+ * last unit, where replay looks for the next summary and finds none (a
+ * zero block has no magic), as it finds none in whatever the segment held
+ * there before; the next units are written over them, each unit whole
+ * with its summary as without padding.  So replay stops where it would
+ * have stopped (rules 1-3).
  */
-static int dmr_write_units(struct dmr_target *rc, u8 *buf, u32 from, u32 nr,
-			   u64 blocknr, bool flush)
+static int dmr_write_units(struct dmr_target *rc, u8 *buf, u32 from, u32 units_end,
+			   u32 end, u64 blocknr, bool flush)
 {
-	u32 piece = dmr_write_piece(rc->sb.stripe_blocks), end = from + nr;
+	u32 piece = dmr_write_piece(rc->sb.stripe_blocks);
 	blk_opf_t opf = REQ_OP_WRITE | REQ_SYNC;
 	int r;
 
-	if (WARN_ON_ONCE(!dmr_units_finish(buf, from, end)))
+	if (WARN_ON_ONCE(units_end > end || !dmr_units_finish(buf, from, units_end)))
 		return -EIO;
 	/*
 	 * Pieces that end on stripe boundaries of the segment: dm-io would
@@ -144,7 +154,8 @@ static void dmr_flight_fn(struct work_struct *work)
 {
 	struct dmr_flight *f = container_of(work, struct dmr_flight, work);
 
-	f->error = dmr_write_units(f->rc, f->buf, f->off, f->nr, f->blocknr, false);
+	f->error = dmr_write_units(f->rc, f->buf, f->off, f->units_end, f->off + f->nr,
+				   f->blocknr, false);
 	complete(&f->done);
 }
 
@@ -249,6 +260,7 @@ void dmr_head_enter(struct dmr_target *rc, struct dmr_head *h, u32 seg)
 	h->pos.offset = 0;
 	h->pos.next_segment = DMR_NO_SEGMENT;
 	h->seg_written = 0;
+	h->padded = 0;
 	h->unit_open = false;
 	dmr_seg_open(&rc->map, seg, rc->seq + 1);
 	dmr_seg_set_head(&rc->map.segs[seg], h - rc->heads);
@@ -307,7 +319,7 @@ int dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync)
 static int __dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync,
 		      bool fua)
 {
-	u32 seg = h->pos.segment, from = h->seg_written, nr;
+	u32 seg = h->pos.segment, from = h->seg_written, nr, stop;
 	struct dmr_flight *f = NULL;
 	enum dmr_seal_action act;
 	bool done;
@@ -352,11 +364,19 @@ static int __dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync,
 		dmr_fail(rc, -EIO, "log head without a next segment");
 		return -EIO;
 	}
+	/* no stripe left part written: no read-modify-write below (goal 3) */
+	stop = dmr_stripe_pad(h->pos.offset, h->padded,
+			      rc->opts.no_stripe_fill ? 0 : rc->sb.stripe_blocks,
+			      dmr_seg_blocks(rc));
+	memset((u8 *)h->buf + (size_t)h->pos.offset * DMR_BLOCK_SIZE, 0,
+	       (size_t)(stop - h->pos.offset) * DMR_BLOCK_SIZE);
+	h->padded = max(h->padded, stop);
 	if (act == DMR_SEAL_FLIGHT) {
 		/* the segment is done: the head fills the next in another buffer */
 		swap(h->buf, f->buf);
 		f->off = from;
-		f->nr = nr;
+		f->units_end = h->pos.offset;
+		f->nr = stop - from;
 		f->blocknr = dmr_seg_block(rc, seg, from);
 		reinit_completion(&f->done);
 		f->pending = true;
@@ -368,8 +388,8 @@ static int __dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync,
 			queue_work(rc->flight_wq, &f->work);
 		}
 	} else {
-		r = dmr_write_units(rc, h->buf, from, nr, dmr_seg_block(rc, seg, from),
-				    fua);
+		r = dmr_write_units(rc, h->buf, from, h->pos.offset, stop,
+				    dmr_seg_block(rc, seg, from), fua);
 		if (r) {
 			dmr_fail(rc, r, "log write");
 			return r;

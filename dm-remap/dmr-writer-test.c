@@ -384,6 +384,48 @@ static void dmr_test_discard_at_segment_end(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, dmr_discard_needs_seal(true, u));
 }
 
+/*
+ * A log write that goes past what its head wrote is padded to the end of
+ * its last stripe (issue 41, goal 3); never past the segment, never for a
+ * stripe over 1 MiB, never backwards.
+ */
+static void dmr_test_stripe_pad(struct kunit *test)
+{
+	u32 end, padded, stop;
+
+	/* no stripe, or one block: the units alone */
+	KUNIT_EXPECT_EQ(test, dmr_stripe_pad(52, 0, 0, 288), 52U);
+	KUNIT_EXPECT_EQ(test, dmr_stripe_pad(52, 0, 1, 288), 52U);
+	/* RAID-5, 4 x 64K: the first short unit in a stripe pads it out */
+	KUNIT_EXPECT_EQ(test, dmr_stripe_pad(2, 0, 48, 288), 48U);
+	/* the next ones in that stripe are not padded again */
+	KUNIT_EXPECT_EQ(test, dmr_stripe_pad(4, 48, 48, 288), 4U);
+	KUNIT_EXPECT_EQ(test, dmr_stripe_pad(48, 48, 48, 288), 48U);
+	/* one that goes into the next stripe pads that one */
+	KUNIT_EXPECT_EQ(test, dmr_stripe_pad(50, 48, 48, 288), 96U);
+	/* after a load at block 60 nothing after it is known */
+	KUNIT_EXPECT_EQ(test, dmr_stripe_pad(62, 60, 48, 288), 96U);
+	/* a done segment whose last block stays empty */
+	KUNIT_EXPECT_EQ(test, dmr_stripe_pad(287, 240, 48, 288), 288U);
+	/* never past the segment */
+	KUNIT_EXPECT_EQ(test, dmr_stripe_pad(245, 0, 48, 250), 250U);
+	KUNIT_EXPECT_EQ(test, dmr_stripe_pad(201, 0, 48, 250), 240U);
+	/* 1 MiB stripes are padded, larger ones not */
+	KUNIT_EXPECT_EQ(test, dmr_stripe_pad(302, 256, 256, 1024), 512U);
+	KUNIT_EXPECT_EQ(test, dmr_stripe_pad(302, 257, 257, 1028), 302U);
+	/* every case: at least the units, a stripe boundary when padded */
+	for (padded = 0; padded <= 288; padded += 13)
+		for (end = 1; end <= 288; end++) {
+			stop = dmr_stripe_pad(end, padded, 48, 288);
+			KUNIT_EXPECT_GE(test, stop, end);
+			KUNIT_EXPECT_LT(test, stop - end, 48U);
+			if (end <= padded)
+				KUNIT_EXPECT_EQ(test, stop, end);
+			else
+				KUNIT_EXPECT_EQ(test, stop % 48, 0U);
+		}
+}
+
 /* Segment writes are cut on stripe (or 1 MiB) boundaries of the segment. */
 static void dmr_test_write_pieces(struct kunit *test)
 {
@@ -1603,6 +1645,7 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_flush_carrier),
 	KUNIT_CASE(dmr_test_discard_at_segment_end),
 	KUNIT_CASE(dmr_test_write_pieces),
+	KUNIT_CASE(dmr_test_stripe_pad),
 	KUNIT_CASE(dmr_test_units_finish),
 	KUNIT_CASE(dmr_test_data_csum_pieces),
 	KUNIT_CASE(dmr_test_mem_run),

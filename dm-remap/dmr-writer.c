@@ -536,6 +536,40 @@ u32 dmr_piece_len(u32 from, u32 end, u32 piece)
 }
 
 /**
+ * dmr_stripe_pad() - where a log write ends: the end of its last stripe
+ * @end: block after the last unit to write, in their segment
+ * @padded: blocks of the segment, from its start, the head has written
+ *	already (its units, and the zeroed blocks after them)
+ * @stripe_blocks: full stripe recorded at format (0 if none)
+ * @seg_blocks: blocks per segment, a whole number of stripes
+ *
+ * A write that leaves part of a parity RAID stripe unwritten makes the
+ * array read old data and parity, or the rest of the stripe, to compute
+ * the new parity: the read-modify-write dm-remap exists to avoid, and what
+ * a flush's short unit cost on md RAID-5 (issue 41, goal 3).  So a write
+ * that goes past what the head wrote before is padded with zeroed blocks
+ * to the end of its last stripe (the next units take their place): the
+ * first write into a stripe covers the rest of it, and the array computes
+ * the parity from what it is given.  A later short unit in the same
+ * stripe rewrites part of a stripe the array has just written (md keeps
+ * it in its stripe cache: no read).  A write that starts inside a stripe
+ * the head wrote before is not widened backwards: that would write up to
+ * a stripe per flush instead of a unit.  Stripes over DMR_STRIPE_FILL_MAX
+ * blocks are not padded.
+ *
+ * Return: the block after the last to write, at least @end.
+ */
+u32 dmr_stripe_pad(u32 end, u32 padded, u32 stripe_blocks, u32 seg_blocks)
+{
+	u32 hi;
+
+	if (stripe_blocks < 2 || stripe_blocks > DMR_STRIPE_FILL_MAX || end <= padded)
+		return end;
+	hi = end + (stripe_blocks - end % stripe_blocks) % stripe_blocks;
+	return max(min(hi, seg_blocks), end);
+}
+
+/**
  * dmr_empty_flush_verdict() - an empty flush, by target mode
  * @mode: enum dmr_mode
  *

@@ -228,6 +228,12 @@ bool dmr_discard_needs_seal(bool unit_open, const struct dmr_unit *u);
 u32 dmr_write_piece(u32 stripe_blocks);
 u32 dmr_piece_len(u32 from, u32 end, u32 piece);
 u32 dmr_mem_run(u32 off, u32 run, u32 on_disk, bool *from_buf);
+/*
+ * Largest stripe a log write is padded to (dmr_stripe_pad()): 1 MiB, a
+ * piece (dmr_write_piece()).
+ */
+#define DMR_STRIPE_FILL_MAX	256U
+u32 dmr_stripe_pad(u32 end, u32 padded, u32 stripe_blocks, u32 seg_blocks);
 
 /**
  * enum dmr_empty_flush - what the map method does with an empty flush

@@ -132,6 +132,10 @@ struct dmr_stats {
  *	closed units after them wait in @buf
  * @pos: the open segment, the offset of the open unit's summary and the
  *	segment reserved to go on in
+ * @padded: blocks of the open segment, from its start, written or in
+ *	flight: its units, and the zeroed blocks after them that end a write
+ *	on a stripe boundary (dmr_stripe_pad()); after a load, where the
+ *	head went on
  */
 struct dmr_head {
 	void *buf;
@@ -140,6 +144,7 @@ struct dmr_head {
 	u32 wp;
 	u32 seg_written;
 	struct dmr_log_pos pos;
+	u32 padded;
 };
 
 /**
@@ -153,7 +158,10 @@ struct dmr_head {
  * @segment: the segment (DMR_NO_SEGMENT if none; changed under map_lock):
  *	its blocks are served from @buf until the worker reaped the write
  * @off: first block of the write in its segment (a summary)
- * @nr: blocks of the write: one or more whole units
+ * @units_end: block after its last unit (the zeroed blocks after it end
+ *	the write on a stripe boundary: dmr_stripe_pad())
+ * @nr: blocks of the write: one or more whole units, and those zeroed
+ *	blocks
  * @blocknr: device block of @off
  */
 struct dmr_flight {
@@ -165,6 +173,7 @@ struct dmr_flight {
 	void *buf;
 	u32 segment;
 	u32 off;
+	u32 units_end;
 	u32 nr;
 	u64 blocknr;
 };

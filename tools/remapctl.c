@@ -14,7 +14,7 @@
  *   remapctl create NAME DEV [--read-only] [--ignore-discard]
  *                            [--checkpoint-interval SECS]
  *                            [--no-discard-passdown] [--gc-low N] [--gc-high N]
- *                            [--map-cache MIB]
+ *                            [--map-cache MIB] [--no-stripe-fill]
  *   remapctl grow NAME
  *   remapctl remove NAME
  *   remapctl --help | help [COMMAND] | --version
@@ -1441,6 +1441,7 @@ static int cmd_create(int argc, char **argv)
 		{ "gc-high", required_argument, NULL, 'H' },	/* no short option */
 		{ "zero-copy", no_argument, NULL, 'z' },	/* retired, not in the usage */
 		{ "map-cache", required_argument, NULL, 'M' },	/* no short option */
+		{ "no-stripe-fill", no_argument, NULL, 'S' },	/* no short option */
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1500,6 +1501,10 @@ static int cmd_create(int argc, char **argv)
 			snprintf(opts + n, sizeof(opts) - n, " map_cache %llu",
 				 (unsigned long long)v);
 			nopt += 2;
+			break;
+		case 'S':
+			snprintf(opts + n, sizeof(opts) - n, " no_stripe_fill");
+			nopt++;
 			break;
 		case 'h':
 			command_help("create");
@@ -2206,7 +2211,8 @@ static const struct command commands[] = {
 	  "69-dm-remap.rules runs it on each disk and partition once it is ready.\n",
 	  cmd_probe },
 	{ "create", "NAME DEV [--read-only] [--ignore-discard] [--checkpoint-interval SECS]\n"
-	  "[--no-discard-passdown] [--gc-low N] [--gc-high N] [--map-cache MIB]",
+	  "[--no-discard-passdown] [--gc-low N] [--gc-high N] [--map-cache MIB]\n"
+	  "[--no-stripe-fill]",
 	  "create one target over a formatted device",
 	  "Create the dm-remap target NAME over the formatted DEV (dmsetup create),\n"
 	  "the options in its table line in the order given.\n",

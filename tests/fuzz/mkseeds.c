@@ -159,6 +159,7 @@ static void seeds_table(void)
 		("9 read_only ignore_discard checkpoint_interval 86400 "
 		 "no_discard_passdown gc_low 1 gc_high 2147483647"),
 		"2 zero_copy zero_copy", "1 gc_low", "3 checkpoint_interval 0 x",
+		"3 no_stripe_fill map_cache 8",
 	};
 	char name[16];
 	size_t i;

@@ -563,3 +563,36 @@ def test_entry_bad_settings(gb, capsys):
         raise gb.Fail("DMR_BENCH_RUNS must be >= 1")
     assert gb.entry(make, "x") == 2
     assert "x: DMR_BENCH_RUNS must be >= 1" in capsys.readouterr().err
+
+
+def test_member_metrics_per_write(gb):
+    """md's members in a cell: read I/Os, per write, and bytes written per
+    byte the cell wrote (issue 41, goal 3)."""
+    m = gb.member_metrics((10, 100), (25, 100 + 3 * 2048), 5, 5 * 4096)
+    assert m == {"md_reads": 15, "md_reads_per_write": 3.0, "md_write_x": 153.6}
+    # a cell that wrote nothing has no per-write figures
+    assert gb.member_metrics((1, 1), (4, 1), 0, 0) == {"md_reads": 3}
+    # members that count nothing (brd) wrote nothing as far as stat says
+    assert gb.member_metrics((0, 0), (0, 0), 5, 5 * 4096) == {}
+
+
+def test_member_lines_show_the_fsync_cells(gb):
+    def dev(r, x):
+        return {"md_reads_per_write": {"median": r}, "md_write_x": {"median": x}}
+    cfg = {"cells": {"randwrite-4k-fsync-t1": {"title": "4K write + fsync, 1 thr",
+                                                "devices": {"bare": dev(2.0, 3.0),
+                                                            "remap": dev(0.25, 9.5),
+                                                            "remap_ab": dev(1.5, 2.0)}},
+                     "randwrite-4k-t1": {"title": "4K write, 1 thr",
+                                         "devices": {"bare": dev(9.0, 9.0)}}},
+           "fs": {"ext4-50-discard": {"jobs": {"fs-smallfile-fsync": {
+               "title": "small files", "devices": {"bare": dev(1.0, 4.0),
+                                                   "remap": dev(0.0, 12.0)}}}}}}
+    text = "\n".join(gb.member_lines(cfg))
+    assert "4K write + fsync, 1 thr" in text and "4K write, 1 thr" not in text
+    row = next(ln for ln in text.splitlines() if "4K write + fsync" in ln).split()
+    assert row[-6:] == ["2.00", "3.00", "0.25", "9.50", "1.50", "2.00"]
+    row = next(ln for ln in text.splitlines() if "small files" in ln).split()
+    assert row[-4:] == ["1.00", "4.00", "0.00", "12.00"]      # zero is a figure
+    assert "remapped B' reads/write" in text
+    assert gb.member_lines({"cells": {}, "fs": {}}) == []

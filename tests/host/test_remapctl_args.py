@@ -157,6 +157,8 @@ def test_create_table_options(img, tmp_path):
                        "ignore_discard")
     args = create("--map-cache", "64", "--read-only")
     assert args[3] == f"0 {sectors} remap {img} 3 map_cache 64 read_only"
+    args = create("--no-stripe-fill", "--gc-low", "6")
+    assert args[3] == f"0 {sectors} remap {img} 3 no_stripe_fill gc_low 6"
 
 
 # ---------------------------------------------------------------------------

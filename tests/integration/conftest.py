@@ -461,6 +461,14 @@ def mem_total_bytes():
     return 0
 
 
+def md_stop(md, members):
+    """A test's teardown of md array md: stop it and clear its members'
+    superblocks (nothing checked: it may not have been created)."""
+    run(["mdadm", "--stop", md], check=False)
+    for d in members:
+        run(["mdadm", "--zero-superblock", d], check=False)
+
+
 def loop_dev(name, size):
     """Generator for a fixture: a loop device on a sparse file of @size
     bytes in the guest's /tmp (an overlay in guest RAM), removed after."""

@@ -17,8 +17,8 @@ import time
 import pytest
 
 from conftest import (BLOCK, DM_PREFIX, REPO, Kmsg, Ram, cleanup_dm, dm_create, dm_path,
-                      dm_remove, dm_set_table, dump, remapctl, report_count, run, sectors,
-                      status_fields)
+                      dm_remove, dm_set_table, dump, md_stop, remapctl, report_count, run,
+                      sectors, status_fields)
 from test_log import Stack, _pread, _pwrite, block, blocks, loop512, same  # noqa: F401
 from test_review import _fio
 
@@ -404,14 +404,10 @@ def test_md_raid5_grown_from_4_to_5_disks_under_fio(ram):
         s.create()
         _fio(s.top, size, 1)
         assert same(_pread(s.top, last), block(last, 9))
-        dm_remove("top")
-        p = remapctl("check", s.under, check=False)
-        assert p.returncode == 0, p.stdout + p.stderr
+        s.remove_and_check()
     finally:
         cleanup_dm()
-        run(["mdadm", "--stop", md], check=False)
-        for d in devs:
-            run(["mdadm", "--zero-superblock", d], check=False)
+        md_stop(md, devs)
         if os.path.exists(backup):
             os.unlink(backup)
         _md_speed(1000, 200000)     # the kernel's defaults

@@ -759,13 +759,17 @@ def fs_lines(cfg):
     if not scen:
         return []
     rows = []
+    ab = any("remap_ab" in j["devices"] for sc in scen.values()
+             for j in sc.get("jobs", {}).values())
+    devs = ("bare", "remap", "remap_ab") if ab else ("bare", "remap")
     for sid, sc in scen.items():
-        for r in cell_rows(sc.get("jobs", {}), ("fs",), devices=("bare", "remap")):
+        for r in cell_rows(sc.get("jobs", {}), ("fs",), devices=devs):
             rows.append([sid] + r)
     lines = ["", "  file systems (mkfs with discard, same size on A and B; aged by a fill "
              "and a churn): median [min-max]; WAF: remapped, job + its GC"]
-    lines += _table(rows, ["scenario", "job", "unit", "bare", "remapped", "remap/bare",
-                           "WAF"])
+    lines += _table(rows, ["scenario", "job", "unit", "bare", "remapped"]
+                    + (["remapped B'"] if ab else []) + ["remap/bare"]
+                    + (["B'/bare", "B'/remap"] if ab else []) + ["WAF"])
     rows = []
     for sid, sc in scen.items():
         used = sc.get("used", {})
@@ -789,6 +793,39 @@ def fs_lines(cfg):
                            "aging WAF", "aging discards", "jobs MiB", "jobs WAF",
                            "jobs dev WAF", "jobs discards", "bare fstrim"])
     return lines
+
+
+def member_lines(cfg):
+    """What the arrays' members did in the cells that write with a sync
+    (fsync): md's reads per write and bytes written per byte written, bare
+    against remapped (issue 41, goal 3: a short unit that is not a whole
+    stripe makes md read)."""
+    rows = []
+    groups = [("", cfg.get("cells", {}))] + [(f"{sid}: ", sc.get("jobs", {}))
+                                             for sid, sc in cfg.get("fs", {}).items()]
+    for pre, cells in groups:
+        for cid, c in cells.items():
+            if "fsync" not in cid:
+                continue
+            row = [pre + c["title"]]
+            for d in ("bare", "remap", "remap_ab"):
+                if d == "remap_ab" and "remap_ab" not in c["devices"]:
+                    continue
+                dv = c["devices"].get(d, {})
+                r, x = dv.get("md_reads_per_write"), dv.get("md_write_x")
+                # 0 reads per write is the figure goal 3 wants: not "-"
+                row.append("-" if r is None else f"{r['median']:.2f}")
+                row.append("-" if x is None else f"{x['median']:.2f}")
+            rows.append(row)
+    if not rows:
+        return []
+    head = ["cell", "bare reads/write", "bare written x", "remapped reads/write",
+            "remapped written x"]
+    if any(len(r) > 5 for r in rows):
+        head += ["remapped B' reads/write", "remapped B' written x"]
+    rows = [r + [""] * (len(head) - len(r)) for r in rows]
+    return ["", "  md's members in the cells with an fsync per write: read I/Os per "
+            "write, bytes written per byte written (median of the rounds)"] + _table(rows, head)
 
 
 def config_lines(cfg):
@@ -849,6 +886,7 @@ def config_lines(cfg):
         lines += ["", "  mixed random read/write (total IOPS; read/write split in bench.json)"]
         lines += _table(rows, head)
     lines += fs_lines(cfg)
+    lines += member_lines(cfg)
     w = cfg.get("waf", {})
     m = w.get("measured")
     if m:
@@ -939,6 +977,37 @@ def fio_metrics(job):
                 m[f"{side}_p99_us"] = pct["99.000000"] / 1000
     m["iops"] = m["read_iops"] + m["write_iops"]
     m["bw_mibs"] = m["read_bw_mibs"] + m["write_bw_mibs"]
+    return m
+
+
+def member_io(md):
+    """Read I/Os and sectors written, summed over the members of md array
+    md (/sys/block/<md>/slaves/*/stat, fields 1 and 7)."""
+    base = f"/sys/block/{os.path.basename(os.path.realpath(md))}/slaves"
+    reads = written = 0
+    for m in sorted(os.listdir(base)):
+        with open(f"{base}/{m}/stat") as f:
+            st = f.read().split()
+        reads += int(st[0])
+        written += int(st[6])
+    return reads, written
+
+
+def member_metrics(io0, io1, writes, wbytes):
+    """What the array's members did for a cell that made `writes` writes of
+    `wbytes` bytes: md_reads (read I/Os: a RAID-5 reads old data and parity,
+    or the rest of the stripe, for every write that is not a whole stripe;
+    a cell's own reads count too), md_reads_per_write, md_write_x (bytes
+    the members wrote per byte the cell wrote).  Nothing for members that
+    count no I/O in their stat (brd ramdisks: raid5-4)."""
+    reads, sectors = io1[0] - io0[0], io1[1] - io0[1]
+    if wbytes and not sectors:
+        return {}           # members that count no I/O (brd): nothing known
+    m = {"md_reads": reads}
+    if writes:
+        m["md_reads_per_write"] = reads / writes
+    if wbytes:
+        m["md_write_x"] = sectors * 512 / wbytes
     return m
 
 
@@ -1225,10 +1294,14 @@ class Bench:
             # B too starts each run on a freshly loaded table, so that
             # what a reload itself costs falls on both sides of the A/B
             self.reload(cfg["geometry"]["table"])
+        md = cfg["devices"]["array_b" if remapped else "bare"]
         try:
             before = remap.flushed_status(cwd) if remapped else None
+            io0 = member_io(md)
             job = run_fio(args, what, self.seconds + 180)
             m = fio_metrics(job)
+            m.update(member_metrics(io0, member_io(md), job["write"]["total_ios"],
+                                    job["write"]["io_bytes"]))
             if remapped:
                 m.update(self.after_remap(cfg, remap, before, cell["kind"] != "read", what,
                                           cwd))
@@ -1633,15 +1706,19 @@ class Bench:
         say(f"  {sid} aging on B: WAF {fmt_waf(out['aging_delta']['waf'])}, "
             f"{out['aging_delta']['discards']} discards (mkfs: "
             f"{out['mkfs']['discards']})")
-        runs = {j["id"]: {d: [None] * self.runs for d in j["devices"]} for j in jobs}
+        # with DMR_BENCH_AB the jobs run on B' too: B's file system, its
+        # table reloaded with the options for the run (run_cell())
+        fs_devs = ("bare", "remap") + (("remap_ab",) if self.ab else ())
+        jmounts = dict(mounts, remap_ab=mounts["remap"])
+        runs = {j["id"]: {d: [None] * self.runs for d in fs_devs} for j in jobs}
         st_jobs = remap.check(remap.flushed_status(mounts["remap"]))
         for rnd in range(self.runs):
             if scen["trim"] == "fstrim":
                 self.fstrim(mounts, out["fstrim"])
-            order = rotation(("bare", "remap"), rnd + k)
+            order = rotation(fs_devs, rnd + k)
             for j in jobs:
                 for d in order:
-                    wd = os.path.join(mounts[d], j["id"] if j["id"] == "fs-smallfile-fsync"
+                    wd = os.path.join(jmounts[d], j["id"] if j["id"] == "fs-smallfile-fsync"
                                       else "")
                     os.makedirs(wd, exist_ok=True)
                     m = self.run_cell(cfg, j, d, None, file_bytes, remap, cwd=wd)
@@ -1650,7 +1727,7 @@ class Bench:
                             os.unlink(os.path.join(wd, f))
                     runs[j["id"]][d][rnd] = m
                     say(f"  {sid} {j['id']:<20} {DEV_LABEL[d]:<9} {m['iops']:>9.0f} IOPS"
-                        + (f"  waf {fmt_waf(m.get('waf'))}" if d == "remap" else ""))
+                        + (f"  waf {fmt_waf(m.get('waf'))}" if d != "bare" else ""))
             self.aggregate_into(out["jobs"], jobs, runs)
             self.save()
         out["used"] = {d: round(used_fraction(os.statvfs(m)), 4) for d, m in mounts.items()}
@@ -1658,7 +1735,8 @@ class Bench:
             sh("umount", mounts[d])
             rig.undo = [u for u in rig.undo if u[0] != f"umount {mounts[d]}"]
         st_end, _ = remap.wait_gc_idle(max(self.gc_wait, 60))
-        out["jobs_delta"] = compare.status_delta(st_jobs, st_end)
+        # B' reloads B's table, which resets its counters: no delta then
+        out["jobs_delta"] = {} if self.ab else compare.status_delta(st_jobs, st_end)
         out["file_bytes"] = file_bytes
         out["fs_bytes"] = fs_bytes
         out["churn_bytes"] = churn_bytes
