@@ -48,8 +48,8 @@ enum dmr_opt_id {
  *	warning; every write is copied into the segment buffer)
  * @map_cache: MiB of map pages kept in memory (0: not given, the whole
  *	map); the others are read back from the checkpoint when needed
- * @no_stripe_fill: write log units as they are, not widened to whole
- *	stripes of the device below (dmr_stripe_span())
+ * @no_stripe_fill: write log units as they are, not padded to the end of
+ *	their stripe of the device below (dmr_stripe_pad())
  * @order: option ids in the order the table gave them, for re-emission
  * @nr_given: number of entries in @order
  */

@@ -259,8 +259,8 @@ static void dmr_test_options_emit(struct kunit *test)
 		"8 gc_high 8 checkpoint_interval 60 gc_low 7 no_discard_passdown read_only",
 		/* the longest line there is */
 		"3 map_cache 64 read_only",
-		/* the longest line there is (dmr_status() has 160 bytes) */
 		"2 no_stripe_fill read_only",
+		/* the longest line there is (dmr_status() has 160 bytes) */
 		"13 read_only ignore_discard checkpoint_interval 86400 no_discard_passdown gc_low 2147483647 gc_high 2147483647 zero_copy map_cache 1048576 no_stripe_fill",
 	};
 	char buf[160], copy[160], small[8];

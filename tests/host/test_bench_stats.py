@@ -596,3 +596,22 @@ def test_member_lines_show_the_fsync_cells(gb):
     assert row[-4:] == ["1.00", "4.00", "0.00", "12.00"]      # zero is a figure
     assert "remapped B' reads/write" in text
     assert gb.member_lines({"cells": {}, "fs": {}}) == []
+
+
+def test_fs_lines_show_b_prime_when_the_jobs_ran_on_it(gb):
+    """With DMR_BENCH_AB the file-system jobs run on B' too: its column and
+    its ratios are in the table; without it they are not."""
+    def job(devs):
+        runs = iops_runs(**devs)
+        return gb.aggregate_cell({"title": "small files", "group": "fs", "kind": "write",
+                                  "unit": "iops"}, runs)
+    ab = {"fs": {"ext4-50-discard": {"jobs": {"fs-smallfile-fsync": job(
+        {"bare": [100, 100, 100], "remap": [150, 150, 150], "remap_ab": [120, 120, 120]})}}}}
+    text = "\n".join(gb.fs_lines(ab))
+    assert "remapped B'" in text and "B'/remap" in text
+    row = next(ln for ln in text.splitlines() if "small files" in ln)
+    assert "1.50x" in row and "1.20x" in row and "0.80x" in row
+    plain = {"fs": {"ext4-50-discard": {"jobs": {"fs-smallfile-fsync": job(
+        {"bare": [100, 100, 100], "remap": [150, 150, 150]})}}}}
+    text = "\n".join(gb.fs_lines(plain))
+    assert "B'" not in text and "1.50x" in text
