@@ -26,7 +26,8 @@
 # peers is tests/vm/guest-peers.py (issue 41 goal 5: bare, dm-linear,
 # dm-remap, dm-writeboost and bcache in writeback mode on one ramdisk per
 # way, the peers' cache on its last 10%; throughput, CPU per block and
-# write amplification, fresh and steady; DMR_PEERS_* knobs; the peers
+# write amplification, fresh and steady, fsync cells raw and on ext4;
+# DMR_PEERS_* knobs; the peers
 # from Debian's packages by scripts/peers.sh: peers/peers.txt);
 # writers is tests/vm/guest-writers.py (issue 41 goal 6: fio 4K random
 # writes, psync 1-16 jobs and libaio QD 1-32, bare against dm-remap with

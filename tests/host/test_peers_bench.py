@@ -112,3 +112,42 @@ def test_drive_kinds(gp, tmp_path, monkeypatch):
     gp.report(res, str(tmp_path), quiet=True)
     assert (tmp_path / "peers.txt").read_text().startswith(
         "==== peers (issue 41 goal 5): one md RAID-5 per way")
+
+
+def test_pick_cells(gp):
+    """DMR_PEERS_CELLS picks cells by name in their own order; unknown
+    names are refused; a pick without a steady cell skips the fill."""
+    assert gp.pick_cells("") == (gp.FRESH, gp.STEADY)
+    assert gp.pick_cells("all") == (gp.FRESH, gp.STEADY)
+    assert gp.pick_cells("fs-sync, w4k-sync") == (("w4k-sync", "fs-sync"), ("w4k-sync",))
+    assert gp.pick_cells("fs-sync") == (("fs-sync",), ())
+    assert gp.pick_cells("r1m") == ((), ("r1m",))
+    for bad in ("w4k-2", "fs-sync,nope", ","):
+        with pytest.raises(SystemExit):
+            gp.pick_cells(bad)
+
+
+def test_report_of_the_fsync_cells_alone(gp, tmp_path):
+    """Rounds of the fsync cells alone (no fill, no steady phase but
+    w4k-sync's): the report has their rows and no others."""
+    def rnd(scale):
+        return {"fresh": {"w4k-sync": cell(100 * scale, waf=2.0),
+                          "fs-sync": cell(50 * scale, waf=3.0)},
+                "steady": {"w4k-sync": cell(70 * scale, waf=4.0)}}
+    ways = ["bare", "remap", "bcache"]
+    raw = {"bare": [rnd(1), rnd(2), rnd(3)], "remap": [rnd(2), rnd(2), rnd(2)],
+           "bcache": [rnd(1), rnd(1), rnd(1)]}
+    res = {"kernel": "k", "date": "d", "runs": 3, "seconds": 1, "mib": 64,
+           "region": 32 << 20, "ways": ways, "raw": raw}
+    gp.report(res, str(tmp_path), quiet=True)
+    text = (tmp_path / "peers.txt").read_text()
+    fs = next(ln for ln in text.splitlines() if ln.startswith("ext4 small files + fsync"))
+    # medians bare 100, remap 100, bcache 50: remap/bare 1.00, /best peer 2.00
+    assert fs.split()[-2:] == ["1.00", "2.00"], fs
+    assert "4K rand write + fsync, 1, steady" in text
+    assert "1 writer, fresh" not in text and "1M seq" not in text, text
+
+
+def test_raid5_drive_label(gp):
+    d = gp.Drive("raid5", 96)
+    assert d.label() == "one md RAID-5 per way over 4 brd ramdisks of 32 MiB, 64K chunk"

@@ -6,10 +6,12 @@ peers a user would pick instead, on the same device with the same spare.
 One drive of about DMR_PEERS_MIB (1024) MiB, made afresh for every
 target (every target starts on zeroed, unallocated memory): with
 DMR_PEERS_MEDIA=ram (the default) a brd ramdisk (rmmod, modprobe), with
-DMR_PEERS_MEDIA=media md RAID-5 (64 KiB chunk) over four null_blk
-members with guest-bench.py's media model (DMR_BENCH_MEDIA, default a
-fixed 2 ms per command, one command in service per member, 150 MB/s;
-members of a third of DMR_PEERS_MIB each).  Five ways to use it:
+DMR_PEERS_MEDIA=raid5 md RAID-5 (64 KiB chunk) over four brd ramdisks
+(the README demo's array, goal 3's "over md RAID-5"), with
+DMR_PEERS_MEDIA=media md RAID-5 over four null_blk members with
+guest-bench.py's media model (DMR_BENCH_MEDIA, default a fixed 2 ms per
+command, one command in service per member, 150 MB/s); the members of
+both arrays a third of DMR_PEERS_MIB each.  Five ways to use it:
 
   bare        the drive itself
   linear      dm-linear over it
@@ -32,6 +34,13 @@ then the steady cells.  fio, O_DIRECT, DMR_PEERS_SECONDS (10) per cell:
 
   w4k-1      4 KiB random writes, psync, one writer
   w4k-10     4 KiB random writes, psync, ten writers
+  w4k-sync   4 KiB random writes, psync, one writer, an fsync() of the
+             device after each (a write, then an empty flush)
+  fs-sync    fresh only: ext4 made on the way's device (mkfs.ext4's
+             discard included), then guest-bench.py's fs-smallfile-fsync
+             job (16 KiB files, an fsync per 4 KiB write, four writers):
+             what a file system's fsync costs, its journal's flush and
+             FUA writes
   r1m        1 MiB sequential reads, libaio QD4 (after the random writes)
   r4k        4 KiB random reads, psync, one reader
   w1m        1 MiB random writes (1 MiB aligned), libaio QD4
@@ -45,8 +54,10 @@ same emulator.
 
 DMR_PEERS_RUNS (3) rounds, the ways in a rotating order; every figure the
 median [min-max] of the rounds.  Knobs: DMR_PEERS_WAYS (comma list),
+DMR_PEERS_CELLS (comma list of the cells above, default all; without a
+steady cell the fill and the preconditioning are skipped),
 DMR_PEERS_DIR (scripts/peers.sh's directory; required for writeboost and
-bcache), DMR_PEERS_MEDIA (ram or media).  Results: $DMR_OUT/peers.txt (printed too) and peers.json.
+bcache), DMR_PEERS_MEDIA (ram, raid5 or media).  Results: $DMR_OUT/peers.txt (printed too) and peers.json.
 """
 import importlib.machinery
 import importlib.util
@@ -62,16 +73,18 @@ REMAPCTL = os.path.join(REPO, "tools", "remapctl")
 RAM = "/dev/ram0"
 MD = "/dev/md/dmrpeers"
 WAYS = ("bare", "linear", "remap", "writeboost", "bcache")
-FRESH = ("w4k-1", "w4k-10")
-STEADY = ("w4k-1", "w4k-10", "r1m", "r4k", "w1m")
+FRESH = ("w4k-1", "w4k-10", "w4k-sync", "fs-sync")
+STEADY = ("w4k-1", "w4k-10", "w4k-sync", "r1m", "r4k", "w1m")
 CELLS = {
     "w4k-1": ("randwrite", "4k", ["--ioengine=psync", "--numjobs=1"]),
     "w4k-10": ("randwrite", "4k", ["--ioengine=psync", "--numjobs=10"]),
+    "w4k-sync": ("randwrite", "4k", ["--ioengine=psync", "--numjobs=1", "--fsync=1"]),
     "r1m": ("read", "1M", ["--ioengine=libaio", "--iodepth=4"]),
     "r4k": ("randread", "4k", ["--ioengine=psync", "--numjobs=1"]),
     "w1m": ("randwrite", "1M", ["--ioengine=libaio", "--iodepth=4"]),
 }
 MiB = 1 << 20
+MNT = "/tmp/dmrpeers-mnt"
 
 
 def sh(*cmd, check=True, inp=None):
@@ -112,20 +125,26 @@ def fio(dev, rw, bs, extra, region, seconds=None, io_size=None, lower=()):
         args += ["--time_based", f"--runtime={seconds}"]
     if io_size:
         args.append(f"--io_size={io_size}")
+    return run_fio(args, "read" if "read" in rw else "write", lower)
+
+
+def run_fio(args, side, lower=()):
+    """fio's figures for one job (its @side: read or write), the guest's
+    CPU per 4 KiB block and the writes below (dm_written) over fio's."""
     c0, w0 = cpu_busy(), dm_written(lower)
     out = sh(*args)
     c1, w1 = cpu_busy(), dm_written(lower)
     job = json.loads(out[out.index("{"):])["jobs"][0]
-    d = job["read" if "read" in rw else "write"]
+    d = job[side]
     blocks = d["io_bytes"] / 4096
     return {"iops": d["iops"], "mibs": d["bw_bytes"] / MiB,
             "cpu_ns": 1e9 * (c1 - c0) / max(1.0, blocks),
             "waf": ((w1 - w0) * 512 / d["io_bytes"]
-                    if lower and "write" in rw and d["io_bytes"] else None)}
+                    if lower and side == "write" and d["io_bytes"] else None)}
 
 
-def fresh_ram(mib):
-    """A new ramdisk: brd unloaded (udev may still hold the old one for a
+def fresh_ram(mib, n=1):
+    """@n new ramdisks: brd unloaded (udev may still hold the old one for a
     moment) and loaded again, so no way inherits another's pages."""
     for _ in range(100):
         if not os.path.exists("/sys/module/brd"):
@@ -135,7 +154,26 @@ def fresh_ram(mib):
         time.sleep(0.1)
     else:
         raise SystemExit("peers: brd stays loaded (/dev/ram0 in use)")
-    sh("modprobe", "brd", "rd_nr=1", f"rd_size={mib * 1024}", "max_part=0")
+    sh("modprobe", "brd", f"rd_nr={n}", f"rd_size={mib * 1024}", "max_part=0")
+
+
+def fs_cell(dev, seconds, lower=()):
+    """The fs-sync cell on @dev: ext4 made on it (discard allowed, as
+    guest-bench.py's mkfs), mounted, guest-bench.py's fs-smallfile-fsync
+    job for @seconds in a directory of it, unmounted."""
+    job = next(j for j in guest_bench().fs_jobs() if j["id"] == "fs-smallfile-fsync")
+    sh("mkfs.ext4", "-F", "-q", "-b", "4096", "-E",
+       "discard,lazy_itable_init=0,lazy_journal_init=0", dev)
+    os.makedirs(MNT, exist_ok=True)
+    sh("mount", "-t", "ext4", dev, MNT)
+    try:
+        wd = os.path.join(MNT, "smallfile")
+        os.makedirs(wd)
+        return run_fio(["fio", "--name=p", f"--directory={wd}", "--group_reporting",
+                        "--output-format=json", "--time_based", f"--runtime={seconds}",
+                        *job["fio"]], "write", lower)
+    finally:
+        sh("umount", MNT)
 
 
 def guest_bench():
@@ -155,10 +193,10 @@ class Drive:
     the media model."""
 
     def __init__(self, kind, mib):
-        if kind not in ("ram", "media"):
-            raise SystemExit(f"peers: DMR_PEERS_MEDIA={kind}: ram or media")
+        if kind not in ("ram", "raid5", "media"):
+            raise SystemExit(f"peers: DMR_PEERS_MEDIA={kind}: ram, raid5 or media")
         self.kind, self.mib, self.undo, self.path = kind, mib, [], None
-        if kind == "media":
+        if kind != "ram":
             self.gb = guest_bench()
             self.media = self.gb.parse_media(os.environ.get("DMR_BENCH_MEDIA", ""))
 
@@ -171,6 +209,10 @@ class Drive:
         if self.kind == "ram":
             fresh_ram(self.mib)
             self.path = RAM
+        elif self.kind == "raid5":
+            fresh_ram(-(-self.mib // 3), 4)
+            self.push("rmmod brd", lambda: sh("rmmod", "brd", check=False))
+            self.path = self.gb.make_md(self, MD, [f"/dev/ram{i}" for i in range(4)])
         else:
             # 512-byte sectors, as a ramdisk's: dm-writeboost 2.2.17
             # writes single sectors (a partly dirty block goes back to
@@ -186,6 +228,9 @@ class Drive:
     def label(self):
         if self.kind == "ram":
             return f"one {self.mib} MiB brd ramdisk per way"
+        if self.kind == "raid5":
+            return (f"one md RAID-5 per way over 4 brd ramdisks of {-(-self.mib // 3)} MiB, "
+                    "64K chunk")
         m = self.media
         return (f"one md RAID-5 per way over 4 null_blk members of {-(-self.mib // 3)} MiB, "
                 f"64K chunk, media model {m['completion_us']} us/command, "
@@ -283,18 +328,35 @@ class Stack:
         self.dm = []
 
 
-def measure(way, drive, region, seconds, peers_dir):
+def pick_cells(text):
+    """DMR_PEERS_CELLS (a comma list of cell names; '' or 'all': every
+    cell) -> (fresh cells, steady cells), each in its own order."""
+    if not text or text.strip() == "all":
+        return FRESH, STEADY
+    want = [c.strip() for c in text.split(",") if c.strip()]
+    bad = [c for c in want if c not in FRESH + STEADY]
+    if bad or not want:
+        raise SystemExit(f"peers: DMR_PEERS_CELLS: unknown cells {bad} (known: "
+                         f"{', '.join(dict.fromkeys(FRESH + STEADY))})")
+    return (tuple(c for c in FRESH if c in want), tuple(c for c in STEADY if c in want))
+
+
+def measure(way, drive, region, seconds, peers_dir, cells=(FRESH, STEADY)):
     """One round of one way: {phase: {cell: result}}."""
+    fresh, steady = cells
     res = {"fresh": {}, "steady": {}}
     # each fresh cell on a new device (one cell of random writes can
     # write more than the region), then the fill, the preconditioning
     # and the steady cells on one more
-    for c in FRESH + (None,):
+    for c in fresh + ((None,) if steady else ()):
         sectors = drive.fresh()
         st = Stack(way, drive, sectors, peers_dir)
         try:        # down() undoes what a failed up() did too
             dev = st.up()
             low = st.lower
+            if c == "fs-sync":
+                res["fresh"][c] = fs_cell(dev, seconds, lower=low)
+                continue
             if c:
                 rw, bs, extra = CELLS[c]
                 res["fresh"][c] = fio(dev, rw, bs, extra, region, seconds, lower=low)
@@ -303,7 +365,7 @@ def measure(way, drive, region, seconds, peers_dir):
                               lower=low)
             res["pre"] = fio(dev, "randwrite", "4k", ["--ioengine=libaio", "--iodepth=32"],
                              region, io_size=2 * region, lower=low)
-            for c2 in STEADY:
+            for c2 in steady:
                 rw, bs, extra = CELLS[c2]
                 res["steady"][c2] = fio(dev, rw, bs, extra, region, seconds, lower=low)
         finally:
@@ -358,6 +420,7 @@ def main():
         sh("insmod", os.path.join(peers_dir, "wb", "dm-writeboost.ko"))
     if "bcache" in ways:
         sh("modprobe", "bcache")
+    cells = pick_cells(env.get("DMR_PEERS_CELLS", ""))
     drive = Drive(env.get("DMR_PEERS_MEDIA", "ram"), mib)
     region = region_bytes(drive, ways)
     raw = {w: [] for w in ways}
@@ -366,13 +429,14 @@ def main():
         for w in order:
             t0 = time.time()
             try:
-                raw[w].append(measure(w, drive, region, seconds, peers_dir))
+                raw[w].append(measure(w, drive, region, seconds, peers_dir, cells))
             finally:
                 drive.drop()
-            s = raw[w][-1]["steady"]
-            print(f"round {r + 1} {w}: {time.time() - t0:.0f} s, steady w4k-1 "
-                  f"{s['w4k-1']['iops']:.0f} IOPS, w4k-10 {s['w4k-10']['iops']:.0f}, "
-                  f"r1m {s['r1m']['mibs']:.0f} MiB/s", flush=True)
+            got = raw[w][-1]
+            print(f"round {r + 1} {w}: {time.time() - t0:.0f} s, " + ", ".join(
+                f"{ph} {c} " + (f"{v['mibs']:.0f} MiB/s" if c in ("r1m", "w1m")
+                                 else f"{v['iops']:.0f} IOPS")
+                for ph in ("fresh", "steady") for c, v in got[ph].items()), flush=True)
         # the report so far after every round: a run cut short keeps
         # the rounds it finished
         done = {w: v for w, v in raw.items() if len(v) == r + 1}
@@ -387,8 +451,10 @@ def summary(res):
     """{(phase, cell): {way: {metric: agg}}}"""
     out = {}
     for w, rounds in res["raw"].items():
-        keys = [("fresh", c) for c in FRESH] + [("fill", None), ("pre", None)] + \
-               [("steady", c) for c in STEADY]
+        # the cells the rounds measured (DMR_PEERS_CELLS)
+        keys = [("fresh", c) for c in FRESH if c in rounds[0]["fresh"]] + \
+               [(ph, None) for ph in ("fill", "pre") if ph in rounds[0]] + \
+               [("steady", c) for c in STEADY if c in rounds[0]["steady"]]
         for ph, c in keys:
             vals = [(r[ph][c] if c else r[ph]) for r in rounds]
             row = {k: agg([v[k] for v in vals]) for k in ("iops", "mibs", "cpu_ns", "waf")}
@@ -405,10 +471,13 @@ def report(res, out_dir, quiet=False):
     ways = res["ways"]
     names = {("fresh", "w4k-1"): "4K rand write, 1 writer, fresh",
              ("fresh", "w4k-10"): "4K rand write, 10 writers, fresh",
+             ("fresh", "w4k-sync"): "4K rand write + fsync, 1, fresh",
+             ("fresh", "fs-sync"): "ext4 small files + fsync, fresh",
              ("fill", None): "1M seq write (fill), fresh device",
              ("pre", None): "4K rand write QD32, 2x capacity",
              ("steady", "w4k-1"): "4K rand write, 1 writer, steady",
              ("steady", "w4k-10"): "4K rand write, 10 writers, steady",
+             ("steady", "w4k-sync"): "4K rand write + fsync, 1, steady",
              ("steady", "r1m"): "1M seq read, after random writes",
              ("steady", "r4k"): "4K rand read, 1 reader",
              ("steady", "w1m"): "1M rand write, steady"}
