@@ -44,14 +44,18 @@
 
 #define DMR_SB_MAGIC		"DM-REMAP"
 #define DMR_MAGIC_LEN		8
-#define DMR_FORMAT_VERSION	4
+#define DMR_FORMAT_VERSION	5
 #define DMR_SB_COPIES		2
 #define DMR_CKPT_SLOTS		2
 
 /*
  * Feature flags.  An unknown bit in incompat refuses the device; an
  * unknown bit in ro_compat allows a read-only load only; compat bits may
- * be ignored.  Version 4 (issue 26: 64-bit block numbers where a device
+ * be ignored.  Version 5 (issue 41, goal 1: large segments, a whole
+ * segment of one write's data with no summary in it, found through an
+ * extent record in a log unit's summary, DMR_UNIT_EXTENTS, and the
+ * segment table's 32-byte entries, whose @base and @data_csum say what
+ * such a segment holds) replaced version 4 (issue 26: 64-bit block numbers where a device
  * needs them, DMR_FEATURE_INCOMPAT_WIDE; a narrow version 4 device is laid
  * out as version 3 was, but nothing converts one silently) replaced
  * version 3 (a second GC head: four head positions per checkpoint, ten
@@ -116,8 +120,8 @@
  */
 #define DMR_MAP_ENTRY_SIZE	4U
 #define DMR_MAP_ENTRY_SIZE_WIDE	8U
-/* Bytes of checkpointed segment table per segment. */
-#define DMR_SEGTAB_ENTRY_SIZE	16U
+/* Bytes of checkpointed segment table per segment (16 before format 5). */
+#define DMR_SEGTAB_ENTRY_SIZE	32U
 #define DMR_LABEL_LEN		32
 
 /**
@@ -228,6 +232,24 @@ static_assert(sizeof(struct dmr_disk_superblock) == DMR_BLOCK_SIZE,
  * reads them.
  */
 #define DMR_UNIT_WIDE		0x2U
+/*
+ * Summary flag (format 5, issue 41 goal 1): the unit records large
+ * segments.  Its first summary word is their number, at most
+ * DMR_UNIT_MAX_EXTENTS; each then takes its first logical block (a
+ * number: two words in a DMR_UNIT_WIDE unit), its segment and the
+ * CRC32C of the segment's data (dmr_data_csum() of all its blocks), and
+ * the unit's block entries and discard extents follow.  A large segment
+ * holds the data of logical blocks [first, first + segment_blocks), in
+ * order, from its block 0, and no summary: it was written whole, before
+ * the unit that records it, and replay reads it and checks its checksum
+ * before it applies the unit (a segment whose data did not reach the
+ * device stops replay there, as a torn unit does).  Within a unit the
+ * discard extents apply first, then the large segments, then the data
+ * blocks: the writer puts a large segment only into a unit that holds no
+ * data block yet.  Never in a relocation unit.
+ */
+#define DMR_UNIT_EXTENTS	0x4U
+#define DMR_UNIT_MAX_EXTENTS	64U
 
 /**
  * struct dmr_disk_summary - the first block of a log unit
@@ -241,8 +263,9 @@ static_assert(sizeof(struct dmr_disk_superblock) == DMR_BLOCK_SIZE,
  * @nr_discards: discard extents after the block entries
  * @next_segment: where this head's log continues when this segment is
  *	left (DMR_NO_SEGMENT until the head has reserved it)
- * @flags: DMR_UNIT_RELOC, DMR_UNIT_WIDE, or zero
- * @words: @nr_blocks logical block numbers (relocation units: @nr_blocks
+ * @flags: DMR_UNIT_RELOC, DMR_UNIT_WIDE, DMR_UNIT_EXTENTS, or zero
+ * @words: with DMR_UNIT_EXTENTS, the large segments first (see there);
+ *	then @nr_blocks logical block numbers (relocation units: @nr_blocks
  *	pairs of logical block and source data-area block), then
  *	@nr_discards pairs of (first logical block, number of blocks); with
  *	DMR_UNIT_WIDE each of these numbers is two words, low word first
@@ -371,6 +394,11 @@ static_assert(sizeof(struct dmr_disk_ckpt) == DMR_BLOCK_SIZE,
 #define DMR_SEG_USED	0x1U	/* holds the log of its current use (not free) */
 #define DMR_DISK_SEG_HOT	0x2U	/* a hot head opened it (DMR_SEG_HOT in memory) */
 /*
+ * A large segment (format 5, DMR_UNIT_EXTENTS): no summary, the data of
+ * logical blocks [@base - 1, @base - 1 + segment_blocks) from block 0.
+ */
+#define DMR_SEG_LARGE	0x4U
+/*
  * Bits 16-31: how much older its data is than its use, seq - birth
  * (struct dmr_seg), in the 16-bit float of dmr_birth_encode().  Written
  * since issue 25; earlier modules of format 3 mask it off (their load
@@ -386,13 +414,19 @@ static_assert(sizeof(struct dmr_disk_ckpt) == DMR_BLOCK_SIZE,
  * @seq: log sequence number of the first unit of its current use (its age)
  * @valid: valid data blocks (must match the map)
  * @flags: DMR_SEG_USED, DMR_DISK_SEG_HOT (written since the age clock came;
- *	earlier modules of format 3 mask it off when they load), and the
- *	birth above DMR_DISK_SEG_BIRTH_SHIFT
+ *	earlier modules of format 3 mask it off when they load),
+ *	DMR_SEG_LARGE, and the birth above DMR_DISK_SEG_BIRTH_SHIFT
+ * @base: DMR_SEG_LARGE: 1 + the logical block its block 0 holds; else 0
+ * @data_csum: DMR_SEG_LARGE: dmr_data_csum() of its blocks; else 0
+ * @reserved: zero
  */
 struct dmr_disk_segment {
 	__le64 seq;
 	__le32 valid;
 	__le32 flags;
+	__le64 base;
+	__le32 data_csum;
+	__le32 reserved;
 } __packed;
 
 static_assert(sizeof(struct dmr_disk_segment) == DMR_SEGTAB_ENTRY_SIZE,

@@ -155,10 +155,19 @@ static void dmr_gc_verify_fn(struct work_struct *work)
 {
 	struct dmr_target *rc = container_of(work, struct dmr_target, gc_verify);
 	u32 seg = rc->gc_rd_seg, seg_blocks = dmr_seg_blocks(rc);
+	const struct dmr_seg *s = &rc->map.segs[seg];
 
-	dmr_seg_verify(rc->gc_buf, dmr_seg_block(rc, seg, 0), dmr_seg_pba(&rc->map, seg, 0),
-		       seg_blocks, rc->map.segs[seg].seq, rc->sb.uuid,
-		       &rc->map, rc->gc_vunit, rc->gc_ok, rc->gc_crc);
+	/*
+	 * A large segment (no summary): all its blocks against the checksum
+	 * its entry keeps, @gc_ok[0] the answer.  Neither changes while the
+	 * read holds the victim (the segment is not reused meanwhile).
+	 */
+	if (READ_ONCE(s->flags) & DMR_SEG_LARGE)
+		rc->gc_ok[0] = dmr_blocks_check(rc->gc_buf, seg_blocks, s->csum, rc->gc_crc);
+	else
+		dmr_seg_verify(rc->gc_buf, dmr_seg_block(rc, seg, 0),
+			       dmr_seg_pba(&rc->map, seg, 0), seg_blocks, s->seq,
+			       rc->sb.uuid, &rc->map, rc->gc_vunit, rc->gc_ok, rc->gc_crc);
 	dmr_gc_read_over(rc);
 }
 
@@ -284,15 +293,61 @@ static bool dmr_gc_unit(struct dmr_target *rc, u32 seg, u32 off, u64 first_seq,
  */
 static u32 dmr_gc_lbas(struct dmr_target *rc, u32 seg, u64 first_seq)
 {
+	const struct dmr_seg *s = &rc->map.segs[seg];
 	struct dmr_unit *u = rc->gc_unit;
 	u32 off = 0, n = 0, i;
 
+	if (s->flags & DMR_SEG_LARGE) {	/* its blocks in order, from its base */
+		for (n = 0; n < dmr_seg_blocks(rc); n++)
+			rc->gc_lbas[n] = s->base - 1 + n;
+		return n;
+	}
 	while (dmr_gc_unit(rc, seg, off, first_seq, u)) {
 		for (i = 0; i < u->nr_blocks; i++)
 			rc->gc_lbas[n++] = u->lba[i];
 		off += 1 + u->nr_blocks;
 	}
 	return n;
+}
+
+/*
+ * dmr_gc_collect() of a large segment (format 5): block i holds logical
+ * block @base - 1 + i, checked whole against the segment's checksum by
+ * dmr_gc_verify_fn() (@gc_ok[0]); its live blocks move as a unit's do.
+ * @fast and @nr: the read-ahead of their map pages (dmr_gc_lbas()).  A
+ * live block in a segment that fails its checksum is not moved
+ * (*@unverified: the segment is refused, never collected again).
+ */
+static int dmr_gc_collect_large(struct dmr_target *rc, u32 seg, unsigned int hid,
+				bool fast, u32 nr, bool *unverified)
+{
+	u64 lba = rc->map.segs[seg].base - 1, src;
+	u32 seg_blocks = dmr_seg_blocks(rc), i, ahead = 0;
+	int r;
+
+	for (i = 0; i < seg_blocks && rc->map.segs[seg].valid; i++) {
+		if (i == ahead && ahead < nr)
+			ahead += dmr_map_prefetch(rc, rc->gc_lbas + ahead, nr - ahead);
+		r = dmr_map_need(rc, lba + i, 1);	/* map_cache */
+		if (r)
+			return r;
+		src = dmr_seg_pba(&rc->map, seg, i);
+		if (dmr_map_get(&rc->map, lba + i) != src + 1)
+			continue;	/* not valid any more */
+		if (!rc->gc_ok[0])
+			break;
+		r = dmr_gc_move(rc, hid, lba + i, src,
+				(u8 *)rc->gc_buf + (size_t)i * DMR_BLOCK_SIZE, rc->gc_crc[i]);
+		if (r)
+			return r;
+	}
+	if (i < seg_blocks && rc->map.segs[seg].valid && !rc->gc_ok[0]) {
+		atomic64_inc(&rc->stats.gc_unverified);
+		DMERR_LIMIT("%s: GC: large segment at %llu (segment %u) fails its data checksum",
+			    rc->dev->name, (unsigned long long)dmr_seg_block(rc, seg, 0), seg);
+		*unverified = true;
+	}
+	return 0;
 }
 
 /**
@@ -362,6 +417,12 @@ static int dmr_gc_collect(struct dmr_target *rc)
 	}
 	if (fast && rc->pc.cap)
 		nr = dmr_gc_lbas(rc, seg, first_seq);
+	if (rc->map.segs[seg].flags & DMR_SEG_LARGE) {
+		r = dmr_gc_collect_large(rc, seg, hid, fast, nr, &unverified);
+		if (r)
+			goto out;
+		goto collected;
+	}
 	while (dmr_gc_unit(rc, seg, off, first_seq, u)) {
 		u64 blk = dmr_seg_block(rc, seg, off);
 		u8 *data = buf + (size_t)(off + 1) * DMR_BLOCK_SIZE;
@@ -401,6 +462,7 @@ static int dmr_gc_collect(struct dmr_target *rc)
 		off += 1 + u->nr_blocks;
 		base += u->nr_blocks;
 	}
+collected:
 	atomic64_inc(&rc->stats.gc_runs);
 	if (!rc->map.segs[seg].valid)
 		goto out;

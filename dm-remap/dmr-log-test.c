@@ -777,6 +777,101 @@ static void dmr_test_unit_codec(struct kunit *test)
 }
 
 /*
+ * Format 5's large segments in a summary (DMR_UNIT_EXTENTS): a count,
+ * then per segment its first logical block, the segment and its data
+ * checksum, before the block entries and discards, narrow and wide; the
+ * words they take in the room; every bad count refused.
+ */
+static void dmr_test_unit_codec_extents(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	struct dmr_unit *u = f->unit, *out;
+	struct dmr_disk_summary *d = f->buf;
+	u8 *data = f->dev + 8 * DMR_BLOCK_SIZE;
+	unsigned int wide;
+	u32 i, words;
+
+	out = kunit_kzalloc(test, sizeof(*out), GFP_KERNEL);
+	if (!out)
+		kunit_skip(test, "no memory");
+	for (wide = 0; wide < 2; wide++) {
+		u64 big = wide ? (1ULL << 32) + 5 : 4000;
+
+		dmr_unit_reset(u, wide ? DMR_UNIT_WIDE : 0);
+		u->seq = 78;
+		u->blocknr = 1234;
+		u->next_segment = DMR_NO_SEGMENT;
+		u->nr_discards = 1;
+		u->discard[0][0] = 10;
+		u->discard[0][1] = 5;
+		u->nr_extents = 2;
+		u->ext_lba[0] = 256;
+		u->ext_seg[0] = 7;
+		u->ext_csum[0] = 0xdeadbeef;
+		u->ext_lba[1] = big;
+		u->ext_seg[1] = 3;
+		u->ext_csum[1] = 1;
+		for (i = 0; i < 2; i++) {
+			u->lba[i] = 100 + i;
+			dmr_fill(data + i * DMR_BLOCK_SIZE, u->lba[i], 1);
+		}
+		u->nr_blocks = 2;
+		dmr_unit_encode(u, f->uuid, data, d);
+		KUNIT_EXPECT_EQ(test, le32_to_cpu(d->flags) & DMR_UNIT_EXTENTS, DMR_UNIT_EXTENTS);
+		KUNIT_EXPECT_EQ(test, le32_to_cpu(d->words[0]), 2U);
+		KUNIT_ASSERT_EQ(test, dmr_unit_decode(d, 1234, f->uuid, 1ULL << 33, out),
+				DMR_LOG_OK);
+		KUNIT_EXPECT_EQ(test, out->nr_extents, 2U);
+		KUNIT_EXPECT_EQ(test, out->ext_lba[0], 256ULL);
+		KUNIT_EXPECT_EQ(test, out->ext_seg[0], 7U);
+		KUNIT_EXPECT_EQ(test, out->ext_csum[0], 0xdeadbeefU);
+		KUNIT_EXPECT_EQ(test, out->ext_lba[1], big);
+		KUNIT_EXPECT_EQ(test, out->ext_seg[1], 3U);
+		KUNIT_EXPECT_EQ(test, out->ext_csum[1], 1U);
+		KUNIT_EXPECT_EQ(test, out->nr_blocks, 2U);
+		KUNIT_EXPECT_EQ(test, out->lba[1], 101ULL);
+		KUNIT_EXPECT_EQ(test, out->nr_discards, 1U);
+		KUNIT_EXPECT_EQ(test, out->discard[0][0], 10ULL);
+		KUNIT_EXPECT_EQ(test, out->data_csum, dmr_data_csum(data, 2));
+		/* the count word, then 3 words a segment (4 wide) */
+		words = 1 + 2 * (wide ? 4 : 3) + 2 * (wide ? 2 : 1) + 2 * (wide ? 2 : 1);
+		KUNIT_EXPECT_TRUE(test, dmr_unit_room(u, DMR_SUMMARY_WORDS - words));
+		KUNIT_EXPECT_FALSE(test, dmr_unit_room(u, DMR_SUMMARY_WORDS - words + 1));
+		/* a logical block past the device */
+		KUNIT_EXPECT_EQ(test, dmr_unit_decode(d, 1234, f->uuid, wide ? big : 256, out),
+				DMR_LOG_BAD_COUNTS);
+	}
+	/* a unit without large segments has no count word */
+	dmr_unit_reset(u, 0);
+	u->blocknr = 0;
+	u->nr_blocks = 1;
+	u->lba[0] = 100;
+	dmr_unit_encode(u, f->uuid, data, d);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(d->flags), 0U);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(d->words[0]), 100U);
+	/* counts: none with the flag, too many, in a relocation unit */
+	d->flags = cpu_to_le32(DMR_UNIT_EXTENTS);
+	d->words[0] = 0;
+	dmr_unit_finish_csum(d, 0);
+	KUNIT_EXPECT_EQ(test, dmr_unit_decode(d, 0, f->uuid, 10000, out), DMR_LOG_BAD_COUNTS);
+	d->words[0] = cpu_to_le32(DMR_UNIT_MAX_EXTENTS + 1);
+	dmr_unit_finish_csum(d, 0);
+	KUNIT_EXPECT_EQ(test, dmr_unit_decode(d, 0, f->uuid, 10000, out), DMR_LOG_BAD_COUNTS);
+	d->words[0] = cpu_to_le32(1);
+	d->nr_blocks = 0;
+	dmr_unit_finish_csum(d, 0);
+	KUNIT_EXPECT_EQ(test, dmr_unit_decode(d, 0, f->uuid, 10000, out), DMR_LOG_OK);
+	KUNIT_EXPECT_EQ(test, out->nr_extents, 1U);
+	d->flags = cpu_to_le32(DMR_UNIT_EXTENTS | DMR_UNIT_RELOC);
+	dmr_unit_finish_csum(d, 0);
+	KUNIT_EXPECT_EQ(test, dmr_unit_decode(d, 0, f->uuid, 10000, out), DMR_LOG_BAD_COUNTS);
+	/* an unknown flag (format 4's decoder refused DMR_UNIT_EXTENTS so) */
+	d->flags = cpu_to_le32(0x8);
+	dmr_unit_finish_csum(d, 0);
+	KUNIT_EXPECT_EQ(test, dmr_unit_decode(d, 0, f->uuid, 10000, out), DMR_LOG_BAD_COUNTS);
+}
+
+/*
  * Format 4's wide units (DMR_UNIT_WIDE, issue 26): every number two
  * words, low first, so block numbers past 2^32 survive; at the 32-bit
  * boundary and at 2^40 (4 PiB of 4 KiB blocks).
@@ -1193,6 +1288,120 @@ static void dmr_test_replay_discards(struct kunit *test)
 	dmr_expect_segments_match(test, &m);
 }
 
+/*
+ * Write a large segment the way the module will: logical blocks
+ * [@lba, @lba + a segment) of generation @gen from block 0 of @seg, no
+ * summary.  Return: its data checksum.
+ */
+static u32 dmr_fake_write_large(struct kunit *test, struct dmr_fake *f, u32 seg,
+				u32 lba, u32 gen)
+{
+	u32 i;
+
+	KUNIT_ASSERT_NOT_NULL(test, dmr_fake_block(f, seg, f->geo.segment_blocks - 1));
+	for (i = 0; i < f->geo.segment_blocks; i++)
+		dmr_fill(dmr_fake_block(f, seg, i), lba + i, gen);
+	return dmr_data_csum(dmr_fake_block(f, seg, 0), f->geo.segment_blocks);
+}
+
+/* A unit recording large segment @seg of @lba (and its checksum), no data. */
+static void dmr_fake_write_extent_unit(struct dmr_fake *f, struct dmr_log_pos *pos,
+				       u32 seg, u32 lba, u32 csum, const u32 *lbas,
+				       u32 nr, u32 gen)
+{
+	struct dmr_unit *u = f->unit;
+	u32 s = pos->segment, off = pos->offset, i;
+
+	if (pos->next_segment == DMR_NO_SEGMENT)
+		pos->next_segment = s + 1;
+	dmr_unit_reset(u, 0);
+	u->seq = pos->seq + 1;
+	u->blocknr = f->geo.data_offset + (u64)s * f->geo.segment_blocks + off;
+	u->next_segment = pos->next_segment;
+	u->nr_extents = 1;
+	u->ext_lba[0] = lba;
+	u->ext_seg[0] = seg;
+	u->ext_csum[0] = csum;
+	for (i = 0; i < nr; i++) {
+		u->lba[i] = lbas[i];
+		dmr_fill(dmr_fake_block(f, s, off + 1 + i), lbas[i], gen);
+	}
+	u->nr_blocks = nr;
+	dmr_unit_encode(u, f->uuid, dmr_fake_block(f, s, off + 1), dmr_fake_block(f, s, off));
+	pos->seq = u->seq;
+	dmr_log_advance(pos, 1 + nr, f->geo.segment_blocks);
+}
+
+/*
+ * Replay of a large segment (format 5): its logical blocks map to it in
+ * order after what came before in the log, the unit's own data blocks
+ * after it; the segment is used, large, with its base and checksum, and
+ * its valid count follows; torn (its data do not match the record), the
+ * unit is not applied and replay stops there; a record naming the unit's
+ * own segment, a head's or one past the device is refused (-EINVAL).
+ */
+static void dmr_test_replay_large_segment(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	struct dmr_log_pos pos = { .next_segment = DMR_NO_SEGMENT };
+	static const u32 a[] = { 1, 2, 3, 70 }, b[] = { 2 };
+	const u32 big = 3, n = T_SEG_BLOCKS;
+	struct dmr_replay r;
+	struct dmr_map m;
+	u32 csum, i;
+
+	dmr_fake_write_unit(f, &pos, a, 4, 1, 0, 0);
+	csum = dmr_fake_write_large(test, f, big, 0, 2);
+	dmr_fake_write_extent_unit(f, &pos, big, 0, csum, b, 1, 3);
+	r = dmr_fake_replay(test, f, &m, &pos);
+	KUNIT_EXPECT_EQ(test, r.units, 2ULL);
+	KUNIT_EXPECT_EQ(test, r.stop, DMR_LOG_BAD_MAGIC);
+	for (i = 0; i < n; i++) {
+		if (i == 2)
+			continue;
+		KUNIT_EXPECT_EQ(test, dmr_map_get(&m, i), dmr_seg_pba(&m, big, i) + 1);
+		dmr_expect_content(test, f, &m, i, 2);
+	}
+	dmr_expect_content(test, f, &m, 2, 3);		/* the unit's block, after */
+	dmr_expect_content(test, f, &m, 70, 1);		/* outside the segment */
+	KUNIT_EXPECT_EQ(test, m.mapped, (u64)n + 1);
+	KUNIT_EXPECT_EQ(test, m.segs[big].valid, n - 1);
+	KUNIT_EXPECT_EQ(test, m.segs[0].valid, 2U);
+	KUNIT_EXPECT_EQ(test, m.segs[big].flags & (DMR_SEG_USED | DMR_SEG_LARGE),
+			DMR_SEG_USED | DMR_SEG_LARGE);
+	KUNIT_EXPECT_EQ(test, m.segs[big].base, 1ULL);
+	KUNIT_EXPECT_EQ(test, m.segs[big].csum, csum);
+	KUNIT_EXPECT_EQ(test, m.segs[big].seq, 2ULL);
+	dmr_expect_segments_match(test, &m);
+
+	/* torn: one bit of the large segment */
+	dmr_fake_block(f, big, n - 1)[7] ^= 1;
+	r = dmr_fake_replay(test, f, &m, &pos);
+	KUNIT_EXPECT_EQ(test, r.units, 1ULL);
+	KUNIT_EXPECT_EQ(test, r.stop, DMR_LOG_BAD_DATA);
+	KUNIT_EXPECT_EQ(test, dmr_map_get(&m, 0), DMR_UNMAPPED);
+	dmr_expect_content(test, f, &m, 2, 1);
+	KUNIT_EXPECT_FALSE(test, m.segs[big].flags & DMR_SEG_USED);
+	dmr_expect_segments_match(test, &m);
+	dmr_fake_block(f, big, n - 1)[7] ^= 1;
+
+	/* records that cannot be: the unit's own segment, the next, past the end */
+	for (i = 0; i < 3; i++) {
+		struct dmr_fake *g = dmr_fake_new(test);
+		struct dmr_log_pos p = { .next_segment = DMR_NO_SEGMENT };
+		u32 seg = i == 0 ? 0 : i == 1 ? 1 : g->geo.nr_segments;
+
+		dmr_fake_write_extent_unit(g, &p, seg, 0, 0, NULL, 0, 0);
+		r = dmr_fake_replay_params(g);
+		dmr_fake_map_init(test, g, &m);
+		memset(&p, 0, sizeof(p));
+		p.next_segment = DMR_NO_SEGMENT;
+		m.track = false;
+		KUNIT_EXPECT_EQ(test, dmr_replay_log(&r, &m, &p), -EINVAL);
+		KUNIT_EXPECT_EQ(test, m.mapped, 0ULL);
+	}
+}
+
 static void dmr_test_replay_crosses_segments(struct kunit *test)
 {
 	struct dmr_fake *f = dmr_fake_new(test);
@@ -1526,9 +1735,14 @@ static void dmr_fake_write_slot(struct dmr_fake *f, unsigned int slot,
 		 */
 		if (m->segs[i].birth > m->segs[i].seq)
 			delta = 0;
-		d[i].flags = cpu_to_le32((m->segs[i].flags & DMR_SEG_USED) |
+		d[i].flags = cpu_to_le32((m->segs[i].flags & (DMR_SEG_USED | DMR_SEG_LARGE)) |
 					  (m->segs[i].flags & DMR_SEG_HOT ? DMR_DISK_SEG_HOT : 0) |
 					  (delta < 2048 ? (u32)delta << 16 : 0xffff0000U));
+		/* format 5: a large segment's base and data checksum */
+		if (m->segs[i].flags & DMR_SEG_LARGE) {
+			d[i].base = cpu_to_le64(m->segs[i].base);
+			d[i].data_csum = cpu_to_le32(m->segs[i].csum);
+		}
 	}
 	c->segtab_csum = crc32c(~0U, d, l.segtab_blocks * DMR_BLOCK_SIZE);
 }
@@ -1999,6 +2213,16 @@ static void dmr_test_slot_write(struct kunit *test)
 	f->map.segs[5].flags |= DMR_SEG_USED;
 	f->map.segs[5].seq = 7;
 	f->map.segs[5].birth = 9;
+	/* a large segment (format 5): its base and checksum go with it */
+	f->map.segs[6].flags |= DMR_SEG_USED | DMR_SEG_LARGE;
+	f->map.segs[6].seq = 60;
+	f->map.segs[6].birth = 60;
+	f->map.segs[6].base = 513;
+	f->map.segs[6].csum = 0xabcd1234;
+	/* large but not used is no large segment: it loads as a free one */
+	f->map.segs[7].flags |= DMR_SEG_LARGE;
+	f->map.segs[7].base = 5;
+	f->map.segs[7].csum = 5;
 
 	dmr_fake_write_slot(f, 0, &f->map, &c0);
 	KUNIT_ASSERT_EQ(test, dmr_slot_write(&io, &f->geo, 1, &f->map, map_crc, &c1), 0);
@@ -2049,9 +2273,15 @@ static void dmr_test_slot_write(struct kunit *test)
 	for (seg = 0; seg < m.nr_segs; seg++) {
 		KUNIT_EXPECT_EQ(test, m.segs[seg].seq, f->map.segs[seg].seq);
 		KUNIT_EXPECT_EQ(test, m.segs[seg].valid, f->map.segs[seg].valid);
-		/* only USED and HOT are on disk (item 14: the hot flag survives) */
+		/*
+		 * only USED, HOT and LARGE are on disk (item 14: the hot flag
+		 * survives), LARGE with USED only, with its base and checksum
+		 */
 		KUNIT_EXPECT_EQ(test, m.segs[seg].flags,
-				f->map.segs[seg].flags & (DMR_SEG_USED | DMR_SEG_HOT));
+				f->map.segs[seg].flags & (DMR_SEG_USED | DMR_SEG_HOT |
+							  (seg == 7 ? 0 : DMR_SEG_LARGE)));
+		KUNIT_EXPECT_EQ(test, m.segs[seg].base, seg == 6 ? 513ULL : 0ULL);
+		KUNIT_EXPECT_EQ(test, m.segs[seg].csum, seg == 6 ? 0xabcd1234U : 0U);
 		/* and the birth (issue 25); one past the seq loads as the seq */
 		KUNIT_EXPECT_EQ(test, m.segs[seg].birth,
 				seg == 5 ? 7ULL : f->map.segs[seg].birth);
@@ -2224,6 +2454,7 @@ static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_map_evict),
 	KUNIT_CASE(dmr_test_map_runs_and_recount),
 	KUNIT_CASE(dmr_test_unit_codec),
+	KUNIT_CASE(dmr_test_unit_codec_extents),
 	KUNIT_CASE(dmr_test_unit_codec_wide),
 	KUNIT_CASE(dmr_test_csum_fold),
 	KUNIT_CASE(dmr_test_ckpt_codec),
@@ -2233,6 +2464,7 @@ static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_replay_bad_summary_stops),
 	KUNIT_CASE(dmr_test_replay_sequence_gap_stops),
 	KUNIT_CASE(dmr_test_replay_discards),
+	KUNIT_CASE(dmr_test_replay_large_segment),
 	KUNIT_CASE(dmr_test_replay_crosses_segments),
 	KUNIT_CASE(dmr_test_replay_from_checkpoint_position),
 	KUNIT_CASE(dmr_test_replay_no_memory),

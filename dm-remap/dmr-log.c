@@ -33,6 +33,7 @@ const char *dmr_log_strerror(enum dmr_log_status st)
 void dmr_unit_reset(struct dmr_unit *u, u32 flags)
 {
 	u->flags = flags;
+	u->nr_extents = 0;
 	u->nr_blocks = 0;
 	u->nr_discards = 0;
 	u->data_csum = 0;
@@ -60,6 +61,16 @@ u32 dmr_unit_discard_words(const struct dmr_unit *u)
 	return 2 * dmr_unit_number_words(u);
 }
 
+/*
+ * Return: summary words a large segment takes (DMR_UNIT_EXTENTS): its
+ * first logical block, its segment and its checksum.  The count before
+ * them takes one more (dmr_unit_room()).
+ */
+u32 dmr_unit_extent_words(const struct dmr_unit *u)
+{
+	return dmr_unit_number_words(u) + 2;
+}
+
 /**
  * dmr_unit_capacity() - data blocks a log unit's summary lists at most
  * @wide: 64-bit numbers (DMR_UNIT_WIDE): two words each
@@ -74,12 +85,21 @@ u32 dmr_unit_capacity(bool wide, bool reloc)
 	return DMR_SUMMARY_WORDS / ((wide ? 2 : 1) * (reloc ? 2 : 1));
 }
 
+/*
+ * Return: summary words @u's entries take: its large segments (and their
+ * count), blocks and discard extents.
+ */
+u64 dmr_unit_words(const struct dmr_unit *u)
+{
+	return (u->nr_extents ? 1 + (u64)u->nr_extents * dmr_unit_extent_words(u) : 0) +
+	       (u64)u->nr_blocks * dmr_unit_block_words(u) +
+	       (u64)u->nr_discards * dmr_unit_discard_words(u);
+}
+
 /* Return: true if @words more summary words (dmr_unit_*_words()) fit. */
 bool dmr_unit_room(const struct dmr_unit *u, u32 words)
 {
-	return (u64)u->nr_blocks * dmr_unit_block_words(u) +
-	       (u64)u->nr_discards * dmr_unit_discard_words(u) +
-	       words <= DMR_SUMMARY_WORDS;
+	return dmr_unit_words(u) + words <= DMR_SUMMARY_WORDS;
 }
 
 /* Store @v at @d->words[*w] in @u's width, advancing *w past it. */
@@ -229,7 +249,15 @@ void dmr_unit_encode_body(const struct dmr_unit *u, const u8 *uuid, void *block)
 	d->nr_blocks = cpu_to_le32(u->nr_blocks);
 	d->nr_discards = cpu_to_le32(u->nr_discards);
 	d->next_segment = cpu_to_le32(u->next_segment);
-	d->flags = cpu_to_le32(u->flags);
+	d->flags = cpu_to_le32((u->flags & ~DMR_UNIT_EXTENTS) |
+			       (u->nr_extents ? DMR_UNIT_EXTENTS : 0));
+	if (u->nr_extents)
+		d->words[w++] = cpu_to_le32(u->nr_extents);
+	for (i = 0; i < u->nr_extents; i++) {
+		dmr_put_number(u, d, &w, u->ext_lba[i]);
+		d->words[w++] = cpu_to_le32(u->ext_seg[i]);
+		d->words[w++] = cpu_to_le32(u->ext_csum[i]);
+	}
 	for (i = 0; i < u->nr_blocks; i++) {
 		dmr_put_number(u, d, &w, u->lba[i]);
 		if (u->flags & DMR_UNIT_RELOC)
@@ -356,11 +384,27 @@ enum dmr_log_status dmr_unit_decode(const void *block, u64 blocknr,
 	u->nr_discards = le32_to_cpu(d->nr_discards);
 	u->next_segment = le32_to_cpu(d->next_segment);
 	u->flags = le32_to_cpu(d->flags);
-	if ((u->flags & ~(DMR_UNIT_RELOC | DMR_UNIT_WIDE)) ||
+	u->nr_extents = 0;
+	if ((u->flags & ~(DMR_UNIT_RELOC | DMR_UNIT_WIDE | DMR_UNIT_EXTENTS)) ||
 	    u->nr_blocks > DMR_SUMMARY_WORDS ||
-	    u->nr_discards > DMR_SUMMARY_WORDS / 2 ||
-	    !dmr_unit_room(u, 0))
+	    u->nr_discards > DMR_SUMMARY_WORDS / 2)
 		return DMR_LOG_BAD_COUNTS;
+	if (u->flags & DMR_UNIT_EXTENTS) {
+		/* a count, at least one, never in a relocation unit */
+		u->nr_extents = le32_to_cpu(d->words[w++]);
+		if (!u->nr_extents || u->nr_extents > DMR_UNIT_MAX_EXTENTS ||
+		    (u->flags & DMR_UNIT_RELOC))
+			return DMR_LOG_BAD_COUNTS;
+	}
+	if (!dmr_unit_room(u, 0))
+		return DMR_LOG_BAD_COUNTS;
+	for (i = 0; i < u->nr_extents; i++) {
+		u->ext_lba[i] = dmr_get_number(u, d, &w);
+		u->ext_seg[i] = le32_to_cpu(d->words[w++]);
+		u->ext_csum[i] = le32_to_cpu(d->words[w++]);
+		if (u->ext_lba[i] >= nr_logical)
+			return DMR_LOG_BAD_COUNTS;
+	}
 	for (i = 0; i < u->nr_blocks; i++) {
 		u->lba[i] = dmr_get_number(u, d, &w);
 		if (u->lba[i] >= nr_logical)
@@ -511,13 +555,24 @@ bool dmr_ckpt_geometry(const struct dmr_geometry *geo, const struct dmr_ckpt *c,
 	return true;
 }
 
-/* A segment table entry as loaded: @flags as on the device. */
-static void dmr_seg_load(struct dmr_seg *s, u64 seq, u32 valid, u32 flags)
+/*
+ * A segment table entry as loaded: @flags as on the device.  A large
+ * segment's @base and @csum only with DMR_SEG_LARGE and DMR_SEG_USED
+ * (else the entry is no large segment's; remapctl check reports a
+ * mapped block there that is not at its place).
+ */
+static void dmr_seg_load(struct dmr_seg *s, const struct dmr_disk_segment *d)
 {
+	u32 flags = le32_to_cpu(d->flags);
+	bool large = (flags & DMR_SEG_LARGE) && (flags & DMR_SEG_USED) && d->base;
 	u64 delta;
 
-	s->seq = seq;
-	s->valid = valid;
+	s->seq = le64_to_cpu(d->seq);
+	s->valid = le32_to_cpu(d->valid);
+	s->base = large ? le64_to_cpu(d->base) : 0;
+	s->csum = large ? le32_to_cpu(d->data_csum) : 0;
+	if (!large)
+		flags &= ~DMR_SEG_LARGE;
 	/*
 	 * A delta past the segment's own seq is no birth this code writes:
 	 * the seq then, as before births, which writes back as 0 and loads
@@ -556,8 +611,7 @@ static int dmr_slot_table(const struct dmr_slot_io *io, u64 start, u64 nr_blocks
 			} else {
 				const struct dmr_disk_segment *d = io->bounce;
 
-				dmr_seg_load(&m->segs[item], le64_to_cpu(d[k].seq),
-					     le32_to_cpu(d[k].valid), le32_to_cpu(d[k].flags));
+				dmr_seg_load(&m->segs[item], &d[k]);
 			}
 		}
 		b += n;
@@ -611,8 +665,11 @@ int dmr_slot_load(const struct dmr_slot_io *io, const struct dmr_geometry *geo,
 		map_crc[p] = zero_crc;
 		dmr_map_load_zero(m, p);
 	}
-	for (p = cg.nr_segments; p < m->nr_segs; p++)
-		dmr_seg_load(&m->segs[p], 0, 0, 0);
+	for (p = cg.nr_segments; p < m->nr_segs; p++) {
+		static const struct dmr_disk_segment free_seg;
+
+		dmr_seg_load(&m->segs[p], &free_seg);
+	}
 	err->table = DMR_SLOT_CRC_TABLE;
 	r = dmr_slot_table(io, base + l.crc_offset, l.crc_blocks, l.map_blocks, true,
 			   c->crc_csum, m, map_crc);
@@ -777,6 +834,8 @@ u64 dmr_slot_table_encode(const struct dmr_map *m, const u32 *map_crc,
 						  dmr_birth_encode(s->birth < s->seq ?
 								   s->seq - s->birth : 0) <<
 						  DMR_DISK_SEG_BIRTH_SHIFT);
+			d[k].base = cpu_to_le64(s->flags & DMR_SEG_LARGE ? s->base : 0);
+			d[k].data_csum = cpu_to_le32(s->flags & DMR_SEG_LARGE ? s->csum : 0);
 		}
 	}
 	return item;
@@ -971,20 +1030,72 @@ static int __dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u,
 			    u32 segment, u32 offset, bool discards);
 
 /**
+ * dmr_extent_fits() - may a unit's large segment be applied to this map?
+ * @m: the map, as replay has it before the unit
+ * @u: a decoded unit
+ * @i: which of its large segments
+ * @segment: the segment holding @u's summary
+ *
+ * The segment exists, is not the unit's own, is empty and is no head's
+ * (the writer takes a large segment from the free list, and the reuse
+ * rule emptied it durably before: replay applied what emptied it), and
+ * the logical blocks fit in the device.
+ *
+ * Return: true if it may.
+ */
+bool dmr_extent_fits(const struct dmr_map *m, const struct dmr_unit *u, u32 i,
+		     u32 segment)
+{
+	const struct dmr_seg *s;
+
+	if (u->ext_seg[i] >= m->nr_segs || u->ext_seg[i] == segment ||
+	    u->ext_lba[i] > m->nr_logical ||
+	    m->nr_logical - u->ext_lba[i] < m->seg_blocks)
+		return false;
+	s = &m->segs[u->ext_seg[i]];
+	return !s->valid && !(s->flags & DMR_SEG_OPEN);
+}
+
+/*
+ * Apply large segment @i of @u (dmr_extent_fits(), pages reserved): its
+ * logical blocks map to its blocks in order, and it is a sealed segment
+ * of its own from @u's sequence number on, born then.
+ */
+static void dmr_extent_apply(struct dmr_map *m, const struct dmr_unit *u, u32 i)
+{
+	u32 seg = u->ext_seg[i], b;
+	struct dmr_seg *s = &m->segs[seg];
+	u64 pba = dmr_seg_pba(m, seg, 0);
+
+	if (dmr_seg_is_free(s))
+		m->nr_free--;
+	dmr_seg_flags(s, DMR_SEG_USED | DMR_SEG_LARGE, DMR_SEG_HOT);
+	s->seq = u->seq;
+	s->birth = u->seq;
+	s->base = u->ext_lba[i] + 1;
+	s->csum = u->ext_csum[i];
+	for (b = 0; b < m->seg_blocks; b++)
+		dmr_map_set(m, u->ext_lba[i] + b, pba + b);
+}
+
+/**
  * dmr_unit_apply() - apply a unit to the map
  * @m: the map
  * @u: a validated unit
  * @segment: segment holding it
  * @offset: block of its summary within @segment
  *
- * Discards apply before the data blocks: the writer never puts a discard
- * into a unit after a data block (it seals the unit first), so this is
- * the order in which they happened.  A relocation unit's blocks go through
+ * Discards apply before the large segments (DMR_UNIT_EXTENTS), and these
+ * before the data blocks: the writer never puts a discard into a unit
+ * after a data block or a large segment, nor a large segment after a data
+ * block (it seals the unit first), so this is the order in which they
+ * happened.  A relocation unit's blocks go through
  * dmr_move_commit(): each moves only if the map still points at its
  * source, so a write or discard that came first in the log wins.
  *
- * Return: 0, or -ENOMEM if a page of the map could not be allocated
- * (dmr_map_reserve(); the unit is then not applied).
+ * Return: 0, -EINVAL if a large segment does not fit (dmr_extent_fits():
+ * corruption a checksum did not catch), or -ENOMEM if a page of the map
+ * could not be allocated (dmr_map_reserve()); the unit is then not applied.
  */
 int dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u, u32 segment,
 		   u32 offset)
@@ -1008,18 +1119,32 @@ static int __dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u,
 		if (r)
 			return r;
 	}
+	for (i = 0; i < u->nr_extents; i++) {
+		if (!dmr_extent_fits(m, u, i, segment))
+			return -EINVAL;
+		r = dmr_map_reserve(m, u->ext_lba[i], m->seg_blocks);
+		if (r)
+			return r;
+	}
 
 	/* a segment's first unit starts a use: it may have been reused */
 	if (!(s->flags & DMR_SEG_USED) || !offset) {
 		if (dmr_seg_is_free(s))
 			m->nr_free--;
-		/* a new use: its temperature is not in the log (cold) */
-		dmr_seg_flags(s, DMR_SEG_USED, DMR_SEG_HOT);
+		/*
+		 * a new use: its temperature is not in the log (cold), and it
+		 * is a head's, whatever it was (a large segment) before
+		 */
+		dmr_seg_flags(s, DMR_SEG_USED, DMR_SEG_HOT | DMR_SEG_LARGE);
 		s->seq = u->seq;
+		s->base = 0;
+		s->csum = 0;
 	}
 	for (i = 0; discards && i < u->nr_discards; i++)
 		for (b = 0; b < u->discard[i][1]; b++)
 			dmr_map_unmap(m, u->discard[i][0] + b);
+	for (i = 0; i < u->nr_extents; i++)
+		dmr_extent_apply(m, u, i);
 	for (i = 0; i < u->nr_blocks; i++) {
 		if (u->flags & DMR_UNIT_RELOC)
 			dmr_move_commit(m, u->lba[i], u->src[i], base + i);
@@ -1059,17 +1184,53 @@ static enum dmr_log_status dmr_replay_peek(struct dmr_replay *r,
 	return dmr_unit_decode(r->buf, blk, r->uuid, r->geo->logical_blocks, u);
 }
 
-/* Read a unit's data and check it against its checksum. */
+/*
+ * Read a unit's data and check it against its checksum, then each large
+ * segment it records against the record's (a segment whose write did not
+ * reach the device before the unit's did: the unit is torn).
+ */
 static enum dmr_log_status dmr_replay_data(struct dmr_replay *r,
 					   const struct dmr_unit *u)
 {
-	if (!u->nr_blocks)
-		return DMR_LOG_OK;
-	if (r->read(r->ctx, u->blocknr + 1, u->nr_blocks, r->buf))
-		return DMR_LOG_READ_ERROR;
-	if (dmr_data_csum(r->buf, u->nr_blocks) != u->data_csum)
-		return DMR_LOG_BAD_DATA;
+	const struct dmr_geometry *geo = r->geo;
+	u32 i;
+
+	if (u->nr_blocks) {
+		if (r->read(r->ctx, u->blocknr + 1, u->nr_blocks, r->buf))
+			return DMR_LOG_READ_ERROR;
+		if (dmr_data_csum(r->buf, u->nr_blocks) != u->data_csum)
+			return DMR_LOG_BAD_DATA;
+	}
+	for (i = 0; i < u->nr_extents; i++) {
+		if (r->read(r->ctx, geo->data_offset + (u64)u->ext_seg[i] * geo->segment_blocks,
+			    geo->segment_blocks, r->buf))
+			return DMR_LOG_READ_ERROR;
+		if (dmr_data_csum(r->buf, geo->segment_blocks) != u->ext_csum[i])
+			return DMR_LOG_BAD_DATA;
+	}
 	return DMR_LOG_OK;
+}
+
+/*
+ * Does every large segment of @u fit (dmr_extent_fits()), none of them
+ * where a head is or goes on (@u's own head included)?  Replay opens no head's segment before it
+ * reads a unit there, so the map alone does not say.
+ */
+static bool dmr_replay_extents_fit(const struct dmr_map *m, const struct dmr_unit *u,
+				   const struct dmr_log_pos *pos, unsigned int nr,
+				   u32 segment)
+{
+	unsigned int i, h;
+
+	for (i = 0; i < u->nr_extents; i++) {
+		if (!dmr_extent_fits(m, u, i, segment) || u->ext_seg[i] == u->next_segment)
+			return false;
+		for (h = 0; h < nr; h++)
+			if (u->ext_seg[i] == pos[h].segment ||
+			    u->ext_seg[i] == pos[h].next_segment)
+				return false;
+	}
+	return true;
 }
 
 /**
@@ -1117,6 +1278,11 @@ static int dmr_replay_unit(struct dmr_replay *r, struct dmr_map *m,
 			if (rc)
 				return rc;
 		}
+	}
+	for (i = 0; i < u->nr_extents; i++) {
+		rc = r->need(r->ctx, u->ext_lba[i], r->geo->segment_blocks);
+		if (rc)
+			return rc;
 	}
 	for (i = 0; i < u->nr_blocks; i++) {
 		rc = r->need(r->ctx, u->lba[i], 1);
@@ -1185,7 +1351,8 @@ int dmr_replay_heads(struct dmr_replay *r, struct dmr_map *m,
 		u = &r->unit[h];
 		have[h] = false;
 		if (pos[h].offset + 1 + u->nr_blocks > geo->segment_blocks ||
-		    u->next_segment == pos[h].segment) {
+		    u->next_segment == pos[h].segment ||
+		    !dmr_replay_extents_fit(m, u, pos, nr, pos[h].segment)) {
 			r->head_stop[h] = DMR_LOG_BAD_COUNTS;
 			r->stop = DMR_LOG_BAD_COUNTS;
 			return -EINVAL;
@@ -1252,13 +1419,30 @@ int dmr_replay_log(struct dmr_replay *r, struct dmr_map *m,
  */
 bool dmr_unit_data_check(const struct dmr_unit *u, const void *data, u32 *crc)
 {
+	return dmr_blocks_check(data, u->nr_blocks, u->data_csum, crc);
+}
+
+/**
+ * dmr_blocks_check() - do blocks match a data checksum?
+ * @data: @nr blocks, contiguous
+ * @nr: blocks
+ * @csum: dmr_data_csum() they should have
+ * @crc: @nr entries, set to each block's dmr_block_crc()
+ *
+ * A unit's data (dmr_unit_data_check()), or a large segment's blocks
+ * against the checksum its segment table entry keeps (GC's check).
+ *
+ * Return: true if they match.
+ */
+bool dmr_blocks_check(const void *data, u32 nr, u32 csum, u32 *crc)
+{
 	u32 i, c = DMR_DATA_CSUM_SEED;
 
-	for (i = 0; i < u->nr_blocks; i++) {
+	for (i = 0; i < nr; i++) {
 		crc[i] = dmr_block_crc((const u8 *)data + (size_t)i * DMR_BLOCK_SIZE);
 		c = dmr_data_csum_fold(c, crc[i]);
 	}
-	return dmr_data_csum_end(c) == u->data_csum;
+	return dmr_data_csum_end(c) == csum;
 }
 
 /**

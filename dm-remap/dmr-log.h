@@ -19,7 +19,12 @@
  * @next_segment: segment the log continues in
  * @data_csum: checksum of the data blocks (set by encode / decode)
  * @flags: DMR_UNIT_RELOC for a relocation unit, DMR_UNIT_WIDE for a unit
- *	whose summary holds 64-bit numbers
+ *	whose summary holds 64-bit numbers; DMR_UNIT_EXTENTS is set by
+ *	dmr_unit_encode_body() and dmr_unit_decode() from @nr_extents
+ * @nr_extents: large segments it records (DMR_UNIT_EXTENTS)
+ * @ext_lba: the first logical block of each
+ * @ext_seg: the segment of each
+ * @ext_csum: dmr_data_csum() of each segment's blocks
  * @nr_blocks: data blocks
  * @nr_discards: discard extents
  * @lba: logical block of each data block
@@ -42,6 +47,10 @@ struct dmr_unit {
 	u32 next_segment;
 	u32 data_csum;
 	u32 flags;
+	u32 nr_extents;
+	u64 ext_lba[DMR_UNIT_MAX_EXTENTS];
+	u32 ext_seg[DMR_UNIT_MAX_EXTENTS];
+	u32 ext_csum[DMR_UNIT_MAX_EXTENTS];
 	u32 nr_blocks;
 	u32 nr_discards;
 	u64 lba[DMR_SUMMARY_WORDS];
@@ -72,6 +81,8 @@ const char *dmr_log_strerror(enum dmr_log_status st);
 void dmr_unit_reset(struct dmr_unit *u, u32 flags);
 u32 dmr_unit_block_words(const struct dmr_unit *u);
 u32 dmr_unit_discard_words(const struct dmr_unit *u);
+u32 dmr_unit_extent_words(const struct dmr_unit *u);
+u64 dmr_unit_words(const struct dmr_unit *u);
 u32 dmr_unit_capacity(bool wide, bool reloc);
 bool dmr_unit_room(const struct dmr_unit *u, u32 words);
 u32 dmr_data_csum(const void *data, u32 nr_blocks);
@@ -92,6 +103,7 @@ void dmr_unit_encode_body(const struct dmr_unit *u, const u8 *uuid, void *block)
 u32 dmr_unit_finish(void *block, const void *data);
 void dmr_unit_finish_csum(void *block, u32 data_csum);
 bool dmr_unit_data_check(const struct dmr_unit *u, const void *data, u32 *crc);
+bool dmr_blocks_check(const void *data, u32 nr, u32 csum, u32 *crc);
 u32 dmr_seg_verify(const u8 *buf, u64 block0, u64 data0, u32 seg_blocks,
 		   u64 first_seq, const u8 *uuid, const struct dmr_map *m,
 		   struct dmr_unit *u, u8 *ok, u32 *crc);
@@ -284,6 +296,8 @@ struct dmr_replay {
 
 bool dmr_log_stop_benign(enum dmr_log_status st);
 
+bool dmr_extent_fits(const struct dmr_map *m, const struct dmr_unit *u, u32 i,
+		     u32 segment);
 int __must_check dmr_unit_apply(struct dmr_map *m, const struct dmr_unit *u, u32 segment,
 				u32 offset);
 int __must_check dmr_replay_heads(struct dmr_replay *r, struct dmr_map *m,

@@ -911,9 +911,32 @@ void dmr_seg_open(struct dmr_map *m, u32 seg, u64 seq)
 	if (dmr_seg_is_free(s))
 		m->nr_free--;
 	dmr_seg_unlist(m, seg);
-	dmr_seg_flags(s, DMR_SEG_USED | DMR_SEG_OPEN, DMR_SEG_HOT);
+	dmr_seg_flags(s, DMR_SEG_USED | DMR_SEG_OPEN, DMR_SEG_HOT | DMR_SEG_LARGE);
 	s->seq = seq;
 	s->birth = seq;
+	s->base = 0;
+	s->csum = 0;
+}
+
+/**
+ * dmr_seg_large() - a segment opened for a large write holds its data
+ * @m: the map
+ * @seg: a segment opened (dmr_seg_open()) for the write, not a head's
+ * @lba: the logical block its block 0 holds (the next ones follow)
+ * @csum: dmr_data_csum() of its blocks
+ *
+ * It has no summary: GC finds its blocks' logical blocks from @lba, and
+ * checks them against @csum (struct dmr_seg @base and @csum, kept by
+ * checkpoints).  The caller seals it (dmr_seg_seal()) once the map
+ * points into it.
+ */
+void dmr_seg_large(struct dmr_map *m, u32 seg, u64 lba, u32 csum)
+{
+	struct dmr_seg *s = &m->segs[seg];
+
+	dmr_seg_flags(s, DMR_SEG_LARGE, 0);
+	s->base = lba + 1;
+	s->csum = csum;
 }
 
 /**
@@ -1002,8 +1025,10 @@ void dmr_seg_make_free(struct dmr_map *m, u32 seg)
 
 	dmr_seg_unlist(m, seg);
 	dmr_seg_flags(s, 0, DMR_SEG_USED | DMR_SEG_PREFREE | DMR_SEG_NOGC |
-			 DMR_SEG_GCERR | DMR_SEG_MEM | DMR_SEG_HOT);
+			 DMR_SEG_GCERR | DMR_SEG_MEM | DMR_SEG_HOT | DMR_SEG_LARGE);
 	s->seq = 0;
+	s->base = 0;
+	s->csum = 0;
 	s->free_after = 0;
 	s->flush_after = 0;
 	m->nr_prefree--;

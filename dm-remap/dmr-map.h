@@ -58,7 +58,9 @@ enum dmr_page_state {
 };
 
 /*
- * Segment states.  DMR_SEG_USED is the only flag on disk; the others live
+ * Segment states.  DMR_SEG_USED and DMR_SEG_LARGE are the flags on disk
+ * (dmr-format.h; LARGE: a large segment, @base and @csum say what it
+ * holds, sealed from its start: dmr_seg_large()); the others live
  * in memory and are rebuilt at load (dmr_map_load_states()).
  *
  *   free      not USED, not OPEN: may be handed to a head
@@ -74,7 +76,7 @@ enum dmr_page_state {
 #define DMR_SEG_NOGC	0x800U	/* collection found it inconsistent: never again */
 #define DMR_SEG_HOT	0x1000U	/* opened by a hot head since load (dmr_seg_set_head()) */
 #define DMR_SEG_GCERR	0x2000U	/* GC could not read it: tried again after a checkpoint */
-#define DMR_SEG_DISK_FLAGS	DMR_SEG_USED
+#define DMR_SEG_DISK_FLAGS	(DMR_SEG_USED | DMR_SEG_LARGE)
 
 /*
  * The flags that decide whether GC may take a segment: exactly
@@ -133,6 +135,8 @@ struct dmr_seg {
 	u32 flags;
 	u32 next;
 	u32 prev;
+	u64 base;
+	u32 csum;
 };
 
 /* What a prefree segment waits for before the reuse rule allows it. */
@@ -422,6 +426,7 @@ void dmr_map_flush_done(struct dmr_map *m);
 bool dmr_seg_is_free(const struct dmr_seg *s);
 u32 dmr_seg_alloc(struct dmr_map *m);
 void dmr_seg_open(struct dmr_map *m, u32 seg, u64 seq);
+void dmr_seg_large(struct dmr_map *m, u32 seg, u64 lba, u32 csum);
 void dmr_seg_seal(struct dmr_map *m, u32 seg);
 enum dmr_reuse_wait dmr_seg_reuse_wait(const struct dmr_seg *s, u64 ckpt_seq,
 				       u64 flush_seq);

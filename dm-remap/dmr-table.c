@@ -95,6 +95,10 @@ static const struct dmr_opt_desc dmr_opts[DMR_OPT_NR] = {
 		.name = "no_stripe_fill",
 		.err_dup = "Duplicate optional argument no_stripe_fill",
 	},
+	[DMR_OPT_NO_LARGE_WRITES] = {
+		.name = "no_large_writes",
+		.err_dup = "Duplicate optional argument no_large_writes",
+	},
 };
 
 static_assert(DMR_OPT_NR <= 32, "dmr_options_parse() keeps a 32-bit seen mask");
@@ -172,6 +176,9 @@ static void dmr_opt_set(struct dmr_options *o, int id, u64 value)
 		break;
 	case DMR_OPT_NO_STRIPE_FILL:
 		o->no_stripe_fill = true;
+		break;
+	case DMR_OPT_NO_LARGE_WRITES:
+		o->no_large_writes = true;
 		break;
 	}
 }

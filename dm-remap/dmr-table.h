@@ -19,6 +19,7 @@ enum dmr_opt_id {
 	DMR_OPT_ZERO_COPY,
 	DMR_OPT_MAP_CACHE,
 	DMR_OPT_NO_STRIPE_FILL,
+	DMR_OPT_NO_LARGE_WRITES,
 	DMR_OPT_NR,
 };
 
@@ -30,6 +31,12 @@ enum dmr_opt_id {
  * checks the watermarks against the device (dmr_gc_params_check()).
  */
 #define DMR_MAX_GC_WATERMARK		0x7fffffffU
+/*
+ * Bytes of the optional arguments of a table line as the target emits
+ * them (dmr_options_emit(), STATUSTYPE_TABLE), terminator included: the
+ * longest line is 169 bytes and its terminator.
+ */
+#define DMR_TABLE_OPTS_MAX		192
 /* Largest map cache the parser takes, in MiB (the map of 256 TiB). */
 #define DMR_MAX_MAP_CACHE		1048576U
 
@@ -50,6 +57,8 @@ enum dmr_opt_id {
  *	map); the others are read back from the checkpoint when needed
  * @no_stripe_fill: write log units as they are, not padded to the end of
  *	their stripe of the device below (dmr_stripe_pad())
+ * @no_large_writes: write every block of a write through a log head, none
+ *	in a segment of its own (dmr_write_large())
  * @order: option ids in the order the table gave them, for re-emission
  * @nr_given: number of entries in @order
  */
@@ -63,6 +72,7 @@ struct dmr_options {
 	bool zero_copy;
 	u32 map_cache;
 	bool no_stripe_fill;
+	bool no_large_writes;
 	u8 order[DMR_OPT_NR];
 	u8 nr_given;
 };

@@ -128,6 +128,7 @@ static void dmr_clear_stats(struct dmr_stats *s)
 	atomic64_set(&s->inline_writes, 0);
 	atomic64_set(&s->ckpt_table_blocks, 0);
 	atomic64_set(&s->read_splits, 0);
+	atomic64_set(&s->large_segments, 0);
 }
 
 /* GC watermarks: the defaults for the device, or the table's. */
@@ -530,7 +531,7 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 {
 	struct dmr_target *rc = ti->private;
 	unsigned int sz = 0;
-	char opts[160], waf_load[32], waf_fmt[32];
+	char opts[DMR_TABLE_OPTS_MAX], waf_load[32], waf_fmt[32];
 	struct dmr_gc_params p, def;
 	struct dmr_options now;
 
@@ -574,7 +575,7 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 		       (long long)atomic64_read(&rc->stats.device_flushes),
 		       (long long)atomic64_read(&rc->stats.zero_copy_blocks),
 		       (long long)atomic64_read(&rc->stats.zero_copy_recopied));
-		DMEMIT(" %lld %lld %lld %lld %lld %llu %lld %lld %lld",
+		DMEMIT(" %lld %lld %lld %lld %lld %llu %lld %lld %lld %lld",
 		       (long long)atomic64_read(&rc->stats.gc_read_errors),
 		       (long long)atomic64_read(&rc->stats.gc_unverified),
 		       (long long)atomic64_read(&rc->stats.map_misses),
@@ -583,7 +584,8 @@ static void dmr_status(struct dm_target *ti, status_type_t type,
 		       (unsigned long long)READ_ONCE(rc->map.nr_pages_peak),
 		       (long long)atomic64_read(&rc->stats.inline_writes),
 		       (long long)atomic64_read(&rc->stats.ckpt_table_blocks),
-		       (long long)atomic64_read(&rc->stats.read_splits));
+		       (long long)atomic64_read(&rc->stats.read_splits),
+		       (long long)atomic64_read(&rc->stats.large_segments));
 		break;
 	case STATUSTYPE_TABLE:
 		/* the watermarks in use: the messages may have changed them */

@@ -76,6 +76,7 @@ static void dmr_test_parse_u64(struct kunit *test)
  * @zero_copy: expected zero_copy flag
  * @map_cache: expected map_cache (0: not given)
  * @no_fill: expected no_stripe_fill flag
+ * @no_large: expected no_large_writes flag
  */
 struct dmr_opt_case {
 	const char *words[DMR_MAX_WORDS];
@@ -87,6 +88,7 @@ struct dmr_opt_case {
 	bool zero_copy;
 	u32 map_cache;
 	bool no_fill;
+	bool no_large;
 };
 
 static const struct dmr_opt_case dmr_opt_cases[] = {
@@ -191,6 +193,14 @@ static const struct dmr_opt_case dmr_opt_cases[] = {
 	{ { "2", "no_stripe_fill", "no_stripe_fill", NULL },
 	  "Duplicate optional argument no_stripe_fill" },
 	{ { "2", "no_stripe_fill", "1", NULL }, "Unrecognised optional argument" },
+	/* no_large_writes */
+	{ { "1", "no_large_writes", NULL },
+	  NULL, false, false, 30, false, 0, 0, false, 0, false, true },
+	{ { "2", "no_stripe_fill", "no_large_writes", NULL },
+	  NULL, false, false, 30, false, 0, 0, false, 0, true, true },
+	{ { "2", "no_large_writes", "no_large_writes", NULL },
+	  "Duplicate optional argument no_large_writes" },
+	{ { "1", "no_large_write", NULL }, "Unrecognised optional argument" },
 };
 
 static void dmr_opt_desc(const struct dmr_opt_case *c, char *desc)
@@ -241,6 +251,7 @@ static void dmr_test_options(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, o.zero_copy, c->zero_copy);
 	KUNIT_EXPECT_EQ(test, o.map_cache, c->map_cache);
 	KUNIT_EXPECT_EQ(test, o.no_stripe_fill, c->no_fill);
+	KUNIT_EXPECT_EQ(test, o.no_large_writes, c->no_large);
 }
 
 /* Parsing then emitting gives back the words the table gave, in order. */
@@ -260,10 +271,11 @@ static void dmr_test_options_emit(struct kunit *test)
 		/* the longest line there is */
 		"3 map_cache 64 read_only",
 		"2 no_stripe_fill read_only",
-		/* the longest line there is (dmr_status() has 160 bytes) */
-		"13 read_only ignore_discard checkpoint_interval 86400 no_discard_passdown gc_low 2147483647 gc_high 2147483647 zero_copy map_cache 1048576 no_stripe_fill",
+		"2 no_large_writes no_stripe_fill",
+		/* the longest line there is (DMR_TABLE_OPTS_MAX) */
+		"14 read_only ignore_discard checkpoint_interval 86400 no_discard_passdown gc_low 2147483647 gc_high 2147483647 zero_copy map_cache 1048576 no_stripe_fill no_large_writes",
 	};
-	char buf[160], copy[160], small[8];
+	char buf[DMR_TABLE_OPTS_MAX], copy[DMR_TABLE_OPTS_MAX], small[8];
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(lines); i++) {
@@ -382,9 +394,12 @@ static const struct dmr_geo_case dmr_geo_cases[] = {
 	{ 262144, 288, 7, DMR_GEO_OK },			/* 1 GiB */
 	{ 1ULL << 31, 2048, 10, DMR_GEO_OK },		/* 8 TiB, 8 MiB segments */
 	{ 1ULL << 33, 2048, 10, DMR_GEO_TOO_LARGE },	/* 32 TiB */
-	/* largest device with 1 MiB segments: 2^24 - 1 segments, ~16 TiB */
-	{ 4303512319ULL, 256, 10, DMR_GEO_OK },
-	{ 4303512320ULL, 256, 10, DMR_GEO_TOO_LARGE },
+	/*
+	 * largest device with 1 MiB segments: 2^24 - 1 segments, ~16 TiB
+	 * (format 5's checkpoint slots: 8676608 blocks before the data area)
+	 */
+	{ 4303643903ULL, 256, 10, DMR_GEO_OK },
+	{ 4303643904ULL, 256, 10, DMR_GEO_TOO_LARGE },
 	{ 65536, 64, 3, DMR_GEO_OK },			/* smallest segment */
 	{ 4608, 256, 10, DMR_GEO_TOO_SMALL },		/* 18 MiB: too few segments */
 	{ 4864, 256, 10, DMR_GEO_OK },			/* 19 MiB: just enough */
@@ -492,14 +507,14 @@ static void dmr_test_default_segment(struct kunit *test)
  *	map (4096 per page of 1024 entries and the page's pointer, 8, with
  *	logical = (segments - 10) * segment_blocks * (100 - overprovision)
  *	/ 100) + segment table, with its list links, reader counts and the
- *	load's valid counts ((48 + 4 + 4) * segments) + the segment lists' heads
+ *	load's valid counts ((64 + 4 + 4) * segments) + the segment lists' heads
  *	(4 * (segment_blocks + 5)) + map block bookkeeping
  *	(5 * ceil(logical / 1024)): 4109 * ceil(logical / 1024) for the
  *	map's part + eight segment buffers (four heads,
  *	three in flight, GC's: 8 * 4096 * segment_blocks) + bounce buffer
  *	(64 * 4096) + the checkpoint's table hashes (8 per block of the CRC
  *	table, ceil(map blocks * 4 / 4096), and of the segment table,
- *	ceil(segments * 16 / 4096), for each of the two slots) + the write
+ *	ceil(segments * 32 / 4096), for each of the two slots) + the write
  *	heat (2 bits per logical block, ceil(logical / 4))
  * @over_int_max: the map alone is above INT_MAX bytes
  * @cache_mib: a map_cache to try, 0 for none
@@ -521,43 +536,43 @@ struct dmr_mem_case {
 };
 
 static const struct dmr_mem_case dmr_mem_cases[] = {
-	/* 4109 * 12 + 3528 + 1044 + 8388608 + 262144 + 16 * (1 + 1) + 3053 */
+	/* 4109 * 12 + 4536 + 1044 + 8388608 + 262144 + 16 * (1 + 1) + 3053 */
 	/* 12 map blocks, a cache of 256 pages: none */
-	{ "64 MiB", 16384, 256, 10, 63, 12211, 8707717ULL, false, 1, 8707717ULL },
+	{ "64 MiB", 16384, 256, 10, 63, 12211, 8708725ULL, false, 1, 8708725ULL },
 	/*
-	 * 4109 * 532925 + 123067616 + 1044 + 8388608 + 262144 + 16 * (521 + 8585) +
-	 * 136428622
+	 * 4109 * 532909 + 158224968 + 1044 + 8388608 + 262144 + 16 * (521 + 17169) +
+	 * 136424463
 	 */
 	{ "2.1 TiB, 3% overprovision", 563714457ULL, 256, 3,
-	  2197636, 545714488ULL, 2458082555ULL, true, 0, 2458082555ULL },
+	  2197569, 545697850ULL, 2493307348ULL, true, 0, 2493307348ULL },
 	/*
-	 * 4109 * 529786 + 131858216 + 1044 + 8388608 + 262144 + 16 * (518 + 9198) +
-	 * 135625018
+	 * 4109 * 529770 + 169526808 + 1044 + 8388608 + 262144 + 16 * (518 + 18395) +
+	 * 135620871
 	 */
 	{ "2.25 TiB", 603979776ULL, 256, 10,
-	  2354611, 542500070ULL, 2453181160ULL, true, 0, 2453181160ULL },
+	  2354539, 542483481ULL, 2490927013ULL, true, 0, 2490927013ULL },
 	/*
-	 * 4109 * 1883720 + 58605176 + 8212 + 67108864 + 262144 + 16 * (1840 + 4088) +
-	 * 482232269
+	 * 4109 * 1883713 + 75349224 + 8212 + 67108864 + 262144 + 16 * (1840 + 8176) +
+	 * 482230426
 	 */
 	{ "8 TiB, 8 MiB segments", 1ULL << 31, 2048, 10,
-	  1046521, 1928929075ULL, 8348516993ULL, true,
+	  1046517, 1928921702ULL, 8365295843ULL, true,
 	  /*
-	   * 4096 * 24578 + 19 * 1883720 + 58605176 + 8212 + 67108864 + 262144 +
-	   * 16 * (1840 + 4088)
+	   * 4096 * 24578 + 19 * 1883713 + 75349224 + 8212 + 67108864 + 262144 +
+	   * 16 * (1840 + 8176)
 	   */
-	  64, 262541412ULL },
+	  64, 279350735ULL },
 	/*
-	 * 4109 * 3774872 + 939524040 + 1044 + 8388608 + 262144 + 16 * (3687 + 65536) +
-	 * 966367008
+	 * 4109 * 3774756 + 1207922544 + 1044 + 8388608 + 262144 + 16 * (3687 + 131068) +
+	 * 966337459
 	 */
 	{ "largest, ~16 TiB", 4303512319ULL, 256, 10,
-	  16777215, 3865468032ULL, 17426599460ULL, true,
+	  16776702, 3865349836ULL, 17695540283ULL, true,
 	  /*
-	   * 4096 * 393218 + 19 * 3774872 + 939524040 + 1044 + 8388608 + 262144 +
-	   * 16 * (3687 + 65536)
+	   * 4096 * 393218 + 19 * 3774756 + 1207922544 + 1044 + 8388608 + 262144 +
+	   * 16 * (3687 + 131068)
 	   */
-	  1024, 2631626900ULL },
+	  1024, 2901071712ULL },
 };
 
 static void dmr_mem_desc(const struct dmr_mem_case *c, char *desc)
@@ -1022,7 +1037,8 @@ static const struct dmr_corrupt_case dmr_corrupt_cases[] = {
 	{ "checksum field", 9, 0x80, false, false, 0, DMR_SB_BAD_CSUM },
 	{ "payload bit", 100, 0x04, false, false, 0, DMR_SB_BAD_CSUM },
 	{ "reserved tail", 4095, 0x01, false, false, 0, DMR_SB_BAD_CSUM },
-	{ "version 5", 12, 5, true, true, 0, DMR_SB_BAD_VERSION },
+	{ "version 6", 12, 6, true, true, 0, DMR_SB_BAD_VERSION },
+	{ "version 4", 12, 4, true, true, 0, DMR_SB_BAD_VERSION },
 	{ "version 3", 12, 3, true, true, 0, DMR_SB_BAD_VERSION },
 	{ "version 2", 12, 2, true, true, 0, DMR_SB_BAD_VERSION },
 	{ "version 1", 12, 1, true, true, 0, DMR_SB_BAD_VERSION },

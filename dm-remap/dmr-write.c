@@ -199,6 +199,30 @@ static int dmr_flight_reap(struct dmr_target *rc, struct dmr_flight *f)
 	return 0;
 }
 
+/*
+ * Hand slot @f (reaped, its buffer filled) to the second stage: blocks
+ * [@off, @off + @nr) of its buffer go to device block @blocknr, the units
+ * in [@off, @units_end) checksummed first.  Its segment is @f->segment,
+ * read from the buffer until the worker reaps the write.
+ */
+static void dmr_flight_go(struct dmr_target *rc, struct dmr_flight *f, u32 off,
+			  u32 units_end, u32 nr, u64 blocknr)
+{
+	f->off = off;
+	f->units_end = units_end;
+	f->nr = nr;
+	f->blocknr = blocknr;
+	reinit_completion(&f->done);
+	f->pending = true;
+	rc->flight_next = (rc->flight_next + 1) % DMR_FLIGHT_SLOTS;
+	if (unlikely(dmr_fault_take(&dmr_fault_flight_fail))) {
+		f->error = -EIO;	/* the test hook: not written */
+		complete(&f->done);
+	} else {
+		queue_work(rc->flight_wq, &f->work);
+	}
+}
+
 /* Rule 3's invariant: is any segment still in the second stage? */
 static bool dmr_flight_busy(const struct dmr_target *rc)
 {
@@ -334,7 +358,8 @@ static int __dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync,
 	 */
 	if (READ_ONCE(rc->mode) != DMR_MODE_WRITE)
 		return rc->first_error ?: -EIO;
-	if (h->unit_open && (h->unit->nr_blocks || h->unit->nr_discards))
+	if (h->unit_open && (h->unit->nr_blocks || h->unit->nr_discards ||
+			     h->unit->nr_extents))
 		dmr_close_unit(rc, h);
 	h->unit_open = false;
 	nr = h->pos.offset - from;
@@ -374,19 +399,8 @@ static int __dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync,
 	if (act == DMR_SEAL_FLIGHT) {
 		/* the segment is done: the head fills the next in another buffer */
 		swap(h->buf, f->buf);
-		f->off = from;
-		f->units_end = h->pos.offset;
-		f->nr = stop - from;
-		f->blocknr = dmr_seg_block(rc, seg, from);
-		reinit_completion(&f->done);
-		f->pending = true;
-		rc->flight_next = (rc->flight_next + 1) % DMR_FLIGHT_SLOTS;
-		if (unlikely(dmr_fault_take(&dmr_fault_flight_fail))) {
-			f->error = -EIO;	/* the test hook: not written */
-			complete(&f->done);
-		} else {
-			queue_work(rc->flight_wq, &f->work);
-		}
+		dmr_flight_go(rc, f, from, h->pos.offset, stop - from,
+			      dmr_seg_block(rc, seg, from));
 	} else {
 		r = dmr_write_units(rc, h->buf, from, h->pos.offset, stop,
 				    dmr_seg_block(rc, seg, from), fua);
@@ -594,8 +608,11 @@ static int dmr_write_begin(struct dmr_target *rc, bool changes)
 
 /*
  * Rule 10: before head @hid takes blocks [@lba, @lba + @n), close any other
- * user head's open unit that holds one of their current copies, so that
- * the unit holding the older copy is numbered, hence replayed, first.
+ * user head's open unit that holds one of their current copies, or
+ * records the large segment holding it (dmr_unit_records()), so that the
+ * unit holding the older copy is numbered, hence replayed, first.  @hid
+ * DMR_NR_HEADS: every user head's (a large segment, which its unit
+ * applies before the unit's data blocks: dmr_write_large()).
  * (GC's heads need no such care: a relocation applies only where the
  * map still points at its source, and a block moved twice left a sealed
  * segment, whose units were all numbered before the second move's.)
@@ -606,6 +623,15 @@ static int dmr_order_before(struct dmr_target *rc, unsigned int hid, u64 lba, u3
 	unsigned int g;
 	int r;
 
+	for (g = DMR_HEAD_HOT; g <= DMR_HEAD_COLD; g++) {
+		struct dmr_head *o = &rc->heads[g];
+
+		if (g != hid && dmr_unit_records(o->unit_open, o->unit, seg_blocks, lba, n)) {
+			r = dmr_seal(rc, o, false);
+			if (r)
+				return r;
+		}
+	}
 	for (i = 0; i < n; i++) {
 		u64 e = dmr_map_get(&rc->map, lba + i);
 
@@ -627,6 +653,133 @@ static int dmr_order_before(struct dmr_target *rc, unsigned int hid, u64 lba, u3
 }
 
 /*
+ * Open a unit of the cold head that @needs_seal accepts (a discard's, or
+ * a large segment's record: dmr_discard_needs_seal(),
+ * dmr_extent_needs_seal()), sealing the open one first if it does not.
+ * Return: 0, DMR_NO_ROOM (dmr_head_room()) or a negative errno.
+ */
+static int dmr_cold_unit(struct dmr_target *rc,
+			 bool (*needs_seal)(bool unit_open, const struct dmr_unit *u))
+{
+	struct dmr_head *h = &rc->heads[DMR_HEAD_COLD];
+	u32 n;
+	int r;
+
+	for (;;) {
+		if (needs_seal(h->unit_open, h->unit)) {
+			r = dmr_seal(rc, h, false);
+			if (r)
+				return r;
+		}
+		r = dmr_head_room(rc, DMR_HEAD_COLD, 0, &n);
+		if (r)
+			return r;
+		/* opening a unit may have sealed a full one: check again */
+		if (!needs_seal(h->unit_open, h->unit))
+			return 0;
+	}
+}
+
+/**
+ * dmr_write_large() - the next segment of a write into a segment of its own
+ * @rc: target
+ * @bio: the write, at logical block @lba, with a segment's blocks or more
+ *	left; advanced past them
+ * @lba: a multiple of the segment size (dmr_large_split())
+ *
+ * Issue 41's goal 1: the blocks go whole into a free segment, from its
+ * block 0 and with no summary (a large segment, format 5), written by the
+ * second stage as a done head segment is, and read from its slot's
+ * buffer meanwhile; the cold head's open unit records it (its first
+ * logical block, the segment, the data's checksum: DMR_UNIT_EXTENTS).
+ * Overwritten, it empties whole, and GC never moves it; a stripe of it
+ * is never written twice.
+ *
+ * Crash ordering.  The unit that records it is written after the segment
+ * was handed to the second stage, with no flush between them, so either
+ * may reach the device first; replay checks the segment's data against
+ * the record and, if they differ, stops at that unit as at a torn one
+ * (rule 2).  A flush waits for the second stage before it writes a unit
+ * (rule 3), so the segment is durable before any flush that covers its
+ * record completes.  Rule 10: the record applies after the unit's
+ * discards and before its data blocks (dmr_unit_apply()), so it goes
+ * into a unit with no data block yet, and every user head's open unit
+ * with a current copy of one of its blocks, or a record of one, is
+ * closed first; a later write of them to the hot head closes this unit
+ * first (dmr_order_before()).  The reuse rule holds as for any segment:
+ * it is sealed at once, and the checkpoints it counts come after the
+ * unit that records it is written (a checkpoint writes every head's
+ * units first).
+ *
+ * Return: 0, DMR_NO_ROOM before anything changed (the throttle: the
+ * request returns to the worker), or a negative errno.
+ */
+static int dmr_write_large(struct dmr_target *rc, struct bio *bio, u64 lba)
+{
+	struct dmr_head *h = &rc->heads[DMR_HEAD_COLD];
+	u32 seg_blocks = dmr_seg_blocks(rc), seg, b, csum;
+	struct dmr_flight *f;
+	struct dmr_unit *u;
+	u64 pba;
+	int r;
+
+	r = dmr_order_before(rc, DMR_NR_HEADS, lba, seg_blocks) ?:
+	    dmr_cold_unit(rc, dmr_extent_needs_seal);
+	if (r)
+		return r;
+	if (!dmr_head_may_alloc(&rc->gc, DMR_HEAD_COLD, rc->map.nr_free))
+		return DMR_NO_ROOM;
+	/* the map's pages for its blocks, before the lock (may sleep) */
+	r = dmr_map_reserve(&rc->map, lba, seg_blocks);
+	if (r)
+		return r;
+	/* a slot of the second stage: the oldest, reaped if still busy */
+	f = &rc->flight[rc->flight_next];
+	r = dmr_flight_reap_done(rc) ?: dmr_flight_reap(rc, f);
+	if (r)
+		return r;
+	spin_lock(&rc->map_lock);
+	seg = dmr_seg_alloc(&rc->map);
+	spin_unlock(&rc->map_lock);
+	if (WARN_ON_ONCE(seg == DMR_NO_SEGMENT))
+		return -ENOSPC;
+	dmr_copy_from_bio(bio, f->buf, seg_blocks << DMR_BLOCK_SHIFT);
+	csum = dmr_data_csum(f->buf, seg_blocks);
+	pba = dmr_seg_pba(&rc->map, seg, 0);
+	spin_lock(&rc->map_lock);
+	dmr_seg_open(&rc->map, seg, rc->seq + 1);
+	dmr_seg_set_mem(&rc->map, seg, true);	/* read from @f's buffer */
+	f->segment = seg;
+	spin_unlock(&rc->map_lock);
+	/* as a discard unmaps: the lock held for a step at a time */
+	for (b = 0; b < seg_blocks; ) {
+		u32 end = b + dmr_unmap_step(seg_blocks - b);
+
+		spin_lock(&rc->map_lock);
+		for (; b < end; b++)
+			dmr_map_set(&rc->map, lba + b, pba + b);
+		spin_unlock(&rc->map_lock);
+		cond_resched();
+	}
+	spin_lock(&rc->map_lock);
+	dmr_seg_large(&rc->map, seg, lba, csum);
+	dmr_seg_seal(&rc->map, seg);
+	spin_unlock(&rc->map_lock);
+	u = h->unit;
+	u->ext_lba[u->nr_extents] = lba;
+	u->ext_seg[u->nr_extents] = seg;
+	u->ext_csum[u->nr_extents] = csum;
+	u->nr_extents++;
+	dmr_flight_go(rc, f, 0, 0, seg_blocks, dmr_seg_block(rc, seg, 0));
+	atomic64_add(seg_blocks, &rc->stats.user_blocks);
+	atomic64_add(seg_blocks, &rc->stats.device_blocks);
+	atomic64_inc(&rc->stats.large_segments);
+	rc->total_user += seg_blocks;
+	rc->total_log += seg_blocks;
+	return 0;
+}
+
+/*
  * A write, or an empty flush.  A REQ_PREFLUSH or REQ_FUA request is not
  * completed here: once its data is in its head it waits in @commit_bios
  * for the group commit (dmr_group_commit()), whose flush makes everything
@@ -634,6 +787,10 @@ static int dmr_order_before(struct dmr_target *rc, unsigned int hid, u64 lba, u3
  * needs no flush of its own first: replay applies a prefix of the log
  * (rule 2), so its data is never found on the device without what was
  * written before it, and the request completes only after the flush.
+ *
+ * The whole segment-aligned segments of a write (dmr_large_split()) go
+ * into segments of their own (dmr_write_large()) unless the table says
+ * no_large_writes; the rest goes to a head.
  *
  * A write that finds no room (DMR_NO_ROOM) returns to the worker with
  * the blocks it wrote so far in its head and the bio advanced past them;
@@ -668,8 +825,21 @@ enum dmr_bio_result dmr_do_write(struct dmr_target *rc, struct bio *bio)
 	h = &rc->heads[hid];
 	while (bio->bi_iter.bi_size) {
 		u32 n, i, want = bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT;
-		u64 pba;
+		u64 pba, first, big;
 
+		big = rc->opts.no_large_writes ? 0 :
+		      dmr_large_split(lba, want, seg_blocks, &first);
+		if (big && first == lba) {
+			r = dmr_write_large(rc, bio, lba);
+			if (r == DMR_NO_ROOM)
+				return DMR_BIO_NO_ROOM;
+			if (r)
+				goto out;
+			lba += seg_blocks;
+			continue;
+		}
+		if (big)
+			want = first - lba;	/* up to the large part */
 		r = dmr_head_room(rc, hid, want, &n);
 		if (r == DMR_NO_ROOM)
 			return DMR_BIO_NO_ROOM;
@@ -735,7 +905,7 @@ enum dmr_bio_result dmr_do_discard(struct dmr_target *rc, struct bio *bio)
 	u64 lba = dmr_bio_lba(rc, bio), b;
 	u64 nr = bio->bi_iter.bi_size >> DMR_BLOCK_SHIFT;
 	u32 piece = dmr_discard_piece(rc->pc.cap, rc->map.page_shift);
-	u32 count = min_t(u64, nr, piece), n;
+	u32 count = min_t(u64, nr, piece);
 	struct dmr_unit *u;
 	u64 got;
 	int r;
@@ -758,21 +928,11 @@ enum dmr_bio_result dmr_do_discard(struct dmr_target *rc, struct bio *bio)
 	r = dmr_order_before(rc, DMR_HEAD_COLD, lba, count);
 	if (r)
 		goto out;
-	for (;;) {
-		if (dmr_discard_needs_seal(h->unit_open, h->unit)) {
-			r = dmr_seal(rc, h, false);
-			if (r)
-				goto out;
-		}
-		r = dmr_head_room(rc, DMR_HEAD_COLD, 0, &n);
-		if (r == DMR_NO_ROOM)
-			return DMR_BIO_NO_ROOM;
-		if (r)
-			goto out;
-		/* opening a unit may have sealed a full one: check again */
-		if (!dmr_discard_needs_seal(h->unit_open, h->unit))
-			break;
-	}
+	r = dmr_cold_unit(rc, dmr_discard_needs_seal);
+	if (r == DMR_NO_ROOM)
+		return DMR_BIO_NO_ROOM;
+	if (r)
+		goto out;
 	/* the unit open now, after any seal: never one sealed before */
 	u = h->unit;
 	u->discard[u->nr_discards][0] = lba;

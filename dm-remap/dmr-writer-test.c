@@ -901,6 +901,79 @@ static void dmr_test_copy_in_open_unit(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, dmr_copy_in_open_unit(base + off + 2, S, false, seg, off, wp));
 }
 
+/*
+ * Large segments in a unit (format 5, dmr_write_large()): a record joins
+ * only a unit with no data block and room for it (the count word with
+ * the first), at most DMR_UNIT_MAX_EXTENTS; a discard never joins a unit
+ * after one; a unit holding only records is written by a flush and
+ * leaves fewer words to a write's chunk; rule 10 sees the blocks a
+ * record covers, not those next to it.
+ */
+static void dmr_test_extents_in_units(struct kunit *test)
+{
+	struct dmr_unit *u = dmr_tw_unit(test);
+	const u32 S = 256;
+	u32 w;
+
+	KUNIT_EXPECT_FALSE(test, dmr_extent_needs_seal(true, u));
+	KUNIT_EXPECT_FALSE(test, dmr_extent_needs_seal(false, u));
+	/* discards first is the order they apply in: no seal */
+	u->nr_discards = 3;
+	KUNIT_EXPECT_FALSE(test, dmr_extent_needs_seal(true, u));
+	u->nr_blocks = 1;
+	KUNIT_EXPECT_TRUE(test, dmr_extent_needs_seal(true, u));
+	KUNIT_EXPECT_FALSE(test, dmr_extent_needs_seal(false, u));
+	u->nr_blocks = 0;
+	u->nr_extents = DMR_UNIT_MAX_EXTENTS - 1;
+	KUNIT_EXPECT_FALSE(test, dmr_extent_needs_seal(true, u));
+	u->nr_extents = DMR_UNIT_MAX_EXTENTS;
+	KUNIT_EXPECT_TRUE(test, dmr_extent_needs_seal(true, u));
+	/* the summary's room: discards that leave one record and its count */
+	dmr_unit_reset(u, 0);
+	u->nr_discards = (DMR_SUMMARY_WORDS - 2) / 2;	/* 2 words left */
+	KUNIT_EXPECT_TRUE(test, dmr_extent_needs_seal(true, u));
+	u->nr_discards = (DMR_SUMMARY_WORDS - 4) / 2;	/* 4 left: 1 + 3 */
+	KUNIT_EXPECT_FALSE(test, dmr_extent_needs_seal(true, u));
+	u->nr_extents = 1;	/* now 0 left */
+	KUNIT_EXPECT_TRUE(test, dmr_extent_needs_seal(true, u));
+	/* a wide unit's record takes 4 words */
+	dmr_unit_reset(u, DMR_UNIT_WIDE);
+	u->nr_extents = 1;
+	KUNIT_EXPECT_EQ(test, dmr_unit_words(u), 5ULL);
+	KUNIT_EXPECT_EQ(test, dmr_write_chunk(u, 1, 8192, 5000), (DMR_SUMMARY_WORDS - 5) / 2);
+
+	/* a discard waits for a unit without records */
+	dmr_unit_reset(u, 0);
+	u->nr_extents = 1;
+	KUNIT_EXPECT_TRUE(test, dmr_discard_needs_seal(true, u));
+	/* written by a flush, records alone */
+	KUNIT_EXPECT_TRUE(test, dmr_head_unwritten(true, u, 10, 10));
+	KUNIT_EXPECT_FALSE(test, dmr_head_unwritten(false, u, 10, 10));
+	/* a write's chunk after 2 records: 1 + 2 * 3 words taken */
+	u->nr_extents = 2;
+	w = DMR_SUMMARY_WORDS - 7;
+	KUNIT_EXPECT_EQ(test, dmr_write_chunk(u, 1, 8192, 5000), w);
+	u->nr_blocks = w;
+	KUNIT_EXPECT_FALSE(test, dmr_unit_takes_block(true, u, 2000, 8192));
+
+	/* rule 10: blocks [512, 768) and [1024, 1280) recorded */
+	dmr_unit_reset(u, 0);
+	u->nr_extents = 2;
+	u->ext_lba[0] = 512;
+	u->ext_lba[1] = 1024;
+	KUNIT_EXPECT_TRUE(test, dmr_unit_records(true, u, S, 512, 1));
+	KUNIT_EXPECT_TRUE(test, dmr_unit_records(true, u, S, 767, 1));
+	KUNIT_EXPECT_TRUE(test, dmr_unit_records(true, u, S, 1279, 1));
+	KUNIT_EXPECT_TRUE(test, dmr_unit_records(true, u, S, 700, 400));
+	KUNIT_EXPECT_TRUE(test, dmr_unit_records(true, u, S, 0, 513));
+	KUNIT_EXPECT_FALSE(test, dmr_unit_records(true, u, S, 0, 512));
+	KUNIT_EXPECT_FALSE(test, dmr_unit_records(true, u, S, 768, 256));
+	KUNIT_EXPECT_FALSE(test, dmr_unit_records(true, u, S, 1280, 5));
+	KUNIT_EXPECT_FALSE(test, dmr_unit_records(false, u, S, 512, 1));
+	u->nr_extents = 1;
+	KUNIT_EXPECT_FALSE(test, dmr_unit_records(true, u, S, 1024, 1));
+}
+
 /* ------------------------------------------------------------------ */
 /* the worker's next step */
 
@@ -1661,6 +1734,7 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_head_next_free),
 	KUNIT_CASE(dmr_test_reloc_unit_room),
 	KUNIT_CASE(dmr_test_copy_in_open_unit),
+	KUNIT_CASE(dmr_test_extents_in_units),
 	{}
 };
 

@@ -107,8 +107,7 @@ u32 dmr_write_chunk(const struct dmr_unit *u, u32 wp, u32 seg_blocks, u32 want)
 	u32 n = min(want, seg_blocks - wp);
 	u32 bw = dmr_unit_block_words(u);
 
-	return min(n, (DMR_SUMMARY_WORDS - u->nr_blocks * bw -
-		       u->nr_discards * dmr_unit_discard_words(u)) / bw);
+	return min(n, (DMR_SUMMARY_WORDS - dmr_unit_words(u)) / bw);
 }
 
 /**
@@ -442,7 +441,8 @@ enum dmr_instance_rel dmr_instance_relation(bool same_bdev, bool same_uuid,
 bool dmr_head_unwritten(bool unit_open, const struct dmr_unit *u, u32 offset,
 			u32 written)
 {
-	return offset > written || (unit_open && (u->nr_blocks || u->nr_discards));
+	return offset > written ||
+	       (unit_open && (u->nr_blocks || u->nr_discards || u->nr_extents));
 }
 
 /**
@@ -473,13 +473,55 @@ int dmr_flush_carrier(const bool *unwritten, unsigned int nr)
  * @unit_open: a unit is open
  * @u: the open unit
  *
- * Replay applies a unit's discards before its data blocks, so a discard
- * may only join a unit that has no data block yet, and only while its
- * summary has room for one more extent.
+ * Replay applies a unit's discards before its large segments and data
+ * blocks, so a discard may only join a unit that has neither yet, and
+ * only while its summary has room for one more extent.
  */
 bool dmr_discard_needs_seal(bool unit_open, const struct dmr_unit *u)
 {
-	return unit_open && (u->nr_blocks || !dmr_unit_room(u, dmr_unit_discard_words(u)));
+	return unit_open && (u->nr_blocks || u->nr_extents ||
+			     !dmr_unit_room(u, dmr_unit_discard_words(u)));
+}
+
+/**
+ * dmr_extent_needs_seal() - must the open unit be sealed before it records
+ *	a large segment?
+ * @unit_open: a unit is open
+ * @u: the open unit
+ *
+ * Replay applies a unit's large segments after its discards and before
+ * its data blocks (dmr_unit_apply()), so a large segment may only join a
+ * unit that has no data block yet, and only while it has room for one
+ * more record (the count word with the first: dmr_unit_room()).
+ */
+bool dmr_extent_needs_seal(bool unit_open, const struct dmr_unit *u)
+{
+	return unit_open && (u->nr_blocks || u->nr_extents >= DMR_UNIT_MAX_EXTENTS ||
+			     !dmr_unit_room(u, dmr_unit_extent_words(u) + !u->nr_extents));
+}
+
+/**
+ * dmr_unit_records() - does an open unit record a large segment of some
+ *	of blocks [@lba, @lba + @n)?
+ * @unit_open: a unit is open
+ * @u: the open unit
+ * @seg_blocks: blocks per segment (each large segment's length)
+ * @lba: first logical block
+ * @n: blocks
+ *
+ * Rule 10 (dmr-write.c): their current copy is in that large segment,
+ * which the unit names; a write of one of them to another head closes
+ * the unit first, so that the large segment is numbered first.
+ */
+bool dmr_unit_records(bool unit_open, const struct dmr_unit *u, u32 seg_blocks,
+		      u64 lba, u64 n)
+{
+	u32 i;
+
+	for (i = 0; unit_open && i < u->nr_extents; i++)
+		if (u->ext_lba[i] < lba + n && lba < u->ext_lba[i] + seg_blocks)
+			return true;
+	return false;
 }
 
 /* Pieces of at least 1 MiB: 256 blocks, one bio's worth of pages. */

@@ -225,6 +225,9 @@ bool dmr_head_unwritten(bool unit_open, const struct dmr_unit *u, u32 offset,
 			u32 written);
 int dmr_flush_carrier(const bool *unwritten, unsigned int nr);
 bool dmr_discard_needs_seal(bool unit_open, const struct dmr_unit *u);
+bool dmr_extent_needs_seal(bool unit_open, const struct dmr_unit *u);
+bool dmr_unit_records(bool unit_open, const struct dmr_unit *u, u32 seg_blocks,
+		      u64 lba, u64 n);
 u32 dmr_write_piece(u32 stripe_blocks);
 u32 dmr_piece_len(u32 from, u32 end, u32 piece);
 u32 dmr_mem_run(u32 off, u32 run, u32 on_disk, bool *from_buf);

@@ -120,6 +120,7 @@ struct dmr_stats {
 	atomic64_t inline_writes;	/* writes handled by their submitter */
 	atomic64_t ckpt_table_blocks;	/* CRC and segment table blocks written */
 	atomic64_t read_splits;		/* read pieces past a read's first (scatter) */
+	atomic64_t large_segments;	/* large writes' segments of their own */
 };
 
 /**

@@ -127,11 +127,12 @@ static void usage(void)
 	       "  --oracle               what-if: user writes go to the hot head by the\n"
 	       "                         workload's own hot set (hot80, hot95, shift80):\n"
 	       "                         what a perfect classifier would do\n"
-	       "  --large-head           what-if (issue 41, goal 1): the whole segments\n"
-	       "                         of a write (dmr_large_split()) each take a\n"
-	       "                         segment of their own, written whole with no\n"
-	       "                         summary in it (its extent in a small head's\n"
-	       "                         summary: not in format 3)\n"
+	       "  --large-head           issue 41, goal 1: the whole segments of a write\n"
+	       "                         (dmr_large_split()) each take a segment of\n"
+	       "                         their own, written whole with no summary in it\n"
+	       "                         (its record in a cold head's summary): the\n"
+	       "                         module's default since format 5 (without it:\n"
+	       "                         table option no_large_writes)\n"
 	       "  --gc-sort              what-if (issue 41, goal 2): GC moves a victim's\n"
 	       "                         valid blocks in logical order\n"
 	       "  --defrag K[,N]         what-if (issue 41, goal 2): after the measured\n"
@@ -1068,13 +1069,16 @@ static void user_block(struct sim *s, u64 lba, u32 pba, u64 seq)
 }
 
 /*
- * --large-head, a what-if for issue 41's goal 1 (not in format 3): the
+ * --large-head, issue 41's goal 1 as the module does it since format 5
+ * (dmr_write_large(); the module's default, its table option
+ * no_large_writes what this simulator does without --large-head): the
  * whole segments of a write (dmr_large_split()) each take a free segment
  * of their own, written whole and sealed at once, with no summary block
- * in it: the write's extent (its first block, its length and the segment,
- * 16 bytes) goes into the next summary of a small-write head, where format
- * 3 has no room for it.  Overwritten whole, the segment is emptied whole
- * and GC never moves it.  One segment: @lba is segment-aligned.
+ * in it (dmr_seg_large()): the write's record (its first block, the
+ * segment and a checksum, DMR_UNIT_EXTENTS) goes into a summary of the
+ * cold head (counted as 16 bytes of one).  Overwritten whole, the
+ * segment is emptied whole and GC never moves it.  One segment: @lba is
+ * segment-aligned.
  */
 static void large_write(struct sim *s, u64 lba)
 {
@@ -1097,6 +1101,7 @@ static void large_write(struct sim *s, u64 lba)
 	pba = seg * seg_blocks;
 	for (i = 0; i < seg_blocks; i++)
 		user_block(s, lba + i, pba + i, s->seq);
+	dmr_seg_large(&s->m, seg, lba, 0);
 	dmr_seg_seal(&s->m, seg);
 	s->c.user += seg_blocks;
 	s->c.extents++;

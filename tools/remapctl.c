@@ -15,6 +15,7 @@
  *                            [--checkpoint-interval SECS]
  *                            [--no-discard-passdown] [--gc-low N] [--gc-high N]
  *                            [--map-cache MIB] [--no-stripe-fill]
+ *                            [--no-large-writes]
  *   remapctl grow NAME
  *   remapctl remove NAME
  *   remapctl --help | help [COMMAND] | --version
@@ -1057,7 +1058,7 @@ static int recheck(const struct dmr_check *done)
 	int ret;
 
 	ck.write = NULL;
-	ck.errors = ck.repaired = ck.units = ck.mapped = ck.replayed = 0;
+	ck.errors = ck.repaired = ck.units = ck.large = ck.mapped = ck.replayed = 0;
 	ck.operational = false;
 	ck.progress = false;
 	ck.out = open_memstream(&text, &len);
@@ -1165,7 +1166,7 @@ static const char *const status_names[] = {
 	"waf_load", "waf_format", "device_flushes", "zero_copy_blocks",
 	"zero_copy_recopied", "gc_read_errors", "gc_unverified", "map_misses",
 	"map_evictions", "map_forced", "map_pages_peak", "inline_writes",
-	"ckpt_table_blocks", "read_splits",
+	"ckpt_table_blocks", "read_splits", "large_segments",
 };
 #define NR_STATUS	ARRAY_SIZE(status_names)
 
@@ -1177,7 +1178,7 @@ enum {
 	ST_FREED, ST_THROTTLED, ST_WAF_LOAD, ST_WAF_FORMAT, ST_DEV_FLUSHES,
 	ST_ZC_BLOCKS, ST_ZC_RECOPIED, ST_GC_READ_ERRORS, ST_GC_UNVERIFIED, ST_MAP_MISSES,
 	ST_MAP_EVICTIONS, ST_MAP_FORCED, ST_MAP_PEAK, ST_INLINE, ST_CKPT_TABLES,
-	ST_READ_SPLITS,
+	ST_READ_SPLITS, ST_LARGE,
 };
 
 static bool status_is_word(unsigned int i)
@@ -1272,6 +1273,8 @@ static void print_status_human(const char *name, char *const f[NR_STATUS],
 	       "written again)\n", v[ST_CKPT_TABLES]);
 	printf("read splits:      %llu pieces past a read's first (its blocks not "
 	       "stored one after the other)\n", v[ST_READ_SPLITS]);
+	printf("large segments:   %llu written whole by large writes (no summary in "
+	       "them)\n", v[ST_LARGE]);
 }
 
 static void print_status_json(const char *name, char *const f[NR_STATUS],
@@ -1442,6 +1445,7 @@ static int cmd_create(int argc, char **argv)
 		{ "zero-copy", no_argument, NULL, 'z' },	/* retired, not in the usage */
 		{ "map-cache", required_argument, NULL, 'M' },	/* no short option */
 		{ "no-stripe-fill", no_argument, NULL, 'S' },	/* no short option */
+		{ "no-large-writes", no_argument, NULL, 'L' },	/* no short option */
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1504,6 +1508,10 @@ static int cmd_create(int argc, char **argv)
 			break;
 		case 'S':
 			snprintf(opts + n, sizeof(opts) - n, " no_stripe_fill");
+			nopt++;
+			break;
+		case 'L':
+			snprintf(opts + n, sizeof(opts) - n, " no_large_writes");
 			nopt++;
 			break;
 		case 'h':
@@ -2212,7 +2220,7 @@ static const struct command commands[] = {
 	  cmd_probe },
 	{ "create", "NAME DEV [--read-only] [--ignore-discard] [--checkpoint-interval SECS]\n"
 	  "[--no-discard-passdown] [--gc-low N] [--gc-high N] [--map-cache MIB]\n"
-	  "[--no-stripe-fill]",
+	  "[--no-stripe-fill] [--no-large-writes]",
 	  "create one target over a formatted device",
 	  "Create the dm-remap target NAME over the formatted DEV (dmsetup create),\n"
 	  "the options in its table line in the order given.\n",

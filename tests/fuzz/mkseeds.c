@@ -101,6 +101,18 @@ static void seeds_unit(void)
 	u.lba[1] = 8; u.src[1] = 641;
 	dmr_unit_encode(&u, fuzz_uuid, data, block);
 	put("unit", "reloc-fix", FUZZ_FIX_CSUM, block, sizeof(block));
+	/* format 5: a unit recording two large segments, and a block */
+	dmr_unit_reset(&u, 0);
+	u.seq = 14;
+	u.blocknr = 4096;
+	u.next_segment = DMR_NO_SEGMENT;
+	u.nr_extents = 2;
+	u.ext_lba[0] = 256; u.ext_seg[0] = 7; u.ext_csum[0] = 0x1234;
+	u.ext_lba[1] = 512; u.ext_seg[1] = 9; u.ext_csum[1] = 0x5678;
+	u.nr_blocks = 1;
+	u.lba[0] = 300;
+	dmr_unit_encode(&u, fuzz_uuid, data, block);
+	put("unit", "extents-fix", FUZZ_FIX_CSUM, block, sizeof(block));
 }
 
 /*
@@ -148,6 +160,11 @@ static void seeds_slot(void)
 	d[0].flags = cpu_to_le32(DMR_SEG_USED | DMR_DISK_SEG_HOT |
 				 0xffffU << DMR_DISK_SEG_BIRTH_SHIFT);
 	d[1].flags = cpu_to_le32(DMR_SEG_USED | 3U << DMR_DISK_SEG_BIRTH_SHIFT);
+	/* format 5: a large segment, its base and checksum */
+	d[2].seq = cpu_to_le64(5);
+	d[2].flags = cpu_to_le32(DMR_SEG_USED | DMR_SEG_LARGE);
+	d[2].base = cpu_to_le64(65);
+	d[2].data_csum = cpu_to_le32(0xabcd);
 	put("slot", "births-fix", FUZZ_FIX_CSUM, img, geo.ckpt_slot_blocks * DMR_BLOCK_SIZE);
 }
 
@@ -160,6 +177,7 @@ static void seeds_table(void)
 		 "no_discard_passdown gc_low 1 gc_high 2147483647"),
 		"2 zero_copy zero_copy", "1 gc_low", "3 checkpoint_interval 0 x",
 		"3 no_stripe_fill map_cache 8",
+		"2 no_large_writes no_stripe_fill",
 	};
 	char name[16];
 	size_t i;

@@ -70,9 +70,9 @@ def test_synopsis_is_the_tools():
     assert "remapctl --version" in syn and "remapctl help [COMMAND]" in syn
 
 
-STATUS = ("0 1863472 remap write 4 232934 2048 1021 15 524288 1250000 1204 1190 212 0 "
+STATUS = ("0 1863472 remap write 5 232934 2048 1021 15 524288 1250000 1204 1190 212 0 "
           "9646080 2 3 0 background 12 24 4 3 4862 700000 4872 37 2.385 1.923 1187 0 0 0 0 "
-          "0 0 0 228 812345 5120 0")
+          "0 0 0 228 812345 5120 0 96")
 
 
 def normal(line):

@@ -345,8 +345,8 @@ def test_extraction_finds_what_it_should(built, helps):
     assert len(remapctl_commands(helps["remapctl"][""])) >= 9
     assert "--gc-high" in helps["remapctl"]["create"]
     src = roff_sections(built["remapctl"].read_text())
-    # create's seven (the retired --zero-copy, accepted, is in none of them)
-    assert len(tags(src["COMMANDS"]["create"])) == 8, tags(src["COMMANDS"]["create"])
+    # create's nine (the retired --zero-copy, accepted, is in none of them)
+    assert len(tags(src["COMMANDS"]["create"])) == 9, tags(src["COMMANDS"]["create"])
     assert tags(src["COMMANDS"]["format"])[0][0] == "-s SIZE, --segment-size SIZE"
     assert tags(src["COMMANDS"]["dump"]) == [
         ("--json", "Print the same keys as one JSON object, numbers as numbers.")]

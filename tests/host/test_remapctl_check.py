@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from test_remapctl_format import BLOCK, dump, layout, rc, sparse
+from test_remapctl_format import BLOCK, SEGTAB_ENTRY, dump, layout, rc, sparse
 
 CLEAN, CORRECTED, ERRORS, OPERATIONAL = 0, 1, 4, 8
 
@@ -238,7 +238,7 @@ def test_lost_slot_header(fmt):
 
 STATUS = ("0 1863472 remap write 3 232934 2304 1010 900 123456 456789 77 12 9 0 "
           "1140850688 2 5 -5 background 10 20 6 3 40 9000 38 11 3.700 2.950 60 0 0 2 1 "
-          "31 29 4 290 17 96 255")
+          "31 29 4 290 17 96 255 12")
 
 
 def fake_status(tmp_path, line, rc_=0):
@@ -299,6 +299,8 @@ def test_status_human(tmp_path):
            "again)" in out
     assert "read splits:      255 pieces past a read's first (its blocks not stored " \
            "one after the other)" in out
+    assert "large segments:   12 written whole by large writes (no summary in them)" \
+        in out
     # fields 29 and 30 stay for parsers; the retired zero-copy path is not shown
     assert "zero copy" not in out
 
@@ -327,7 +329,7 @@ def test_status_of_an_older_module_says_which_versions(tmp_path):
     p = status(fake_status(tmp_path, older), "fast")
     assert p.returncode == 1 and p.stdout == "", p.stdout
     assert p.stderr == (f"remapctl: fast: the module's status has 32 fields (its on-disk "
-                        f"format version: 3), this remapctl reads 39 (dm-remap {pkg}, "
+                        f"format version: 3), this remapctl reads 40 (dm-remap {pkg}, "
                         f"on-disk format version {fmt}): an older module; use the remapctl "
                         "of its release, or load this release's module\n"), p.stderr
     p = status(fake_status(tmp_path, "0 100 remap write"), "fast")
@@ -723,10 +725,10 @@ def set_sb_version(img, version):
             f.write(sb)
 
 
-@pytest.mark.parametrize("version", [3, 5])
+@pytest.mark.parametrize("version", [3, 4, 6])
 def test_unsupported_format_version_is_explained(fmt, tmp_path, version):
-    """A superblock of another format version (an older format 3, or a
-    newer one): probe (udev's activation) exits 1 and says why on stderr,
+    """A superblock of another format version (an older format 3 or 4, or
+    a newer one): probe (udev's activation) exits 1 and says why on stderr,
     nothing on stdout; dump and create say the same; check cannot check
     it (exit 8).  The message names both versions and the remedy."""
     img, d = fmt
@@ -811,8 +813,9 @@ def rewrite_slot0(img, d, entries=None, valid=None, used=True):
         f.seek((base + lay["segtab_offset"]) * BLOCK)
         seg = bytearray(f.read(lay["segtab_blocks"] * BLOCK))
         for s, n in valid.items():
-            seg[s * 16 + 8:s * 16 + 12] = struct.pack("<I", n)
-            seg[s * 16 + 12:s * 16 + 16] = struct.pack("<I", int(used))  # DMR_SEG_USED
+            e = s * SEGTAB_ENTRY
+            seg[e + 8:e + 12] = struct.pack("<I", n)
+            seg[e + 12:e + 16] = struct.pack("<I", int(used))  # DMR_SEG_USED
         f.seek((base + lay["segtab_offset"]) * BLOCK)
         f.write(seg)
         f.seek(base * BLOCK)

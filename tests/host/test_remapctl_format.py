@@ -20,6 +20,8 @@ import pytest
 REMAPCTL = os.environ.get("DMR_TEST_REMAPCTL") or \
     str(Path(__file__).resolve().parents[2] / "tools" / "remapctl")
 BLOCK = 4096
+# struct dmr_disk_segment (format 5; 16 bytes before)
+SEGTAB_ENTRY = 32
 NR_HEADS = 4          # DMR_NR_HEADS (dm-remap/dmr-format.h)
 GiB = 1 << 30
 
@@ -100,7 +102,7 @@ def layout(d):
     """dmr_ckpt_layout(): block offsets within a checkpoint slot."""
     map_blocks = math.ceil(int(d["logical_blocks"]) / entries_per_block(d))
     crc_blocks = math.ceil(map_blocks * 4 / BLOCK)
-    segtab_blocks = math.ceil(int(d["nr_segments"]) * 16 / BLOCK)
+    segtab_blocks = math.ceil(int(d["nr_segments"]) * SEGTAB_ENTRY / BLOCK)
     return dict(crc_offset=1, crc_blocks=crc_blocks,
                 map_offset=1 + crc_blocks, map_blocks=map_blocks,
                 segtab_offset=1 + crc_blocks + map_blocks,
@@ -113,7 +115,8 @@ def memory_bytes(d, cache_mib=0):
     logical, segs = int(d["logical_blocks"]), int(d["nr_segments"])
     # the map's pages (4 KiB per 1024 logical blocks, all of them: the
     # most the target holds) and their pointers (8), segment table
-    # (48-byte struct dmr_seg, with its birth and list links), reader
+    # (64-byte struct dmr_seg, with its birth, list links, and a large
+    # segment's base and checksum), reader
     # counts (4) and the load's valid counts (4), the segment lists' heads (4 per valid count, 3
     # prefree lists, the free list), map block bookkeeping, eight segment
     # buffers (four log heads, three in flight, GC's), the bounce buffer
@@ -129,9 +132,9 @@ def memory_bytes(d, cache_mib=0):
         cap = cache_mib * 256
         held, clock, heat = cap + max(cap // 2 + 2, sb), pages * 6, 0
     # and a checkpoint table block's hash (8) per block of each slot's CRC
-    # table (4 bytes per map page) and segment table (16 per segment)
-    tables = math.ceil(pages * 4 / BLOCK) + math.ceil(segs * 16 / BLOCK)
-    return (held * BLOCK + pages * 8 + clock + segs * (48 + 4 + 4) + (sb + 5) * 4 +
+    # table (4 bytes per map page) and segment table (32 per segment)
+    tables = math.ceil(pages * 4 / BLOCK) + math.ceil(segs * SEGTAB_ENTRY / BLOCK)
+    return (held * BLOCK + pages * 8 + clock + segs * (64 + 4 + 4) + (sb + 5) * 4 +
             pages * 5 + 8 * sb * BLOCK + 64 * BLOCK + 2 * 8 * tables + heat)
 
 

@@ -94,7 +94,7 @@ def test_format_grow_limit_places_the_slots_for_the_limit(tmp_path):
     (256 * MIB, "100M", 2, "is smaller than the device"),
     (10 << 40, "4500T", 2, "--grow-limit too large: at most 2^32 - 2 segments"),
     # a device too small for the limit's slots is refused (1)
-    (256 * MIB, "1T", 1, "too small for the checkpoint slots of --grow-limit 1T (2.0 GiB)"),
+    (256 * MIB, "1T", 1, "too small for the checkpoint slots of --grow-limit 1T (2.1 GiB)"),
     # past 16 TiB: 64-bit block numbers, whose slots take 0.4% of the limit
     (40 << 30, "17T", 1, "too small for the checkpoint slots of --grow-limit 17T"),
 ])

@@ -21,6 +21,9 @@ REPO = Path(__file__).resolve().parents[2]
 REMAPCTL = str(REPO / "tools" / "remapctl")
 SECTOR = 512
 BLOCK = 4096
+# bytes of a checkpoint segment table entry (struct dmr_disk_segment,
+# format 5: 16 before)
+SEGTAB_ENTRY = 32
 DM_PREFIX = "dmrt-"
 RAM_MIB = 128           # size of each brd ramdisk
 RAM_COUNT = 8
@@ -375,7 +378,7 @@ def geometry(device_blocks, segment_blocks, overprovision=10):
     """dmr_geometry_compute() (dm-remap/dmr-format.c), in Python."""
     map_blocks = _div_up(device_blocks * 4, BLOCK)
     crc_blocks = _div_up(map_blocks * 4, BLOCK)
-    segtab_blocks = _div_up(device_blocks // segment_blocks * 16, BLOCK)
+    segtab_blocks = _div_up(device_blocks // segment_blocks * SEGTAB_ENTRY, BLOCK)
     slot_blocks = 1 + crc_blocks + map_blocks + segtab_blocks
     data_offset = _div_up(2 + 2 * slot_blocks, segment_blocks) * segment_blocks
     nr_segments = (device_blocks - data_offset) // segment_blocks
@@ -394,7 +397,7 @@ def ckpt_layout(logical_blocks, nr_segments):
     return {"crc_offset": 1, "crc_blocks": crc_blocks,
             "map_offset": 1 + crc_blocks, "map_blocks": map_blocks,
             "segtab_offset": 1 + crc_blocks + map_blocks,
-            "segtab_blocks": _div_up(nr_segments * 16, BLOCK)}
+            "segtab_blocks": _div_up(nr_segments * SEGTAB_ENTRY, BLOCK)}
 
 
 def dev_sha256(dev, nbytes, chunk=4 << 20):

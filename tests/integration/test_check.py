@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from conftest import (BLOCK, CKPT_CSUM_SALT, DM_PREFIX, REMAPCTL, REPO, Kmsg,
+from conftest import (BLOCK, SEGTAB_ENTRY, CKPT_CSUM_SALT, DM_PREFIX, REMAPCTL, REPO, Kmsg,
                       ckpt_headers, ckpt_layout, crc32c, dev_sha256, dm_create, dm_path,
                       dm_remove, dump, newest_ckpt, read_blocks_direct, remapctl,
                       report_count, run, settle, status_fields, wipe, write_blocks_direct)
@@ -250,7 +250,7 @@ def damage_cases(base, info):
         raw = bytearray(read_blocks_direct(base, st, lay["segtab_blocks"]))
         seg = next(i for i in range(int(info["nr_segments"]))
                    if struct.unpack_from("<I", raw, i * 16 + 8)[0])
-        struct.pack_into("<I", raw, seg * 16 + 12, 0)            # flags: not USED
+        struct.pack_into("<I", raw, seg * SEGTAB_ENTRY + 12, 0)            # flags: not USED
         hdr = bytearray(read_blocks_direct(base, nb))
         struct.pack_into("<I", hdr, HDR_SEGTAB_CSUM, crc32c(bytes(raw)))
         struct.pack_into("<I", hdr, 8, crc32c(bytes(hdr[12:])) ^ CKPT_CSUM_SALT)

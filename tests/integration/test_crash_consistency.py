@@ -200,7 +200,8 @@ GC_POINTS = 8                   # flush points checked (spread over the log;
                                 # 16 took 126 s under TCG: issue 40)
 
 
-def test_replay_every_flush_point_with_gc_and_reuse(ram, ram2):
+@pytest.mark.parametrize("mix", ["small", "large"])
+def test_replay_every_flush_point_with_gc_and_reuse(ram, ram2, mix):
     """A 16 MiB device (30% over-provisioning) is filled, then overwritten
     at random, mostly in a hot fifth of it, until more than three times
     its logical capacity was written, with an fsync (and a log mark) now
@@ -208,7 +209,11 @@ def test_replay_every_flush_point_with_gc_and_reuse(ram, ram2):
     recorded.  At flush points spread over the log, dm-remap loads the
     replayed state and every block holds the generation fsynced before
     that point, or one written after it (never an older one, never
-    another block's data)."""
+    another block's data).  "small" writes every block through the log
+    heads (no_large_writes); "large" lets the fill's whole segments, and
+    256 KiB writes at segment boundaries and 300 KiB ones anywhere mixed
+    into the overwrites (issue 41, goal 1), go into segments of their
+    own, recorded by the cold head's units; GC collects them too."""
     log_dev = Ram.get()
     scratch = Ram.get()
     try:
@@ -219,7 +224,8 @@ def test_replay_every_flush_point_with_gc_and_reuse(ram, ram2):
                            "--overprovision", "30")
         lw = dm_path("lw")
         nr_blocks = n // 8
-        dm_create("top", f"0 {n} remap {lw}")
+        # "small": every block through the heads, the fill's too
+        dm_create("top", f"0 {n} remap {lw}" + (" 1 no_large_writes" if mix == "small" else ""))
         rnd = random.Random(11)
         acked = [0] * nr_blocks          # generation made durable, per block
         pending = {}                     # written since the last fsync
@@ -239,6 +245,11 @@ def test_replay_every_flush_point_with_gc_and_reuse(ram, ram2):
                 nb = rnd.choice((1, 1, 2, 4, 8, 16))
                 span = hot if rnd.random() < 0.7 else nr_blocks
                 lba0 = rnd.randrange(span - nb + 1)
+                if mix == "large" and rnd.random() < 0.25:
+                    nb = rnd.choice((64, 75))    # a segment: 256 KiB
+                    lba0 = rnd.randrange(nr_blocks - nb + 1)
+                    if nb == 64:
+                        lba0 -= lba0 % 64
                 dev.pwrite(lba0, blocks(range(lba0, lba0 + nb), gen))
                 user += nb
                 for lba in range(lba0, lba0 + nb):
@@ -257,6 +268,7 @@ def test_replay_every_flush_point_with_gc_and_reuse(ram, ram2):
         print(f"{gen} writes, {user} blocks, {len(marks)} fsyncs; status {st}")
         assert user > 3 * nr_blocks
         assert st["gc_runs"] > 0 and st["segments_freed"] > 0, st
+        assert (st["large_segments"] > 0) == (mix == "large"), st
         assert st["mode"] == "write" and st["first_error"] == 0, st
         dm_remove("top")
         dm_remove("lw")

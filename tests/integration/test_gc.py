@@ -147,6 +147,15 @@ def check_model(dev, nr_blocks, allowed, chunk=256):
     return bad
 
 
+def check_path(path, nr_blocks, allowed):
+    """check_model() of the device at path, opened read-only for it."""
+    dev = Dev(path, write=False)
+    try:
+        return check_model(dev, nr_blocks, allowed)
+    finally:
+        dev.close()
+
+
 def ckpt_map(dev, info):
     """The map of the newest checkpoint on dev (read from below): one entry
     per logical block, 0 (unmapped) or its data-area block + 1."""
@@ -946,11 +955,7 @@ def test_gc_moved_blocks_checksummed_from_the_check(ram):
     s.create(opts)
     st = s.status()
     assert st["replayed_units"] > 0 and st["first_error"] == 0, st
-    dev = Dev(s.top, write=False)
-    try:
-        bad = check_model(dev, nr, lambda lba, g: g == model[lba])
-    finally:
-        dev.close()
+    bad = check_path(s.top, nr, lambda lba, g: g == model[lba])
     assert not bad, f"{len(bad)} blocks wrong after replay: {bad[:8]}"
     dm_remove("top")
     p = remapctl("check", s.under, check=False)

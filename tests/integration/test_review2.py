@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (BLOCK, DM_PREFIX, Kmsg, ckpt_headers, ckpt_layout, dm_create,
+from conftest import (BLOCK, SEGTAB_ENTRY, DM_PREFIX, Kmsg, ckpt_headers, ckpt_layout, dm_create,
                       dm_path, dm_remove, dump, read_blocks_direct, remapctl,
                       run, sectors, status_fields, write_blocks_direct)
 from test_log import Stack, _pread, _pwrite, block, same
@@ -173,14 +173,15 @@ def test_fall_back_to_an_older_clean_slot_is_a_recovery(ram):
 def _hot_segments(dev, info, slot):
     """Segments the segment table of checkpoint slot @slot marks hot
     (DMR_DISK_SEG_HOT in struct dmr_disk_segment's flags; bits 16-31
-    hold the birth since issue 25, bits 2-15 are unused)."""
+    hold the birth since issue 25, bit 2 is DMR_SEG_LARGE since format 5,
+    bits 3-15 are unused)."""
     lay = ckpt_layout(int(info["logical_blocks"]), int(info["nr_segments"]))
     base = int(info["ckpt_offset"]) + slot * int(info["ckpt_slot_blocks"])
     raw = read_blocks_direct(dev, base + lay["segtab_offset"], lay["segtab_blocks"])
     hot = 0
     for i in range(int(info["nr_segments"])):
-        _, _, flags = struct.unpack_from("<QII", raw, 16 * i)
-        assert flags & 0xfffc == 0, (i, flags)
+        _, _, flags = struct.unpack_from("<QII", raw, SEGTAB_ENTRY * i)
+        assert flags & 0xfff8 == 0, (i, flags)
         hot += bool(flags & 2)
     return hot
 
@@ -251,7 +252,8 @@ def _segments(dev, info, slot):
     lay = ckpt_layout(int(info["logical_blocks"]), int(info["nr_segments"]))
     base = int(info["ckpt_offset"]) + slot * int(info["ckpt_slot_blocks"])
     raw = read_blocks_direct(dev, base + lay["segtab_offset"], lay["segtab_blocks"])
-    return [struct.unpack_from("<QII", raw, 16 * i) for i in range(int(info["nr_segments"]))]
+    return [struct.unpack_from("<QII", raw, SEGTAB_ENTRY * i)
+            for i in range(int(info["nr_segments"]))]
 
 
 def test_write_heat_seeded_from_hot_flags_at_load(ram):
@@ -305,15 +307,17 @@ def _raw_status(name):
     return st[3:]
 
 
-def _victim_setup(under, mib=32):
+def _victim_setup(under, mib=32, opts=""):
     """Format `under` with 256 KiB segments, fill it once sequentially and
-    remove the target cleanly.  Returns (info, n sectors, l2p, X, S, R):
-    logical block X, its segment S, and the logical blocks R mapped in S."""
+    remove the target cleanly (table options opts: "1 no_large_writes"
+    puts the 1 MiB writes into log units, by default they fill large
+    segments).  Returns (info, n sectors, l2p, X, S, R): logical block X,
+    its segment S, and the logical blocks R mapped in S."""
     from test_gc import ckpt_map
     remapctl("format", "--force", "--segment-size", "256K", under)
     info = dump(under)
     n = int(info["logical_sectors"])
-    dm_create("top", f"0 {n} remap {under}")
+    dm_create("top", f"0 {n} remap {under} {opts}".strip())
     run(["dd", "if=/dev/urandom", f"of={dm_path('top')}", "bs=1M",
          f"count={n * 512 >> 20}", "oflag=direct", "status=none"])
     dm_remove("top")
@@ -346,22 +350,25 @@ def _churn_after(top, r, n, factor):
          "--randseed=12", "--output-format=terse"])
 
 
-def test_gc_does_not_launder_a_damaged_block(ram):
+@pytest.mark.parametrize("opts", ["1 no_large_writes", ""], ids=["unit", "large"])
+def test_gc_does_not_launder_a_damaged_block(ram, opts):
     """Item 12: GC relocated blocks without checking their unit's data
     checksum, so a block the device returned damaged came out under a
     fresh valid checksum and was never detected again.  Now GC leaves
     the unit where it is: the block reads back as the device holds it,
     status counts it (gc_unverified), the kernel log names it, and
-    `remapctl check` still finds it after the target is removed."""
+    `remapctl check` still finds it after the target is removed.  The
+    same for a large segment (format 5), checked whole against the
+    checksum its segment table entry keeps."""
     from test_gc import small_base
     base = small_base(ram, 32)
-    info, n, l2p, x, s, r = _victim_setup(base)
+    info, n, l2p, x, s, r = _victim_setup(base, opts=opts)
     blk = int(info["data_offset"]) + l2p[x] - 1
     raw = bytearray(read_blocks_direct(base, blk))
     raw[1000] ^= 0x08
     write_blocks_direct(base, blk, bytes(raw))
     kmsg = Kmsg()
-    dm_create("top", f"0 {n} remap {base}")
+    dm_create("top", f"0 {n} remap {base} {opts}".strip())
     top = dm_path("top")
     _empty_but(top, r, x)
     _churn_after(top, r, n, 2.0)

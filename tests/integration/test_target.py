@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from conftest import (BLOCK, DM_PREFIX, STATUS_FIELDS, MNT, Kmsg, dm_create,
+from conftest import (BLOCK, SEGTAB_ENTRY, DM_PREFIX, STATUS_FIELDS, MNT, Kmsg, dm_create,
                       dm_path, dm_remove, dm_status, dm_table, dump, read_block,
                       remapctl, resum_sb, run, sectors, status_fields, udev_paused,
                       write_block)
@@ -75,8 +75,9 @@ def test_writes_are_appended_to_the_log(ram):
 def test_read_splits_count_the_pieces_of_scattered_reads(ram):
     """Issue 41, goal 2: status field read_splits counts the pieces reads
     are cut into past their first because their blocks are not stored one
-    after the other.  1 MiB written by one write reads in a few pieces (a
-    summary block between segments); once every other block of it was
+    after the other.  1 MiB written by one write at a segment boundary
+    (one segment: a large segment of its own, issue 41 goal 1) reads in
+    one piece; once every other block of it was
     written again by a 4 KiB write, each of its 256 blocks is a piece of
     its own: 255 splits exactly, served by the worker while the new
     blocks' segment is in memory and remapped straight down after, the
@@ -102,8 +103,9 @@ def test_read_splits_count_the_pieces_of_scattered_reads(ram):
                 sync=True)
         one, got = splits_of(base, nb)
         assert got == b"".join(block(base + i, 1) for i in range(nb))
-        # 255 data blocks a segment: 2 pieces; 3 if a unit ended inside
-        assert 1 <= one <= 2, one
+        # a large segment: its blocks in order, one piece (format 4's
+        # layout, 255 data blocks a segment, read in 2 or 3)
+        assert one == 0, one
         want = [block(base + i, 2 if i % 2 == 0 else 1) for i in range(nb)]
         for i in range(0, nb, 2):
             _pwrite(dev, base + i, want[i])
@@ -129,7 +131,7 @@ def test_status_fields_and_messages(ram):
     st = dm_status("st")
     assert st[2] == "remap" and len(st) == 3 + len(STATUS_FIELDS), st
     f = status_fields("st")
-    assert f["mode"] == "write" and f["version"] == 4     # DMR_FORMAT_VERSION
+    assert f["mode"] == "write" and f["version"] == 5     # DMR_FORMAT_VERSION
     assert f["logical_blocks"] == int(info["logical_blocks"])
     assert f["segment_sectors"] == int(info["segment_blocks"]) * 8
     assert f["segments"] == int(info["nr_segments"])
@@ -139,8 +141,9 @@ def test_status_fields_and_messages(ram):
     assert (f["waf_load"], f["waf_format"]) == ("-", "-")
     assert f["checkpoint_seq"] == 1 and f["replayed_units"] == 0
     # the map (a page of 4 KiB per 1024 logical blocks once one of them
-    # is written: none yet; 8 bytes of pointer per page), 52 bytes per
-    # segment (its entry with its birth and the two list links, and its
+    # is written: none yet; 8 bytes of pointer per page), 68 bytes per
+    # segment (its entry with its birth, the two list links and a large
+    # segment's base and checksum, and its
     # readers), a list head per valid count and per prefree and free list
     # (4 bytes each), 5 per map block, eight segment buffers, the 256 KiB
     # checkpoint buffer, 16 bytes per block of the checkpoint's CRC and
@@ -149,10 +152,10 @@ def test_status_fields_and_messages(ram):
     lg, segs = f["logical_blocks"], f["segments"]
     seg_blocks = f["segment_sectors"] // 8
     map_blocks = -(-lg // 1024)
-    fresh = (8 * -(-lg // 1024) + 52 * segs + 4 * (seg_blocks + 1 + 3 + 1)
+    fresh = (8 * -(-lg // 1024) + 68 * segs + 4 * (seg_blocks + 1 + 3 + 1)
              + 5 * -(-lg // 1024)
              + 8 * f["segment_sectors"] * 512 + 64 * BLOCK
-             + 16 * (-(-map_blocks * 4 // BLOCK) + -(-segs * 16 // BLOCK))
+             + 16 * (-(-map_blocks * 4 // BLOCK) + -(-segs * SEGTAB_ENTRY // BLOCK))
              + -(-lg // 4))
     assert f["map_memory"] == fresh
     assert f["sb_copies_ok"] == 2 and f["first_error"] == 0
@@ -324,18 +327,19 @@ def _rewrite_both(ram, offset, value):
 
 
 def test_unsupported_version_refused(ram):
-    # a newer format, version 3 (before format 4's 64-bit block numbers),
-    # version 2 (three log heads) and version 1 (before GC)
-    for version in (5, 3, 2, 1):
+    # a newer format, version 4 (before format 5's large segments),
+    # version 3 (before format 4's 64-bit block numbers), version 2 (three
+    # log heads) and version 1 (before GC)
+    for version in (6, 4, 3, 2, 1):
         remapctl("format", "--force", ram)
         _rewrite_both(ram, 12, (version).to_bytes(4, "little"))
         log = Kmsg()
         _refused(ram, "unsupported format version")
         # the log names both versions and the remedy (review 3, item 12)
-        remedy = ("load it with a newer dm-remap module" if version > 4 else
+        remedy = ("load it with a newer dm-remap module" if version > 5 else
                   "copy the data off with its release, "
                   "then reformat with this version's remapctl")
-        assert f"format version {version}, this module reads 4: {remedy}" \
+        assert f"format version {version}, this module reads 5: {remedy}" \
             in log.text(), log.text()
 
 

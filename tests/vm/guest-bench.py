@@ -132,6 +132,9 @@ Environment (defaults in brackets):
                                 remapped write cell (0: do not wait)
   DMR_BENCH_RAM_MIB [256]       size of each ramdisk (raid5-4)
   DMR_BENCH_MEDIA_MIB [96]      size of each null_blk member (media)
+  DMR_BENCH_FORMAT ['']         remapctl format options for B (e.g.
+                                '--segment-size 768K': segments that 1 MiB
+                                writes can fill on a 3+1 RAID-5)
   DMR_BENCH_AB ['']             A/B: table options (e.g. 'zero_copy') for a
                                 fourth device in every raw cell, "remapped
                                 B'": B's table reloaded with them for that
@@ -1182,6 +1185,7 @@ class Bench:
         self.ram_mib = int(env.get("DMR_BENCH_RAM_MIB", "256"))
         self.media_mib = int(env.get("DMR_BENCH_MEDIA_MIB", "96"))
         self.ab = env.get("DMR_BENCH_AB", "").split()
+        self.format_opt = env.get("DMR_BENCH_FORMAT", "").split()
         try:
             self.fs_fills = parse_fills(env.get("DMR_BENCH_FS_FILL", "50,80"))
             self.fs_trims = parse_trims(env.get("DMR_BENCH_FS_TRIM", "discard,fstrim"))
@@ -1366,7 +1370,8 @@ class Bench:
         array_bytes = int(sh("blockdev", "--getsize64", a))
         ioopt = int(sh("blockdev", "--getioopt", a))
         # B: dm-remap
-        remap = compare.Remap(types.SimpleNamespace(name=NAME, format_opt=[], create_opt=[]),
+        remap = compare.Remap(types.SimpleNamespace(name=NAME, format_opt=self.format_opt,
+                                                    create_opt=[]),
                               b, self.remapctl)
         rig.push(f"dmsetup remove {NAME}", lambda: dm_remove(NAME))
         st = remap.create()

@@ -29,6 +29,7 @@
  * @repaired: problems found and repaired (out)
  * @operational: the check could not be completed (out)
  * @units: log units whose summary and data checksum were checked (out)
+ * @large: large segments whose data checksum was checked (out)
  * @mapped: mapped logical blocks after replay (out)
  * @replayed: units replay applied (out)
  */
@@ -44,6 +45,7 @@ struct dmr_check {
 	unsigned int repaired;
 	bool operational;
 	u64 units;
+	u64 large;
 	u64 mapped;
 	u64 replayed;
 };

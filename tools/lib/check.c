@@ -635,6 +635,11 @@ static void check_map(struct check_state *s)
 		if (!(s->segs[seg].flags & DMR_SEG_USED))
 			problem(s, "logical block %llu maps into free segment %u",
 				(unsigned long long)lba, seg);
+		if ((s->segs[seg].flags & DMR_SEG_LARGE) && lba != s->segs[seg].base - 1 + off)
+			problem(s, "logical block %llu maps to block %u of large segment %u, "
+				"which holds logical block %llu there",
+				(unsigned long long)lba, off, seg,
+				(unsigned long long)(s->segs[seg].base - 1 + off));
 		h = head_of(s, seg);
 		if (h >= 0 && off >= s->pos[h].offset)
 			problem(s, "logical block %llu maps to block %u of segment %u, past what "
@@ -667,6 +672,19 @@ static int check_units(struct check_state *s)
 		u32 off = 0;
 
 		progress(s, "log units", seg, g->nr_segments);
+		if ((s->segs[seg].flags & DMR_SEG_LARGE) && s->maxref[seg]) {
+			/* a large segment: no unit, its data against its checksum */
+			if (s->ck->read(s->ck->ctx, base, g->segment_blocks, s->buf)) {
+				operational(s, "read error at block %llu",
+					    (unsigned long long)base);
+				return -1;
+			}
+			if (dmr_data_csum(s->buf, g->segment_blocks) != s->segs[seg].csum)
+				problem(s, "large segment %u: its data do not match its checksum",
+					seg);
+			s->ck->large++;
+			continue;
+		}
 		while (off < s->maxref[seg]) {
 			enum dmr_log_status st;
 
