@@ -1385,6 +1385,20 @@ static void dmr_test_replay_large_segment(struct kunit *test)
 	dmr_expect_segments_match(test, &m);
 	dmr_fake_block(f, big, n - 1)[7] ^= 1;
 
+	/* a second record of the same segment, for other blocks: not empty */
+	memset(&pos, 0, sizeof(pos));
+	pos.next_segment = DMR_NO_SEGMENT;
+	dmr_fake_write_unit(f, &pos, a, 4, 1, 0, 0);
+	dmr_fake_write_extent_unit(f, &pos, big, 0, csum, b, 1, 3);
+	dmr_fake_write_extent_unit(f, &pos, big, 128, csum, NULL, 0, 0);
+	r = dmr_fake_replay_params(f);
+	dmr_fake_map_init(test, f, &m);
+	memset(&pos, 0, sizeof(pos));
+	pos.next_segment = DMR_NO_SEGMENT;
+	m.track = false;
+	KUNIT_EXPECT_EQ(test, dmr_replay_log(&r, &m, &pos), -EINVAL);
+	KUNIT_EXPECT_EQ(test, r.units, 2ULL);
+
 	/* records that cannot be: the unit's own segment, the next, past the end */
 	for (i = 0; i < 3; i++) {
 		struct dmr_fake *g = dmr_fake_new(test);
@@ -1400,6 +1414,43 @@ static void dmr_test_replay_large_segment(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, dmr_replay_log(&r, &m, &p), -EINVAL);
 		KUNIT_EXPECT_EQ(test, m.mapped, 0ULL);
 	}
+}
+
+/*
+ * A segment the checkpoint has as a large one, emptied and reused by a
+ * head after it: replay's first unit there starts a head's use, and the
+ * segment is no large one any more (its base and checksum gone), or GC
+ * would look for its blocks where the old base puts them.
+ */
+static void dmr_test_replay_reuse_of_a_large_segment(struct kunit *test)
+{
+	struct dmr_fake *f = dmr_fake_new(test);
+	struct dmr_log_pos pos = { .next_segment = DMR_NO_SEGMENT };
+	u32 lbas[T_SEG_BLOCKS], i;
+	struct dmr_replay r;
+	struct dmr_map m;
+
+	for (i = 0; i < T_SEG_BLOCKS; i++)
+		lbas[i] = 500 + i;
+	dmr_fake_write_unit(f, &pos, lbas, T_SEG_BLOCKS - 1, 1, 0, 0);	/* fills segment 0 */
+	dmr_fake_write_unit(f, &pos, lbas, 3, 2, 0, 0);		/* segment 1 */
+	KUNIT_ASSERT_EQ(test, pos.segment, 1U);
+	r = dmr_fake_replay_params(f);
+	dmr_fake_map_init(test, f, &m);
+	m.segs[1].flags = DMR_SEG_USED | DMR_SEG_LARGE;
+	m.segs[1].seq = 0;
+	m.segs[1].base = 1001;
+	m.segs[1].csum = 77;
+	memset(&pos, 0, sizeof(pos));
+	pos.next_segment = DMR_NO_SEGMENT;
+	m.track = false;
+	KUNIT_ASSERT_EQ(test, dmr_replay_log(&r, &m, &pos), 0);
+	KUNIT_EXPECT_EQ(test, r.units, 2ULL);
+	KUNIT_EXPECT_FALSE(test, m.segs[1].flags & DMR_SEG_LARGE);
+	KUNIT_EXPECT_EQ(test, m.segs[1].base, 0ULL);
+	KUNIT_EXPECT_EQ(test, m.segs[1].csum, 0U);
+	KUNIT_EXPECT_EQ(test, m.segs[1].valid, 3U);
+	dmr_expect_content(test, f, &m, 500, 2);
 }
 
 static void dmr_test_replay_crosses_segments(struct kunit *test)
@@ -2465,6 +2516,7 @@ static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_replay_sequence_gap_stops),
 	KUNIT_CASE(dmr_test_replay_discards),
 	KUNIT_CASE(dmr_test_replay_large_segment),
+	KUNIT_CASE(dmr_test_replay_reuse_of_a_large_segment),
 	KUNIT_CASE(dmr_test_replay_crosses_segments),
 	KUNIT_CASE(dmr_test_replay_from_checkpoint_position),
 	KUNIT_CASE(dmr_test_replay_no_memory),
