@@ -314,12 +314,12 @@ static u32 dmr_gc_lbas(struct dmr_target *rc, u32 seg, u64 first_seq)
  * dmr_gc_collect() of a large segment (format 5): block i holds logical
  * block @base - 1 + i, checked whole against the segment's checksum by
  * dmr_gc_verify_fn() (@gc_ok[0]); its live blocks move as a unit's do.
- * @fast and @nr: the read-ahead of their map pages (dmr_gc_lbas()).  A
+ * @nr: the read-ahead of their map pages (dmr_gc_lbas(); 0: none).  A
  * live block in a segment that fails its checksum is not moved
  * (*@unverified: the segment is refused, never collected again).
  */
 static int dmr_gc_collect_large(struct dmr_target *rc, u32 seg, unsigned int hid,
-				bool fast, u32 nr, bool *unverified)
+				u32 nr, bool *unverified)
 {
 	u64 lba = rc->map.segs[seg].base - 1, src;
 	u32 seg_blocks = dmr_seg_blocks(rc), i, ahead = 0;
@@ -418,7 +418,7 @@ static int dmr_gc_collect(struct dmr_target *rc)
 	if (fast && rc->pc.cap)
 		nr = dmr_gc_lbas(rc, seg, first_seq);
 	if (rc->map.segs[seg].flags & DMR_SEG_LARGE) {
-		r = dmr_gc_collect_large(rc, seg, hid, fast, nr, &unverified);
+		r = dmr_gc_collect_large(rc, seg, hid, nr, &unverified);
 		if (r)
 			goto out;
 		goto collected;

@@ -132,6 +132,8 @@ Environment (defaults in brackets):
                                 remapped write cell (0: do not wait)
   DMR_BENCH_RAM_MIB [256]       size of each ramdisk (raid5-4)
   DMR_BENCH_MEDIA_MIB [96]      size of each null_blk member (media)
+  DMR_BENCH_MEMBERS [4]         members of each md RAID-5 (5: four data
+                                disks, a 256 KiB stripe, 1 MiB segments)
   DMR_BENCH_FORMAT ['']         remapctl format options for B (e.g.
                                 '--segment-size 768K': segments that 1 MiB
                                 writes can fill on a 3+1 RAID-5)
@@ -1186,6 +1188,9 @@ class Bench:
         self.media_mib = int(env.get("DMR_BENCH_MEDIA_MIB", "96"))
         self.ab = env.get("DMR_BENCH_AB", "").split()
         self.format_opt = env.get("DMR_BENCH_FORMAT", "").split()
+        self.members = int(env.get("DMR_BENCH_MEMBERS", "4"))
+        if self.members < 3:
+            raise Fail("DMR_BENCH_MEMBERS: an md RAID-5 needs 3 members or more")
         try:
             self.fs_fills = parse_fills(env.get("DMR_BENCH_FS_FILL", "50,80"))
             self.fs_trims = parse_trims(env.get("DMR_BENCH_FS_TRIM", "discard,fstrim"))
@@ -1322,13 +1327,14 @@ class Bench:
     # ------------------------------------------------------------ a configuration
 
     def setup_arrays(self, rig, name, cfg):
+        k = self.members
         if name == "raid5-4":
-            devs = make_ramdisks(rig, 8, self.ram_mib)
-            cfg["label"] = (f"md RAID-5 over 4 x {self.ram_mib} MiB brd ramdisks, 64K chunk "
+            devs = make_ramdisks(rig, 2 * k, self.ram_mib)
+            cfg["label"] = (f"md RAID-5 over {k} x {self.ram_mib} MiB brd ramdisks, 64K chunk "
                             "(x2: A and B); CPU cost only, ramdisks have no media cost")
         else:
-            devs = make_nullb(rig, 8, self.media_mib, self.media)
-            cfg["label"] = (f"md RAID-5 over 4 x {self.media_mib} MiB null_blk members with "
+            devs = make_nullb(rig, 2 * k, self.media_mib, self.media)
+            cfg["label"] = (f"md RAID-5 over {k} x {self.media_mib} MiB null_blk members with "
                             "the media model, 64K chunk (x2: A and B)")
             cfg["media"] = dict(self.media, member_mib=self.media_mib,
                                 approximates=MEDIA_APPROX)
@@ -1346,8 +1352,8 @@ class Bench:
             cfg["calibration"] = cal
             say(f"media member alone: 4K random read QD1 {cal['randread_qd1_iops']:.0f} IOPS, "
                 f"1M sequential write {cal['seqwrite_mibs']:.1f} MiB/s")
-        a = make_md(rig, MD["A"], devs[:4])
-        b = make_md(rig, MD["B"], devs[4:])
+        a = make_md(rig, MD["A"], devs[:k])
+        b = make_md(rig, MD["B"], devs[k:])
         return a, b
 
     def run_config(self, name):
