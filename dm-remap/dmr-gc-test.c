@@ -15,6 +15,7 @@
  * dmr_gct_ or GCT_.
  */
 #include <kunit/test.h>
+#include <linux/vmalloc.h>
 
 #include "dmr-log.h"
 #include "dmr-policy.h"
@@ -31,6 +32,25 @@
 #define GCT_DATA_OFFSET	8U
 #define GCT_DEV_BLOCKS	(GCT_DATA_OFFSET + GCT_NR_SEGS * GCT_SEG_BLOCKS)
 
+static void dmr_gct_vfree(void *p)
+{
+	vfree(p);
+}
+
+/*
+ * Zeroed memory freed with the test, from vmalloc: the segment table of a
+ * device of more than 2^16 segments (64 bytes each since format 5) is
+ * past kmalloc's largest size (dmr_gct_victim_whole_device()).
+ */
+static void *dmr_gct_vzalloc(struct kunit *test, size_t size)
+{
+	void *p = vzalloc(size);
+
+	if (p && kunit_add_action_or_reset(test, dmr_gct_vfree, p))
+		return NULL;
+	return p;
+}
+
 static void dmr_gct_map_init(struct kunit *test, struct dmr_map *m,
 			     u32 nr_logical, u32 nr_segs, u32 seg_blocks)
 {
@@ -38,8 +58,7 @@ static void dmr_gct_map_init(struct kunit *test, struct dmr_map *m,
 			    DMR_MAP_NARROW_ENTRIES;
 	u32 *l2p = kunit_kzalloc(test, nr_logical * sizeof(*l2p), GFP_KERNEL);
 	u32 **pages = kunit_kzalloc(test, nr_map_blocks * sizeof(*pages), GFP_KERNEL);
-	struct dmr_seg *segs = kunit_kzalloc(test, nr_segs * sizeof(*segs),
-					     GFP_KERNEL);
+	struct dmr_seg *segs = dmr_gct_vzalloc(test, (size_t)nr_segs * sizeof(*segs));
 	u8 *dirty = kunit_kzalloc(test, nr_map_blocks, GFP_KERNEL);
 	u32 *lists = kunit_kzalloc(test, DMR_MAP_LISTS(seg_blocks) * sizeof(*lists),
 				   GFP_KERNEL);
@@ -2565,6 +2584,24 @@ static void dmr_gct_gc_decide(struct kunit *test)
 	st = (struct dmr_gc_state){ .nr_free = DMR_GC_FLOOR + 1, .victim = true,
 				    .user_waits = true };
 	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_COLLECT);
+
+	/*
+	 * A user waited, and the reuse rule freed enough just now: it goes
+	 * on (the throttle lets it), even with nothing to collect (a device
+	 * of large segments only); one segment fewer and nothing can free
+	 * space.  (Mutation: without the room check, ENOSPC with 146 free
+	 * segments in test_large.py.)
+	 */
+	st = (struct dmr_gc_state){ .nr_free = p.reserve + 1, .user_waits = true };
+	KUNIT_EXPECT_TRUE(test, dmr_head_may_alloc(&p, DMR_HEAD_HOT, st.nr_free));
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_IDLE);
+	st.victim = true;
+	st.victim_fits = true;
+	st.nr_prefree_ckpt = 1;
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_IDLE);
+	st = (struct dmr_gc_state){ .nr_free = p.reserve, .user_waits = true };
+	KUNIT_EXPECT_FALSE(test, dmr_head_may_alloc(&p, DMR_HEAD_HOT, st.nr_free));
+	KUNIT_EXPECT_EQ(test, dmr_gc_decide(&p, &st), DMR_GC_STUCK);
 
 	/* a user waits, prefree segments wait for a checkpoint, no collection */
 	st = (struct dmr_gc_state){ .nr_free = 1, .nr_prefree_ckpt = 1,

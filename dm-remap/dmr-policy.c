@@ -243,7 +243,9 @@ bool dmr_gc_active(const struct dmr_gc_params *p, bool active, u32 nr_free,
  * @st: the state
  *
  * Only when space is wanted (a user head waits, or background GC is
- * active).  Collect while GC has more than its floor of free segments and
+ * active), and never for a waiting user once there is room for it again
+ * (dmr_head_may_alloc(): the segments freed just before the decision
+ * may be enough).  Collect while GC has more than its floor of free segments and
  * fewer than two batches wait for the reuse rule; then flush the log if
  * segments only wait for that (it costs a summary block per head and a
  * device flush), else checkpoint (it rewrites the map's changed blocks):
@@ -271,6 +273,15 @@ enum dmr_gc_action dmr_gc_decide(const struct dmr_gc_params *p,
 	u32 flush = st->nr_prefree_flush, ckpt = st->nr_prefree_ckpt;
 
 	if (!st->user_waits && !st->active)
+		return DMR_GC_IDLE;
+	/*
+	 * Room again (dmr_gc_free_ready() freed segments just now): the
+	 * waiting write goes on; background GC, if active, keeps its pace.
+	 * Without this a user waiting over a device of large segments only
+	 * (none collectable, nothing else prefree) was told STUCK with free
+	 * segments there (test_large.py: ENOSPC with 146 free).
+	 */
+	if (st->user_waits && dmr_head_may_alloc(p, DMR_HEAD_HOT, st->nr_free))
 		return DMR_GC_IDLE;
 	if (st->victim && st->nr_free > DMR_GC_FLOOR && flush + ckpt < 2 * p->batch)
 		return DMR_GC_COLLECT;

@@ -30,11 +30,49 @@ RAM_COUNT = 8
 MNT = "/tmp/dmrt-mnt"   # the guest root is read-only; /tmp is an overlay
 
 
-def run(cmd, check=True, input=None):
-    """Run a command, return CompletedProcess with text output."""
+# A command that takes longer than this has hung (the longest, a whole
+# multi-TiB sparse device's check or fio job under TCG, take a few
+# minutes): the test fails with what every task waits on, instead of the
+# shard running into its timeout with nothing said (the fresh-clone run
+# of 6492bcc: a test of map_cache's failed mode waited 25 minutes).
+RUN_TIMEOUT = 900
+
+
+def hang_report():
+    """What every task of the guest waits on: ps for the test's output,
+    sysrq's blocked tasks (w) and every task's stack (t) for the console."""
+    ps = subprocess.run(["ps", "-eo", "pid,stat,wchan:32,etime,args"],
+                        capture_output=True, text=True).stdout
+    # only in the guest run-vm.sh boots
+    for key in "wt" if os.environ.get("DMR_IN_VM") else "":
+        try:
+            Path("/proc/sysrq-trigger").write_text(key)
+        except OSError:
+            pass
+    return ps
+
+
+def run(cmd, check=True, input=None, timeout=RUN_TIMEOUT):
+    """Run a command, return CompletedProcess with text output.  One
+    that runs past @timeout seconds fails the test (hang_report())."""
     if isinstance(cmd, str):
         cmd = ["sh", "-c", cmd]
-    p = subprocess.run(cmd, capture_output=True, text=True, input=input)
+    # not Popen's context manager, nor subprocess.run(): both wait for
+    # the killed command, and one in the kernel's D state never ends
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if input is not None else None,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        report = hang_report()
+        proc.kill()
+        try:
+            proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        raise AssertionError(f"{cmd} still running after {timeout} s "
+                             f"(hung?); tasks:\n{report}") from None
+    p = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
     if check and p.returncode != 0:
         raise AssertionError(
             f"{cmd} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")

@@ -4,8 +4,8 @@
  * of the pure code) also runs on the host as tools/tests/test-pure.
  *
  * Supports what dmr-test.c uses: KUNIT_CASE, KUNIT_CASE_PARAM,
- * KUNIT_ARRAY_PARAM, the EXPECT/ASSERT comparison macros, kunit_kzalloc
- * and kunit_skip.  An ASSERT failure or a skip ends the case (longjmp).
+ * KUNIT_ARRAY_PARAM, the EXPECT/ASSERT comparison macros, kunit_kzalloc,
+ * kunit_add_action_or_reset and kunit_skip.  An ASSERT failure or a skip ends the case (longjmp).
  */
 #ifndef DMR_KUNIT_SHIM_H
 #define DMR_KUNIT_SHIM_H
@@ -70,6 +70,16 @@ static inline void *kunit_kzalloc(struct kunit *test, size_t size, int gfp)
 	(void)test;
 	(void)gfp;
 	return calloc(1, size);	/* freed at exit */
+}
+
+/* An action run when the test ends: here at exit (as kunit_kzalloc's). */
+static inline int kunit_add_action_or_reset(struct kunit *test, void (*action)(void *),
+					    void *ctx)
+{
+	(void)test;
+	(void)action;
+	(void)ctx;
+	return 0;
 }
 
 /* A test's own broken premise stops the run, as in the kernel. */
