@@ -32,23 +32,27 @@
 #define GCT_DATA_OFFSET	8U
 #define GCT_DEV_BLOCKS	(GCT_DATA_OFFSET + GCT_NR_SEGS * GCT_SEG_BLOCKS)
 
-static void dmr_gct_vfree(void *p)
+static int dmr_gct_vz_init(struct kunit_resource *res, void *size)
 {
-	vfree(p);
+	res->data = vzalloc(*(size_t *)size);
+	return res->data ? 0 : -ENOMEM;
+}
+
+static void dmr_gct_vz_free(struct kunit_resource *res)
+{
+	vfree(res->data);
 }
 
 /*
  * Zeroed memory freed with the test, from vmalloc: the segment table of a
  * device of more than 2^16 segments (64 bytes each since format 5) is
- * past kmalloc's largest size (dmr_gct_victim_whole_device()).
+ * past kmalloc's largest size (dmr_gct_victim_whole_device()).  A KUnit
+ * resource, not a deferred action: those came in 6.5.
  */
 static void *dmr_gct_vzalloc(struct kunit *test, size_t size)
 {
-	void *p = vzalloc(size);
-
-	if (p && kunit_add_action_or_reset(test, dmr_gct_vfree, p))
-		return NULL;
-	return p;
+	return kunit_alloc_resource(test, dmr_gct_vz_init, dmr_gct_vz_free, GFP_KERNEL,
+				    &size);
 }
 
 static void dmr_gct_map_init(struct kunit *test, struct dmr_map *m,

@@ -5,7 +5,7 @@
  *
  * Supports what dmr-test.c uses: KUNIT_CASE, KUNIT_CASE_PARAM,
  * KUNIT_ARRAY_PARAM, the EXPECT/ASSERT comparison macros, kunit_kzalloc,
- * kunit_add_action_or_reset and kunit_skip.  An ASSERT failure or a skip ends the case (longjmp).
+ * kunit_alloc_resource and kunit_skip.  An ASSERT failure or a skip ends the case (longjmp).
  */
 #ifndef DMR_KUNIT_SHIM_H
 #define DMR_KUNIT_SHIM_H
@@ -72,14 +72,25 @@ static inline void *kunit_kzalloc(struct kunit *test, size_t size, int gfp)
 	return calloc(1, size);	/* freed at exit */
 }
 
-/* An action run when the test ends: here at exit (as kunit_kzalloc's). */
-static inline int kunit_add_action_or_reset(struct kunit *test, void (*action)(void *),
-					    void *ctx)
+/*
+ * A test-managed resource (kunit_alloc_resource()): its free would run
+ * when the test ends; here the memory is freed at exit, as kunit_kzalloc's.
+ */
+struct kunit_resource {
+	void *data;
+};
+typedef int (*kunit_resource_init_t)(struct kunit_resource *, void *);
+typedef void (*kunit_resource_free_t)(struct kunit_resource *);
+
+static inline void *kunit_alloc_resource(struct kunit *test, kunit_resource_init_t init,
+					 kunit_resource_free_t free, int gfp, void *context)
 {
+	struct kunit_resource res = { NULL };
+
 	(void)test;
-	(void)action;
-	(void)ctx;
-	return 0;
+	(void)free;
+	(void)gfp;
+	return init(&res, context) ? NULL : res.data;
 }
 
 /* A test's own broken premise stops the run, as in the kernel. */
