@@ -2358,8 +2358,9 @@ static void dmr_test_slot_write(struct kunit *test)
 
 /*
  * After a load the heads' segments, and the ones they reserved, are open
- * (never free, never prefree), and a head's segment without a unit starts
- * its use at the sequence number given (dmr_heads_load_states(),
+ * (never free, never prefree), and a head's segment without a unit of its
+ * use starts that use at the sequence number given, as a head's segment
+ * even where the slot has a large segment (dmr_heads_load_states(),
  * dmr_heads_open(): the module's load and remapctl check --repair).
  */
 static void dmr_test_heads_states_open(struct kunit *test)
@@ -2379,6 +2380,12 @@ static void dmr_test_heads_states_open(struct kunit *test)
 	m->segs[0].flags = DMR_SEG_USED;		/* head 0 wrote there */
 	m->segs[0].seq = 40;
 	m->segs[DMR_NR_HEADS + 1].flags = DMR_SEG_USED;	/* sealed, empty */
+	/* head 1 at the start of a segment the slot has as a large one */
+	m->segs[1].flags = DMR_SEG_USED | DMR_SEG_LARGE;
+	m->segs[1].seq = 30;
+	m->segs[1].birth = 30;
+	m->segs[1].base = 65;
+	m->segs[1].csum = 0x1234;
 	dmr_heads_load_states(m, pos);
 	for (i = 0; i <= DMR_NR_HEADS; i++)
 		KUNIT_EXPECT_TRUE(test, m->segs[i].flags & DMR_SEG_OPEN);
@@ -2393,6 +2400,11 @@ static void dmr_test_heads_states_open(struct kunit *test)
 	for (i = 1; i < DMR_NR_HEADS; i++) {
 		KUNIT_EXPECT_TRUE(test, m->segs[i].flags & DMR_SEG_USED);
 		KUNIT_EXPECT_EQ(test, m->segs[i].seq, 77ULL);
+		KUNIT_EXPECT_EQ(test, m->segs[i].birth, 77ULL);
+		/* a new use: no large segment's any more */
+		KUNIT_EXPECT_FALSE(test, m->segs[i].flags & DMR_SEG_LARGE);
+		KUNIT_EXPECT_EQ(test, m->segs[i].base, 0ULL);
+		KUNIT_EXPECT_EQ(test, m->segs[i].csum, 0U);
 	}
 	/* a reserved segment is not used until a unit goes there */
 	KUNIT_EXPECT_FALSE(test, m->segs[DMR_NR_HEADS].flags & DMR_SEG_USED);

@@ -965,15 +965,25 @@ void dmr_heads_load_states(struct dmr_map *m, const struct dmr_log_pos *pos)
  * @pos: DMR_NR_HEADS log positions
  * @seq: first sequence number the heads will write
  *
- * A head whose segment holds no unit (not DMR_SEG_USED) starts its use
- * there, numbered from @seq, so the next checkpoint records it as used.
+ * A head whose segment holds no unit of its use starts that use there,
+ * numbered from @seq, so the next checkpoint records it as used: a
+ * segment not DMR_SEG_USED, and any segment the head is at the start of.
+ * The second is a segment the head reserved (a unit named it next) that
+ * the slot still records as its previous use, a large segment (base,
+ * checksum) or a head's: replay applied the units that emptied it (the
+ * reuse rule made them durable before it was reserved) but no unit of
+ * the new use, which would have started it (dmr_unit_apply() at offset
+ * 0).  Left as it was, the head's units would go into a segment still
+ * marked large: GC would check them against its old checksum and refuse
+ * it for good (a segment lost), and remapctl check reports every block
+ * mapped there.
  */
 void dmr_heads_open(struct dmr_map *m, const struct dmr_log_pos *pos, u64 seq)
 {
 	unsigned int i;
 
 	for (i = 0; i < DMR_NR_HEADS; i++)
-		if (!(m->segs[pos[i].segment].flags & DMR_SEG_USED))
+		if (!(m->segs[pos[i].segment].flags & DMR_SEG_USED) || !pos[i].offset)
 			dmr_seg_open(m, pos[i].segment, seq);
 }
 

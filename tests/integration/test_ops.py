@@ -5,7 +5,7 @@ Each test runs one sequence: a device formatted with parameters the seed
 picks (segment size, 64-bit block numbers, a map cache small enough to
 evict, a grow limit), then DMR_OPS_STEPS operations drawn from the seed,
 the way operators combine them: O_DIRECT writes and discards of random
-extents, fsync, power cuts (dm-flakey dropping every write, then a
+extents, writes of whole segments (large segments, format 5), fsync, power cuts (dm-flakey dropping every write, then a
 reload), clean remove and create with `remapctl check` between, reloads
 of the same table, suspend/resume, the checkpoint and gc_collect
 messages, GC watermark messages, growing the device below and then the
@@ -211,6 +211,27 @@ class Seq:
             self.model.write(x, self.gen)
         return f"write {lba}+{n} gen {self.gen}"
 
+    def op_write_large(self):
+        """Whole segments at segment boundaries (format 5's large
+        segments), or a write from inside one segment past the end of the
+        next (its middle large, its ends through a head); mostly in the
+        hot tenth, so that large segments are emptied and reused."""
+        sb = (256 if self.seg == "1M" else 64)
+        nsegs = self.n // sb
+        span = max(2, nsegs // 10 if self.rnd.random() < 0.7 else nsegs) - 1
+        first = self.rnd.randrange(0, span) * sb
+        if self.rnd.random() < 0.6:
+            lba, n = first, sb * self.rnd.randint(1, 2)
+        else:
+            lba = first + self.rnd.randrange(1, sb)
+            n = sb + self.rnd.randrange(sb, 2 * sb) - (lba - first)
+        n = min(n, self.n - lba)
+        self.gen += 1
+        _pwrite(self.top, lba, b"".join(block(x, self.gen) for x in range(lba, lba + n)))
+        for x in range(lba, lba + n):
+            self.model.write(x, self.gen)
+        return f"large write {lba}+{n} gen {self.gen}"
+
     def op_discard(self):
         lba, n = self.extent(256)
         run(["blkdiscard", "-o", str(lba * BLOCK), "-l", str(n * BLOCK), self.top])
@@ -406,7 +427,7 @@ class Seq:
         return (f"without the cache: a block in each of {len(fill)} map pages, discard "
                 f"{lba}+{n}, fsync, power cut, reload with map_cache 1")
 
-    OPS = (("write", 30), ("discard", 6), ("fsync", 10), ("verify", 4),
+    OPS = (("write", 30), ("write_large", 10), ("discard", 6), ("fsync", 10), ("verify", 4),
            ("power_cut", 7), ("remove_check_create", 5), ("reload", 4),
            ("suspend_resume", 4), ("checkpoint", 4), ("gc_collect", 3),
            ("gc_marks", 3), ("grow", 3), ("grow_torn", 5), ("damage_sb", 5),
