@@ -287,18 +287,29 @@ static struct dmr_replay dmr_fake_replay_params(struct dmr_fake *f)
 	return r;
 }
 
-/* Replay the fake device from the empty state into a fresh map. */
-static struct dmr_replay dmr_fake_replay(struct kunit *test, struct dmr_fake *f,
-					 struct dmr_map *m, struct dmr_log_pos *pos)
+/*
+ * Replay the fake device from the empty state into a fresh map (@r its
+ * parameters); returns dmr_replay_log()'s result.
+ */
+static int dmr_fake_replay_rc(struct kunit *test, struct dmr_fake *f, struct dmr_map *m,
+			      struct dmr_log_pos *pos, struct dmr_replay *r)
 {
-	struct dmr_replay r = dmr_fake_replay_params(f);
-
+	*r = dmr_fake_replay_params(f);
 	dmr_fake_map_init(test, f, m);
 	memset(pos, 0, sizeof(*pos));
 	pos->next_segment = DMR_NO_SEGMENT;
 	/* as the loader does: segment states are rebuilt after replay */
 	m->track = false;
-	KUNIT_EXPECT_EQ(test, dmr_replay_log(&r, m, pos), 0);
+	return dmr_replay_log(r, m, pos);
+}
+
+/* dmr_fake_replay_rc() that succeeds, the segment states rebuilt. */
+static struct dmr_replay dmr_fake_replay(struct kunit *test, struct dmr_fake *f,
+					 struct dmr_map *m, struct dmr_log_pos *pos)
+{
+	struct dmr_replay r;
+
+	KUNIT_EXPECT_EQ(test, dmr_fake_replay_rc(test, f, m, pos, &r), 0);
 	dmr_map_load_states(m);
 	return r;
 }
@@ -1391,12 +1402,7 @@ static void dmr_test_replay_large_segment(struct kunit *test)
 	dmr_fake_write_unit(f, &pos, a, 4, 1, 0, 0);
 	dmr_fake_write_extent_unit(f, &pos, big, 0, csum, b, 1, 3);
 	dmr_fake_write_extent_unit(f, &pos, big, 128, csum, NULL, 0, 0);
-	r = dmr_fake_replay_params(f);
-	dmr_fake_map_init(test, f, &m);
-	memset(&pos, 0, sizeof(pos));
-	pos.next_segment = DMR_NO_SEGMENT;
-	m.track = false;
-	KUNIT_EXPECT_EQ(test, dmr_replay_log(&r, &m, &pos), -EINVAL);
+	KUNIT_EXPECT_EQ(test, dmr_fake_replay_rc(test, f, &m, &pos, &r), -EINVAL);
 	KUNIT_EXPECT_EQ(test, r.units, 2ULL);
 
 	/* records that cannot be: the unit's own segment, the next, past the end */
@@ -1406,12 +1412,7 @@ static void dmr_test_replay_large_segment(struct kunit *test)
 		u32 seg = i == 0 ? 0 : i == 1 ? 1 : g->geo.nr_segments;
 
 		dmr_fake_write_extent_unit(g, &p, seg, 0, 0, NULL, 0, 0);
-		r = dmr_fake_replay_params(g);
-		dmr_fake_map_init(test, g, &m);
-		memset(&p, 0, sizeof(p));
-		p.next_segment = DMR_NO_SEGMENT;
-		m.track = false;
-		KUNIT_EXPECT_EQ(test, dmr_replay_log(&r, &m, &p), -EINVAL);
+		KUNIT_EXPECT_EQ(test, dmr_fake_replay_rc(test, g, &m, &p, &r), -EINVAL);
 		KUNIT_EXPECT_EQ(test, m.mapped, 0ULL);
 	}
 }

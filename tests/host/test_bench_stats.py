@@ -4,6 +4,7 @@ guest side (aggregation over rounds, ratios, goal evaluation, the device
 rotation, cell selection, the media-model setting and the summary text),
 on synthetic results.  Importing the script runs nothing: its main is
 guarded."""
+import re
 from pathlib import Path
 
 import pytest
@@ -290,6 +291,15 @@ def test_unknown_knobs(gb):
            "DMR_OUT": "/x", "PATH": "/bin"}
     assert gb.unknown_knobs(env) == ["DMR_BENCH_BS", "DMR_BENCH_FIO"]
     assert gb.unknown_knobs({"DMR_BENCH_MEDIA": "mbps=0", "DMR_BENCH_GC_WAIT": "0"}) == []
+
+
+def test_every_knob_the_script_reads_is_known(gb):
+    """Each DMR_BENCH_* setting guest-bench.py reads is in KNOBS, or the run
+    warns that it ignores a setting it uses (DMR_BENCH_MEMBERS did)."""
+    with open(SCRIPT) as f:
+        read = set(re.findall(r'"DMR_BENCH_([A-Z0-9_]+)"', f.read()))
+    assert read, "no setting found: the pattern is stale"
+    assert sorted(read - gb.KNOBS) == []
 
 
 def test_bench_settings_parse_without_touching_devices(gb):

@@ -200,11 +200,12 @@ GC_POINTS = 8                   # flush points checked (spread over the log;
                                 # 16 took 126 s under TCG: issue 40)
 
 
-@pytest.mark.parametrize("mix,factor,max_points",
-                         [("small", 3.2, GC_POINTS), ("large", 3.2, GC_POINTS),
-                          ("large", 0.4, 10 ** 6)],
+@pytest.mark.parametrize("mix,factor,max_points,sync",
+                         [("small", 3.2, GC_POINTS, 0.06), ("large", 3.2, GC_POINTS, 0.06),
+                          ("large", 0.4, 10 ** 6, 0.3)],
                          ids=["small", "large", "large-every-flush"])
-def test_replay_every_flush_point_with_gc_and_reuse(ram, ram2, mix, factor, max_points):
+def test_replay_every_flush_point_with_gc_and_reuse(ram, ram2, mix, factor, max_points,
+                                                    sync):
     """A 16 MiB device (30% over-provisioning) is filled, then overwritten
     at random, mostly in a hot fifth of it, until more than three times
     its logical capacity was written, with an fsync (and a log mark) now
@@ -218,8 +219,9 @@ def test_replay_every_flush_point_with_gc_and_reuse(ram, ram2, mix, factor, max_
     into the overwrites (issue 41, goal 1), go into segments of their
     own, recorded by the cold head's units; GC collects them too.
     "large-every-flush" writes 0.4 of the capacity after the fill (no GC
-    needed) and checks every flush point of the log, not a spread of
-    them (issue 41: crash rules 1-10 with a replay of every flush point
+    needed) with an fsync after three writes in ten (a unit of the cold
+    head closed early, large segments between) and checks every flush
+    point of the log, not a spread of them (issue 41: crash rules 1-10 with a replay of every flush point
     of a mixed workload)."""
     log_dev = Ram.get()
     scratch = Ram.get()
@@ -262,7 +264,7 @@ def test_replay_every_flush_point_with_gc_and_reuse(ram, ram2, mix, factor, max_
                 for lba in range(lba0, lba0 + nb):
                     written[lba].add(gen)
                     pending[lba] = gen
-                if rnd.random() < 0.06:
+                if rnd.random() < sync:
                     dev.fsync()
                     for lba, g in pending.items():
                         acked[lba] = g

@@ -315,6 +315,7 @@ def parse_media(text):
 KNOBS = {"RUNS", "SECONDS", "CONFIGS", "CELLS", "FS", "FS_TYPES", "FS_JOBS", "MEDIA",
          "PRECONDITION", "GC_WAIT", "RAM_MIB", "MEDIA_MIB", "AB", "FS_FILL", "FS_TRIM",
          "FS_CHURN", "FS_CHURN_PCT", "WDP", "WDP_WINDOW", "WDP_TOL", "WDP_MAX",
+         "MEMBERS", "FORMAT",
          "PARTS", "MAPCACHE_ROUNDS"}   # scripts/bench.sh's (guest-mapcache.py)
 
 
