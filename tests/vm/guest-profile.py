@@ -42,6 +42,11 @@ Environment (defaults in brackets):
   DMR_PROFILE_FREQ [999]          perf sampling frequency, Hz
   DMR_PROFILE_RAMDISK_MIB [128]   size of each of the 8 ramdisks
   DMR_PROFILE_DEVICES [linear,remap]  comma list
+  DMR_PROFILE_BS [4k]             fio's block size in the profiled runs (the
+                                  figures stay per 4 KiB block)
+  DMR_PROFILE_FORMAT ['']         more `remapctl format` arguments, e.g.
+                                  '--segment-size 768K' so that 768 KiB
+                                  writes fill whole segments
 
 The parsing and the arithmetic (parse_report, metrics, render) are pure
 functions, tested on the host by tests/host/test_profile_parse.py.
@@ -568,7 +573,9 @@ def render(res):
              f"knobs: DMR_PROFILE_SECONDS={k['seconds']} DMR_PROFILE_JOBS={k['jobs']} "
              f"DMR_PROFILE_WORKLOADS={','.join(k['workloads'])} "
              f"DMR_PROFILE_PRECONDITION={k['precondition']:g} DMR_PROFILE_FREQ={k['freq']} "
-             f"DMR_PROFILE_RAMDISK_MIB={k['ramdisk_mib']}",
+             f"DMR_PROFILE_RAMDISK_MIB={k['ramdisk_mib']} "
+             f"DMR_PROFILE_BS={k.get('bs', '4k')} "
+             f"DMR_PROFILE_FORMAT='{' '.join(k.get('format', []))}'",
              "idle = samples in " + (", ".join(seen) or "none") +
              " (of the idle set IDLE_SYMBOLS); busy = all other samples",
              "notes: cpu-clock samples taken with interrupts off land where they come "
@@ -634,7 +641,9 @@ def knobs():
          "precondition": float(ENV("DMR_PROFILE_PRECONDITION", "2")),
          "freq": int(ENV("DMR_PROFILE_FREQ", "999")),
          "ramdisk_mib": int(ENV("DMR_PROFILE_RAMDISK_MIB", "128")),
-         "devices": [d for d in ENV("DMR_PROFILE_DEVICES", "linear,remap").split(",") if d]}
+         "devices": [d for d in ENV("DMR_PROFILE_DEVICES", "linear,remap").split(",") if d],
+         "bs": ENV("DMR_PROFILE_BS", "4k"),
+         "format": ENV("DMR_PROFILE_FORMAT", "").split()}
     bad = [w for w in k["workloads"] if w not in WORKLOADS]
     bad += [d for d in k["devices"] if d not in DEVICE_LABEL]
     if bad or k["seconds"] < 1 or k["jobs"] < 1 or k["precondition"] < 0 or k["freq"] < 1:
@@ -708,7 +717,7 @@ class Rig:
         size = sh("blockdev", "--getsz", self.A).stdout.strip()
         sh("dmsetup", "create", self.LINEAR, "--table", f"0 {size} linear {self.A} 0")
         remapctl = os.path.join(REPO, "tools", "remapctl")
-        sh(remapctl, "format", "--force", self.B)
+        sh(remapctl, "format", "--force", *self.k.get("format", []), self.B)
         sh(remapctl, "create", self.REMAP, self.B)
         sh("udevadm", "settle", check=False)
         for _ in range(100):
@@ -825,7 +834,8 @@ class Rig:
         cmd = ["perf", "record", "-a", "-g", "-e", "cpu-clock", "-F", str(k["freq"]),
                "-k", "CLOCK_MONOTONIC", "-N", "-B", "-o", data, "--",
                "fio", f"--name={workload}", f"--filename={dev}", f"--rw={workload}",
-               "--bs=4k", "--direct=1", "--ioengine=psync", f"--numjobs={k['jobs']}",
+               f"--bs={k.get('bs', '4k')}", "--direct=1", "--ioengine=psync",
+               f"--numjobs={k['jobs']}",
                "--group_reporting", "--time_based", f"--runtime={runtime}",
                f"--size={self.region}", "--randrepeat=0", "--norandommap",
                "--output-format=json", f"--output={fio_json}"]
