@@ -309,15 +309,20 @@ u64 dmr_map_cache_pages(const struct dmr_geometry *geo, u32 cache_mib)
  * reads back and changes half the cache's pages, one more when it is not
  * aligned, in the writer and in replay alike (dmr_replay_unit()), and the
  * request may need one more; GC's collection of a victim tests every
- * block of it (dmr_gc_collect()), which may be a page each: the cache,
- * and the larger of half of it and two, or a segment's blocks.  A load
- * holds at most the first (dmr_replay_step(); GC does not run).
+ * block of it (dmr_gc_collect()), which may be a page each; replay
+ * applies a unit whole, its data blocks (fewer than a segment's) or its
+ * large segments' records (at most two pages each; the writer keeps them in
+ * units of their own: dmr_unit_takes_data()).  So: the cache, and the
+ * largest of half of it and two, a segment's blocks, and two pages a
+ * record.
  *
  * Return: pages, 0 without a cache.
  */
 u64 dmr_map_cache_most(u64 cap, u32 seg_blocks)
 {
-	return cap ? cap + max_t(u64, cap / 2 + 2, seg_blocks) : 0;
+	u64 most = max_t(u64, cap / 2 + 2, seg_blocks);
+
+	return cap ? cap + max_t(u64, most, 2 * DMR_UNIT_MAX_EXTENTS) : 0;
 }
 
 /**

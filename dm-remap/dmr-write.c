@@ -532,7 +532,8 @@ static int dmr_reserve_next(struct dmr_target *rc, unsigned int hid)
  * dmr_head_room() - make a head ready to take data
  * @rc: target
  * @hid: the head (enum dmr_head_id)
- * @want: blocks the caller has (0 for a discard)
+ * @want: blocks the caller has (0 for a discard or a large segment's
+ *	record)
  * @n: set to the blocks the open unit takes now (at least 1 if @want)
  *
  * Opens a unit if none can take a block (sealing a full one), and
@@ -550,7 +551,11 @@ int dmr_head_room(struct dmr_target *rc, unsigned int hid, u32 want, u32 *n)
 	int r;
 
 	for (;;) {
-		if (!dmr_unit_takes_block(h->unit_open, h->unit, h->wp, seg_blocks)) {
+		/* data blocks and large segments' records in units of their own */
+		bool takes = want ? dmr_unit_takes_data(h->unit_open, h->unit, h->wp, seg_blocks) :
+			     dmr_unit_takes_block(h->unit_open, h->unit, h->wp, seg_blocks);
+
+		if (!takes) {
 			if (h->unit_open) {
 				r = dmr_seal(rc, h, false);
 				if (r)

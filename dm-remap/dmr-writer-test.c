@@ -304,7 +304,8 @@ static void dmr_test_replay_checkpoint_policy(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, dmr_discard_piece(1U << 21, narrow), 1U << 30);
 	KUNIT_EXPECT_EQ(test, dmr_discard_piece(~0U, narrow), 1U << 30);
 	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(0, 256), 0ULL);
-	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(1, 2), 3ULL);
+	/* a unit of large segments' records: two pages each */
+	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(1, 2), 1ULL + 2 * DMR_UNIT_MAX_EXTENTS);
 	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(256, 64), 256ULL + 128 + 2);
 	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(256, 256), 256ULL + 256);
 	/* 8 MiB segments: a victim's blocks, each in a page of its own */
@@ -955,6 +956,15 @@ static void dmr_test_extents_in_units(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, dmr_write_chunk(u, 1, 8192, 5000), w);
 	u->nr_blocks = w;
 	KUNIT_EXPECT_FALSE(test, dmr_unit_takes_block(true, u, 2000, 8192));
+	/* a write's data waits for a unit without records: replay's pages */
+	u->nr_blocks = 0;
+	KUNIT_EXPECT_TRUE(test, dmr_unit_takes_block(true, u, 2000, 8192));
+	KUNIT_EXPECT_FALSE(test, dmr_unit_takes_data(true, u, 2000, 8192));
+	u->nr_extents = 0;
+	KUNIT_EXPECT_TRUE(test, dmr_unit_takes_data(true, u, 2000, 8192));
+	KUNIT_EXPECT_FALSE(test, dmr_unit_takes_data(false, u, 2000, 8192));
+	KUNIT_EXPECT_FALSE(test, dmr_unit_takes_data(true, u, 8192, 8192));
+	u->nr_extents = 2;
 
 	/* rule 10: blocks [512, 768) and [1024, 1280) recorded */
 	dmr_unit_reset(u, 0);

@@ -94,6 +94,28 @@ bool dmr_unit_takes_block(bool unit_open, const struct dmr_unit *u, u32 wp,
 }
 
 /**
+ * dmr_unit_takes_data() - can the open unit take a write's next data block?
+ * @unit_open: a unit is open
+ * @u: the open unit
+ * @wp: next free block of the open segment
+ * @seg_blocks: blocks per segment
+ *
+ * As dmr_unit_takes_block(), and the unit records no large segment: the
+ * writer keeps records and data blocks in units of their own, so that
+ * replay asks for the map pages of at most DMR_UNIT_MAX_EXTENTS records
+ * (two pages each) or of a segment's blocks at once, not both
+ * (dmr_map_cache_most()).  (Replay still applies a unit holding both,
+ * as the first format 5 writer wrote them.)
+ *
+ * Return: false when a unit must be opened (after sealing the open one).
+ */
+bool dmr_unit_takes_data(bool unit_open, const struct dmr_unit *u, u32 wp,
+			 u32 seg_blocks)
+{
+	return dmr_unit_takes_block(unit_open, u, wp, seg_blocks) && !u->nr_extents;
+}
+
+/**
  * dmr_write_chunk() - how many blocks of a write go into the open unit
  * @u: the open unit, which takes at least one block
  * @wp: next free block of the open segment

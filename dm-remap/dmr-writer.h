@@ -44,6 +44,8 @@ u32 dmr_unit_flags(bool reloc, bool wide);
 u32 dmr_head_next_free(u32 segment, u32 offset, bool unit_open, u32 wp, u32 seg_blocks);
 bool dmr_unit_takes_block(bool unit_open, const struct dmr_unit *u, u32 wp,
 			  u32 seg_blocks);
+bool dmr_unit_takes_data(bool unit_open, const struct dmr_unit *u, u32 wp,
+			 u32 seg_blocks);
 u32 dmr_write_chunk(const struct dmr_unit *u, u32 wp, u32 seg_blocks, u32 want);
 bool dmr_seal_after_write(bool unit_open, u32 wp, u32 seg_blocks);
 
