@@ -174,6 +174,16 @@ def _units_to_boundary(offset, crossings, unit=2, seg=SEG_BLOCKS):
     return k
 
 
+def _fsynced_blocks(dev, lbas, k, gen, model):
+    """k blocks taken from the end of lbas, each written (generation gen)
+    and fsynced on its own: a unit of two blocks each."""
+    for _ in range(k):
+        lba = lbas.pop()
+        dev.pwrite(lba, block(lba, gen))
+        model[lba] = gen
+        dev.fsync()
+
+
 def test_head_after_a_power_cut_at_a_segment_it_reserved(ram):
     """A power cut just after the cold head left a segment: replay leaves
     it at block 0 of the segment it had reserved, which the newest
@@ -231,11 +241,7 @@ def test_head_after_a_power_cut_at_a_segment_it_reserved(ram):
             k = _units_to_boundary(offset, free + 2)
             assert len(fresh) >= k, (len(fresh), k)
             gen += 1
-            for _ in range(k):
-                lba = fresh.pop()
-                dev.pwrite(lba, block(lba, gen))
-                model[lba] = gen
-                dev.fsync()
+            _fsynced_blocks(dev, fresh, k, gen, model)
         finally:
             dev.close()
         st = s.status()
@@ -247,16 +253,14 @@ def test_head_after_a_power_cut_at_a_segment_it_reserved(ram):
         s.create()
         dev = Dev(s.top)
         try:
-            lba = fresh.pop()
-            dev.pwrite(lba, block(lba, gen))
-            model[lba] = gen
-            dev.fsync()
+            _fsynced_blocks(dev, fresh, 1, gen, model)
         finally:
             dev.close()
         s.remove_and_check()
         s.create()
     bad = check_path(s.top, nr, lambda lba, g: g == model.get(lba, ZERO_GEN))
     assert not bad, f"{len(bad)} blocks differ: {bad[:8]}"
+
 
 def _large_segments(dev, info, slot):
     """(segment, base) of the large segments in checkpoint slot @slot's
