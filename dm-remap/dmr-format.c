@@ -311,10 +311,12 @@ u64 dmr_map_cache_pages(const struct dmr_geometry *geo, u32 cache_mib)
  * request may need one more; GC's collection of a victim tests every
  * block of it (dmr_gc_collect()), which may be a page each; replay
  * applies a unit whole, its data blocks (fewer than a segment's) or its
- * large segments' records (at most two pages each; the writer keeps them in
- * units of their own: dmr_unit_takes_data()).  So: the cache, and the
- * largest of half of it and two, a segment's blocks, and two pages a
- * record.
+ * large segments' records (DMR_UNIT_MAX_EXTENTS of them, the writer keeps
+ * them in units of their own: dmr_unit_takes_data()), a segment's blocks
+ * each, in two pages at most while a segment is smaller than a page's
+ * entries and fewer pages than a segment's blocks past that.  So: the
+ * cache, and the largest of half of it and two, a segment's blocks, and
+ * two pages a record.
  *
  * Return: pages, 0 without a cache.
  */

@@ -304,7 +304,7 @@ static void dmr_test_replay_checkpoint_policy(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, dmr_discard_piece(1U << 21, narrow), 1U << 30);
 	KUNIT_EXPECT_EQ(test, dmr_discard_piece(~0U, narrow), 1U << 30);
 	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(0, 256), 0ULL);
-	/* a unit of large segments' records: two pages each */
+	/* a unit of large segments' records: two pages each, small segments */
 	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(1, 2), 1ULL + 2 * DMR_UNIT_MAX_EXTENTS);
 	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(256, 64), 256ULL + 128 + 2);
 	KUNIT_EXPECT_EQ(test, dmr_map_cache_most(256, 256), 256ULL + 256);

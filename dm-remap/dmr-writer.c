@@ -103,7 +103,7 @@ bool dmr_unit_takes_block(bool unit_open, const struct dmr_unit *u, u32 wp,
  * As dmr_unit_takes_block(), and the unit records no large segment: the
  * writer keeps records and data blocks in units of their own, so that
  * replay asks for the map pages of at most DMR_UNIT_MAX_EXTENTS records
- * (two pages each) or of a segment's blocks at once, not both
+ * or of fewer than a segment's blocks at once, not both
  * (dmr_map_cache_most()).  (Replay still applies a unit holding both,
  * as the first format 5 writer wrote them.)
  *

@@ -368,3 +368,11 @@ def test_render(gp):
     assert "WAF 4.99" in out and "warning: a warning" in out
     assert "4K random write: dm-remap / dm-linear busy CPU per block" in out
     assert "top 15 functions" in out and "crc_pcl [kernel.kallsyms]" in out
+
+
+def test_workload_label_follows_the_block_size(gp):
+    """DMR_PROFILE_BS names the workload in the report; the default keeps
+    the 4K names."""
+    assert gp.workload_label("randwrite") == "4K random write"
+    assert gp.workload_label("randwrite", "768k") == "768K random write"
+    assert gp.workload_label("randread", "4K") == "4K random read"

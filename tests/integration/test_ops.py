@@ -5,8 +5,8 @@ Each test runs one sequence: a device formatted with parameters the seed
 picks (segment size, 64-bit block numbers, a map cache small enough to
 evict, a grow limit), then DMR_OPS_STEPS operations drawn from the seed,
 the way operators combine them: O_DIRECT writes and discards of random
-extents, writes of whole segments (large segments, format 5), fsync, power cuts (dm-flakey dropping every write, then a
-reload), clean remove and create with `remapctl check` between, reloads
+extents, writes of whole segments (large segments, format 5), fsync,
+power cuts (dm-flakey dropping every write, then a reload), clean remove and create with `remapctl check` between, reloads
 of the same table, suspend/resume, the checkpoint and gc_collect
 messages, GC watermark messages, growing the device below and then the
 target, and the things that must be refused: a second mapped device over
@@ -55,8 +55,9 @@ def cache_most(seg_blocks, cap=256):
     """dmr_map_cache_most() for map_cache 1 (256 pages): what a load may
     hold at once, the cache and the largest of a discard piece (half of
     it and two), a unit's data blocks (fewer than a segment's) and a
-    unit's large segments' records (64, two pages each; the writer keeps
-    them out of units with data: dmr_unit_takes_data())."""
+    unit's large segments' records (64, at most two pages each below 4 MiB
+    segments; the writer keeps them out of units with data:
+    dmr_unit_takes_data())."""
     return cap + max(cap // 2 + 2, seg_blocks, 2 * 64)
 
 

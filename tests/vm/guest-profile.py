@@ -86,6 +86,12 @@ CHECKSUM_DSO = re.compile(r"^\[crc32")
 OWN_DSO = {"remap": "[dm_remap]", "linear": "[dm_mod]"}
 DEVICE_LABEL = {"remap": "dm-remap", "linear": "dm-linear"}
 WORKLOADS = {"randwrite": "4K random write", "randread": "4K random read"}
+
+
+def workload_label(workload, bs="4k"):
+    """A workload's name in the report, with fio's block size (DMR_PROFILE_BS)."""
+    label = WORKLOADS.get(workload, workload)
+    return label if bs.lower() == "4k" else label.replace("4K", bs.upper(), 1)
 TOP = 15
 SETTLE, TAIL = 1, 2     # s: from fio's first I/O to the profiled window, and after it
 # perf report (--stdio, and --ignore-vmlinux: a vmlinux without symbols may
@@ -482,10 +488,10 @@ def _pct(v):
     return _f(None if v is None else 100 * v, ".1f") + "%"
 
 
-def run_text(r):
+def run_text(r, bs="4k"):
     """The section of profile.txt for one measurement."""
     m = r["metrics"]
-    lines = [f"---- {WORKLOADS.get(r['workload'], r['workload'])} on "
+    lines = [f"---- {workload_label(r['workload'], bs)} on "
              f"{DEVICE_LABEL.get(r['device'], r['device'])} "
              f"({r['jobs']} psync jobs)"]
     win = r.get("window")
@@ -562,6 +568,7 @@ def run_text(r):
 def render(res):
     """profile.txt from the results (profile.json's content)."""
     k = res["knobs"]
+    bs = k.get("bs", "4k")
     s = res["setup"]
     seen = sorted(IDLE_SYMBOLS & set(sym for r in res["runs"]
                                      for sym in r["metrics"]["idle_symbols"]))
@@ -588,7 +595,7 @@ def render(res):
         m = r["metrics"]
         inc = m["own"].get("inclusive") or {}
         iops = (r.get("window") or {}).get("iops", r["iops"])
-        lines.append(f"{WORKLOADS.get(r['workload'], r['workload']):<16} "
+        lines.append(f"{workload_label(r['workload'], bs):<16} "
                      f"{DEVICE_LABEL.get(r['device'], r['device']):<10} "
                      f"{iops:>7.0f} {_f(m['busy_ns_per_block'], '8.0f'):>8} "
                      f"{_f(m['own']['ns_per_block'], '7.0f'):>7} "
@@ -601,10 +608,10 @@ def render(res):
               "that module anywhere in the call chain; crc = crc32c code, crc% its share "
               "of busy; busy% = busy share of all CPU time; IOPS in the profiled window)"]
     for w in res["workloads_ratio"]:
-        lines.append(f"{WORKLOADS.get(w['workload'], w['workload'])}: dm-remap / "
+        lines.append(f"{workload_label(w['workload'], bs)}: dm-remap / "
                      f"dm-linear busy CPU per block {_f(w['ratio'], '.2f')}x")
     for r in res["runs"]:
-        lines += ["", run_text(r)]
+        lines += ["", run_text(r, bs)]
     swap = {}
     for r in res["runs"]:
         for t in r["metrics"]["swapper_top"]:
