@@ -923,7 +923,9 @@ void dmr_seg_open(struct dmr_map *m, u32 seg, u64 seq)
  * @m: the map
  * @seg: a segment opened (dmr_seg_open()) for the write, not a head's
  * @lba: the logical block its block 0 holds (the next ones follow)
- * @csum: dmr_data_csum() of its blocks
+ * @csum: dmr_data_csum() of its blocks, or 0 until the module's second
+ *	stage computed it (set before the segment leaves memory, which GC
+ *	and checkpoints wait for: dmr_flight_reap())
  *
  * It has no summary: GC finds its blocks' logical blocks from @lba, and
  * checks them against @csum (struct dmr_seg @base and @csum, kept by

@@ -147,13 +147,19 @@ static int dmr_write_units(struct dmr_target *rc, u8 *buf, u32 from, u32 units_e
 
 /*
  * The writer's second stage: checksums and writes the units of a segment
- * that is done, on another CPU, while the worker goes on.  Owns its
- * slot's buffer until it completes @done.
+ * that is done, on another CPU, while the worker goes on; a large
+ * segment's data checksum first (the worker waits for that alone before
+ * it closes the unit that records the segment: dmr_large_csum_give()).
+ * Owns its slot's buffer until it completes @done.
  */
 static void dmr_flight_fn(struct work_struct *work)
 {
 	struct dmr_flight *f = container_of(work, struct dmr_flight, work);
 
+	if (f->large) {
+		f->csum = dmr_data_csum(f->buf, f->nr);
+		complete(&f->csummed);
+	}
 	f->error = dmr_write_units(f->rc, f->buf, f->off, f->units_end, f->off + f->nr,
 				   f->blocknr, false);
 	complete(&f->done);
@@ -170,8 +176,49 @@ void dmr_write_init(struct dmr_target *rc)
 		f->rc = rc;
 		INIT_WORK(&f->work, dmr_flight_fn);
 		init_completion(&f->done);
+		init_completion(&f->csummed);
 		f->segment = DMR_NO_SEGMENT;
 	}
+}
+
+/*
+ * Give large segment @f's data checksum to its record, once: wait until
+ * the second stage computed it, and put it in the cold head's open unit,
+ * which records the segment (dmr_write_large()).  Called for every
+ * pending slot before that unit closes (dmr_large_csums()) and when the
+ * worker reaps the slot, whichever comes first; so the unit is still the
+ * one that took the record, and it is never closed, hence never written,
+ * with a record missing its checksum (replay would take the segment for
+ * a torn write and stop there).
+ */
+static int dmr_large_csum_give(struct dmr_target *rc, struct dmr_flight *f)
+{
+	struct dmr_head *h = &rc->heads[DMR_HEAD_COLD];
+
+	if (!f->large || f->csum_given)
+		return 0;
+	wait_for_completion(&f->csummed);
+	f->csum_given = true;
+	if (READ_ONCE(rc->mode) != DMR_MODE_WRITE)
+		return 0;	/* nothing is closed or written any more */
+	if (WARN_ON_ONCE(!h->unit_open ||
+			 !dmr_unit_set_extent_csum(h->unit, f->segment, f->csum))) {
+		dmr_fail(rc, -EIO, "large segment without its record");
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Before the cold head's unit closes: every pending large segment's checksum. */
+static int dmr_large_csums(struct dmr_target *rc)
+{
+	unsigned int i;
+	int r = 0;
+
+	for (i = 0; i < DMR_FLIGHT_SLOTS && !r; i++)
+		if (rc->flight[i].pending)
+			r = dmr_large_csum_give(rc, &rc->flight[i]);
+	return r;
 }
 
 /*
@@ -179,10 +226,17 @@ void dmr_write_init(struct dmr_target *rc)
  * from the device again, and its buffer is free for the next segment.  If
  * the write failed, the target goes to failed mode, which never seals
  * again, and the segment's blocks go on being read from the buffer: the
- * device does not hold them.
+ * device does not hold them.  A large segment's checksum goes to its
+ * record if it has not yet, and to its segment entry before the segment
+ * leaves memory: GC takes no segment in memory (DMR_SEG_GC_MASK), and a
+ * checkpoint reaps every slot before it writes the segment table
+ * (dmr_flush_all()), so neither sees the entry without it.
  */
 static int dmr_flight_reap(struct dmr_target *rc, struct dmr_flight *f)
 {
+	struct dmr_seg *s;
+	int r;
+
 	if (!f->pending)
 		return 0;
 	wait_for_completion_io(&f->done);
@@ -191,9 +245,16 @@ static int dmr_flight_reap(struct dmr_target *rc, struct dmr_flight *f)
 		dmr_fail(rc, f->error, "log write");
 		return f->error;
 	}
+	r = dmr_large_csum_give(rc, f);
+	if (r)
+		return r;
 	spin_lock(&rc->map_lock);
-	if (!WARN_ON_ONCE(f->segment == DMR_NO_SEGMENT))
+	if (!WARN_ON_ONCE(f->segment == DMR_NO_SEGMENT)) {
+		s = &rc->map.segs[f->segment];
+		if (f->large && (s->flags & DMR_SEG_LARGE))
+			s->csum = f->csum;
 		dmr_seg_set_mem(&rc->map, f->segment, false);
+	}
 	f->segment = DMR_NO_SEGMENT;
 	spin_unlock(&rc->map_lock);
 	return 0;
@@ -202,21 +263,27 @@ static int dmr_flight_reap(struct dmr_target *rc, struct dmr_flight *f)
 /*
  * Hand slot @f (reaped, its buffer filled) to the second stage: blocks
  * [@off, @off + @nr) of its buffer go to device block @blocknr, the units
- * in [@off, @units_end) checksummed first.  Its segment is @f->segment,
- * read from the buffer until the worker reaps the write.
+ * in [@off, @units_end) checksummed first, and with @large (a large
+ * segment, no units) the data checksum computed first.  Its segment is
+ * @f->segment, read from the buffer until the worker reaps the write.
  */
 static void dmr_flight_go(struct dmr_target *rc, struct dmr_flight *f, u32 off,
-			  u32 units_end, u32 nr, u64 blocknr)
+			  u32 units_end, u32 nr, u64 blocknr, bool large)
 {
 	f->off = off;
 	f->units_end = units_end;
 	f->nr = nr;
 	f->blocknr = blocknr;
+	f->large = large;
+	f->csum_given = false;
 	reinit_completion(&f->done);
+	reinit_completion(&f->csummed);
 	f->pending = true;
 	rc->flight_next = (rc->flight_next + 1) % DMR_FLIGHT_SLOTS;
 	if (unlikely(dmr_fault_take(&dmr_fault_flight_fail))) {
 		f->error = -EIO;	/* the test hook: not written */
+		f->csum = 0;		/* (the target fails at the reap) */
+		complete(&f->csummed);
 		complete(&f->done);
 	} else {
 		queue_work(rc->flight_wq, &f->work);
@@ -359,8 +426,13 @@ static int __dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync,
 	if (READ_ONCE(rc->mode) != DMR_MODE_WRITE)
 		return rc->first_error ?: -EIO;
 	if (h->unit_open && (h->unit->nr_blocks || h->unit->nr_discards ||
-			     h->unit->nr_extents))
+			     h->unit->nr_extents)) {
+		/* its records' checksums, from the second stage */
+		r = h->unit->nr_extents ? dmr_large_csums(rc) : 0;
+		if (r)
+			return r;
 		dmr_close_unit(rc, h);
+	}
 	h->unit_open = false;
 	nr = h->pos.offset - from;
 	done = seg != DMR_NO_SEGMENT && dmr_seg_done(h->pos.offset, dmr_seg_blocks(rc));
@@ -400,7 +472,7 @@ static int __dmr_seal(struct dmr_target *rc, struct dmr_head *h, bool sync,
 		/* the segment is done: the head fills the next in another buffer */
 		swap(h->buf, f->buf);
 		dmr_flight_go(rc, f, from, h->pos.offset, stop - from,
-			      dmr_seg_block(rc, seg, from));
+			      dmr_seg_block(rc, seg, from), false);
 	} else {
 		r = dmr_write_units(rc, h->buf, from, h->pos.offset, stop,
 				    dmr_seg_block(rc, seg, from), fua);
@@ -697,6 +769,10 @@ static int dmr_cold_unit(struct dmr_target *rc,
  * second stage as a done head segment is, and read from its slot's
  * buffer meanwhile; the cold head's open unit records it (its first
  * logical block, the segment, the data's checksum: DMR_UNIT_EXTENTS).
+ * The second stage computes that checksum, on another CPU, before its
+ * write (a megabyte's crc32c was three quarters of the writer's CPU
+ * here); the record gets it before its unit closes, the segment's entry
+ * when the slot is reaped (dmr_large_csum_give(), dmr_flight_reap()).
  * Overwritten, it empties whole, and GC never moves it; a stripe of it
  * is never written twice.
  *
@@ -722,7 +798,7 @@ static int dmr_cold_unit(struct dmr_target *rc,
 static int dmr_write_large(struct dmr_target *rc, struct bio *bio, u64 lba)
 {
 	struct dmr_head *h = &rc->heads[DMR_HEAD_COLD];
-	u32 seg_blocks = dmr_seg_blocks(rc), seg, b, csum;
+	u32 seg_blocks = dmr_seg_blocks(rc), seg, b;
 	struct dmr_flight *f;
 	struct dmr_unit *u;
 	u64 pba;
@@ -749,7 +825,6 @@ static int dmr_write_large(struct dmr_target *rc, struct bio *bio, u64 lba)
 	if (WARN_ON_ONCE(seg == DMR_NO_SEGMENT))
 		return -ENOSPC;
 	dmr_copy_from_bio(bio, f->buf, seg_blocks << DMR_BLOCK_SHIFT);
-	csum = dmr_data_csum(f->buf, seg_blocks);
 	pba = dmr_seg_pba(&rc->map, seg, 0);
 	spin_lock(&rc->map_lock);
 	dmr_seg_open(&rc->map, seg, rc->seq + 1);
@@ -767,15 +842,15 @@ static int dmr_write_large(struct dmr_target *rc, struct bio *bio, u64 lba)
 		cond_resched();
 	}
 	spin_lock(&rc->map_lock);
-	dmr_seg_large(&rc->map, seg, lba, csum);
+	dmr_seg_large(&rc->map, seg, lba, 0);	/* its checksum: at the reap */
 	dmr_seg_seal(&rc->map, seg);
 	spin_unlock(&rc->map_lock);
 	u = h->unit;
 	u->ext_lba[u->nr_extents] = lba;
 	u->ext_seg[u->nr_extents] = seg;
-	u->ext_csum[u->nr_extents] = csum;
+	u->ext_csum[u->nr_extents] = 0;	/* dmr_large_csum_give() */
 	u->nr_extents++;
-	dmr_flight_go(rc, f, 0, 0, seg_blocks, dmr_seg_block(rc, seg, 0));
+	dmr_flight_go(rc, f, 0, 0, seg_blocks, dmr_seg_block(rc, seg, 0), true);
 	atomic64_add(seg_blocks, &rc->stats.user_blocks);
 	atomic64_add(seg_blocks, &rc->stats.device_blocks);
 	atomic64_inc(&rc->stats.large_segments);

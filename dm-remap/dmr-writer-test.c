@@ -903,6 +903,33 @@ static void dmr_test_copy_in_open_unit(struct kunit *test)
 }
 
 /*
+ * A large segment's checksum reaches its record after the segment went
+ * to the second stage (dmr_write_large(), dmr_flight_fn()): the record of
+ * that segment takes it, no other, and a segment the unit does not
+ * record is refused.
+ */
+static void dmr_test_extent_csum_later(struct kunit *test)
+{
+	struct dmr_unit *u = dmr_tw_unit(test);
+
+	KUNIT_EXPECT_FALSE(test, dmr_unit_set_extent_csum(u, 7, 0x1234));
+	u->nr_extents = 3;
+	u->ext_seg[0] = 9;
+	u->ext_seg[1] = 7;
+	u->ext_seg[2] = 12;
+	KUNIT_EXPECT_TRUE(test, dmr_unit_set_extent_csum(u, 7, 0x1234));
+	KUNIT_EXPECT_EQ(test, u->ext_csum[0], 0U);
+	KUNIT_EXPECT_EQ(test, u->ext_csum[1], 0x1234U);
+	KUNIT_EXPECT_EQ(test, u->ext_csum[2], 0U);
+	KUNIT_EXPECT_TRUE(test, dmr_unit_set_extent_csum(u, 12, 0xabcd));
+	KUNIT_EXPECT_EQ(test, u->ext_csum[2], 0xabcdU);
+	/* the last record counts; one past it is not a record */
+	u->ext_seg[3] = 30;
+	KUNIT_EXPECT_FALSE(test, dmr_unit_set_extent_csum(u, 30, 1));
+	KUNIT_EXPECT_EQ(test, u->ext_csum[3], 0U);
+}
+
+/*
  * Large segments in a unit (format 5, dmr_write_large()): a record joins
  * only a unit with no data block and room for it (the count word with
  * the first), at most DMR_UNIT_MAX_EXTENTS; a discard never joins a unit
@@ -1745,6 +1772,7 @@ static struct kunit_case dmr_writer_cases[] = {
 	KUNIT_CASE(dmr_test_reloc_unit_room),
 	KUNIT_CASE(dmr_test_copy_in_open_unit),
 	KUNIT_CASE(dmr_test_extents_in_units),
+	KUNIT_CASE(dmr_test_extent_csum_later),
 	{}
 };
 

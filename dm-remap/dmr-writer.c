@@ -523,6 +523,30 @@ bool dmr_extent_needs_seal(bool unit_open, const struct dmr_unit *u)
 }
 
 /**
+ * dmr_unit_set_extent_csum() - give a large segment's record its checksum
+ * @u: the open unit that records the segment
+ * @seg: the large segment
+ * @csum: dmr_data_csum() of its blocks, which the second stage computed
+ *	(dmr_write_large() hands the segment over before it has one)
+ *
+ * Return: true, or false when @u records no segment @seg: the caller
+ * fails the target rather than close a unit whose record replay would
+ * take for a torn write.
+ */
+bool dmr_unit_set_extent_csum(struct dmr_unit *u, u32 seg, u32 csum)
+{
+	u32 i;
+
+	for (i = 0; i < u->nr_extents; i++) {
+		if (u->ext_seg[i] == seg) {
+			u->ext_csum[i] = csum;
+			return true;
+		}
+	}
+	return false;
+}
+
+/**
  * dmr_unit_records() - does an open unit record a large segment of some
  *	of blocks [@lba, @lba + @n)?
  * @unit_open: a unit is open

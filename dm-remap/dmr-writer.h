@@ -228,6 +228,7 @@ bool dmr_head_unwritten(bool unit_open, const struct dmr_unit *u, u32 offset,
 int dmr_flush_carrier(const bool *unwritten, unsigned int nr);
 bool dmr_discard_needs_seal(bool unit_open, const struct dmr_unit *u);
 bool dmr_extent_needs_seal(bool unit_open, const struct dmr_unit *u);
+bool dmr_unit_set_extent_csum(struct dmr_unit *u, u32 seg, u32 csum);
 bool dmr_unit_records(bool unit_open, const struct dmr_unit *u, u32 seg_blocks,
 		      u64 lba, u64 n);
 u32 dmr_write_piece(u32 stripe_blocks);

@@ -153,8 +153,15 @@ struct dmr_head {
  * @rc: its target
  * @work: dmr_flight_fn()
  * @done: the write finished (its error is in @error)
+ * @csummed: a large segment's @csum is computed (completed before its
+ *	write starts; dmr_large_csum_give() waits for it)
  * @pending: queued and not yet reaped by the worker (worker)
+ * @large: a large segment (dmr_write_large()): the second stage computes
+ *	its data checksum first, into @csum
+ * @csum_given: @csum is in the record of the segment (worker)
  * @error: 0 or the write's error
+ * @csum: with @large, dmr_data_csum() of the segment's blocks, once
+ *	@csummed
  * @buf: the segment's buffer; a free buffer when not @pending
  * @segment: the segment (DMR_NO_SEGMENT if none; changed under map_lock):
  *	its blocks are served from @buf until the worker reaped the write
@@ -169,8 +176,12 @@ struct dmr_flight {
 	struct dmr_target *rc;
 	struct work_struct work;
 	struct completion done;
+	struct completion csummed;
 	bool pending;
+	bool large;
+	bool csum_given;
 	int error;
+	u32 csum;
 	void *buf;
 	u32 segment;
 	u32 off;

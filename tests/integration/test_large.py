@@ -11,15 +11,18 @@ collect.  Mixed with small writes, GC collects large segments like any
 other (their logical blocks from the segment table's base), power cuts
 keep every fsynced block, and remapctl check reads their checksums.
 """
+import errno
 import random
 import struct
+import threading
 
 import pytest
 
-from conftest import (BLOCK, SEGTAB_ENTRY, ckpt_layout, dump, newest_ckpt,
+from conftest import (BLOCK, SEGTAB_ENTRY, Kmsg, ckpt_layout, dump, newest_ckpt,
                       read_blocks_direct, remapctl, run, write_blocks_direct)
 from test_gc import ZERO_GEN, Dev, block_gen, check_path, checkpoint, small_base
 from test_log import Stack, block, blocks
+from test_review2 import FAULT, _raw_status
 
 SEG_BLOCKS = 64                 # 256 KiB segments: a 256 KiB write fills one
 DMR_SEG_LARGE = 0x4
@@ -304,3 +307,58 @@ def test_check_reads_large_segments(ram):
     p = remapctl("check", s.under, check=False)
     assert p.returncode == 4, p.stdout + p.stderr
     assert f"large segment {seg}: its data do not match its checksum" in p.stdout, p.stdout
+
+
+def test_large_segment_whose_write_fails(ram):
+    """The second stage computes a large segment's checksum before its
+    write, and the unit that records the segment waits for it before it
+    closes (dmr_large_csum_give()).  A large segment whose write fails
+    (test hook fault_flight_fail: at hand-off, before any checksum) must
+    end that wait too.  A 4 KiB write into it closes that unit before
+    any reap finds the failure (rule 10, or a unit of its own for data
+    blocks); it and the fsync after it return within a minute, the fsync
+    with EIO, and the target goes to failed mode (mutation: the hook's
+    path without its checksum's completion hangs the 4 KiB write).  A
+    reload finds every block fsynced before, the large segment written
+    before it included, and remapctl check a clean device."""
+    s = Stack(ram, ["--segment-size", "256K"])
+    dev = Dev(s.top)
+    out = {}
+
+    def write_fsync():
+        try:
+            dev.pwrite(130, blocks([130], 3))
+            out["written"] = True
+            dev.fsync()
+            out["acked"] = True
+        except OSError as e:
+            out["errno"] = e.errno
+
+    try:
+        dev.pwrite(0, blocks(range(0, 64), 1))          # a large segment
+        dev.pwrite(100, blocks([100], 1))
+        dev.fsync()
+        assert s.status()["large_segments"] == 1
+        kmsg = Kmsg()
+        FAULT.write_text("1")
+        try:
+            dev.pwrite(128, blocks(range(128, 192), 2))  # its write fails
+            t = threading.Thread(target=write_fsync, daemon=True)
+            t.start()
+            t.join(60)
+        finally:
+            FAULT.write_text("0")
+        assert out.get("written"), f"a write after a failed large segment: {out}"
+        assert out.get("errno") == errno.EIO, out
+        assert _raw_status("top")[0] == "failed", kmsg.text()
+        assert "log write failed" in kmsg.text(), kmsg.text()
+    finally:
+        dev.close()
+    s.reload()
+    dev = Dev(s.top, write=False)
+    try:
+        assert dev.pread(0, 64) == blocks(range(0, 64), 1)
+        assert dev.pread(100) == blocks([100], 1)
+    finally:
+        dev.close()
+    s.remove_and_check()
