@@ -376,3 +376,30 @@ def test_workload_label_follows_the_block_size(gp):
     assert gp.workload_label("randwrite") == "4K random write"
     assert gp.workload_label("randwrite", "768k") == "768K random write"
     assert gp.workload_label("randread", "4K") == "4K random read"
+
+
+def test_media_knobs(gp, monkeypatch):
+    """DMR_PROFILE_MEDIA takes the bench's media model (guest-bench.py's
+    parse_media(): 'default' or items over its default), and the report's
+    knobs line names it so that the run can be repeated; a bad item or a
+    member count md RAID-5 cannot use is refused."""
+    for k in list(gp.os.environ):
+        if k.startswith("DMR_PROFILE_"):
+            monkeypatch.delenv(k)
+    k = gp.knobs()
+    assert k["media"] == "" and k["members"] == 4
+    assert gp.media_knob(k["media"]) == "''"
+    monkeypatch.setenv("DMR_PROFILE_MEDIA", "default")
+    monkeypatch.setenv("DMR_PROFILE_MEMBERS", "5")
+    k = gp.knobs()
+    assert k["members"] == 5
+    assert k["media"] == {"completion_us": 2000, "queue_depth": 1, "mbps": 150, "max_kb": 512}
+    assert gp.media_knob(k["media"]) == "completion_us=2000,queue_depth=1,mbps=150,max_kb=512"
+    monkeypatch.setenv("DMR_PROFILE_MEDIA", "mbps=300")
+    assert gp.knobs()["media"]["mbps"] == 300
+    for name, value in (("DMR_PROFILE_MEDIA", "speed=9"), ("DMR_PROFILE_MEMBERS", "2")):
+        monkeypatch.setenv(name, value)
+        with pytest.raises(SystemExit):
+            gp.knobs()
+        monkeypatch.setenv(name, {"DMR_PROFILE_MEDIA": "default",
+                                  "DMR_PROFILE_MEMBERS": "5"}[name])

@@ -40,13 +40,19 @@ Environment (defaults in brackets):
                                   measuring, in capacities (0: fresh device,
                                   sequential fill only)
   DMR_PROFILE_FREQ [999]          perf sampling frequency, Hz
-  DMR_PROFILE_RAMDISK_MIB [128]   size of each of the 8 ramdisks
+  DMR_PROFILE_RAMDISK_MIB [128]   size of each member (2 x DMR_PROFILE_MEMBERS)
   DMR_PROFILE_DEVICES [linear,remap]  comma list
   DMR_PROFILE_BS [4k]             fio's block size in the profiled runs (the
                                   figures stay per 4 KiB block)
   DMR_PROFILE_FORMAT ['']         more `remapctl format` arguments, e.g.
                                   '--segment-size 768K' so that 768 KiB
                                   writes fill whole segments
+  DMR_PROFILE_MEDIA ['']          the arrays' members are null_blk devices
+                                  with the bench's media model instead of
+                                  ramdisks: 'default', or items as in
+                                  DMR_BENCH_MEDIA (guest-bench.py), each
+                                  member DMR_PROFILE_RAMDISK_MIB
+  DMR_PROFILE_MEMBERS [4]         members of each md RAID-5 (64K chunk)
 
 The parsing and the arithmetic (parse_report, metrics, render) are pure
 functions, tested on the host by tests/host/test_profile_parse.py.
@@ -565,6 +571,11 @@ def run_text(r, bs="4k"):
     return "\n".join(lines)
 
 
+def media_knob(m):
+    """The media model as DMR_PROFILE_MEDIA takes it ('' for ramdisks)."""
+    return ",".join(f"{key}={v}" for key, v in m.items()) if m else "''"
+
+
 def render(res):
     """profile.txt from the results (profile.json's content)."""
     k = res["knobs"]
@@ -582,7 +593,9 @@ def render(res):
              f"DMR_PROFILE_PRECONDITION={k['precondition']:g} DMR_PROFILE_FREQ={k['freq']} "
              f"DMR_PROFILE_RAMDISK_MIB={k['ramdisk_mib']} "
              f"DMR_PROFILE_BS={k.get('bs', '4k')} "
-             f"DMR_PROFILE_FORMAT='{' '.join(k.get('format', []))}'",
+             f"DMR_PROFILE_FORMAT='{' '.join(k.get('format', []))}' "
+             f"DMR_PROFILE_MEMBERS={k.get('members', 4)} "
+             f"DMR_PROFILE_MEDIA={media_knob(k.get('media'))}",
              "idle = samples in " + (", ".join(seen) or "none") +
              " (of the idle set IDLE_SYMBOLS); busy = all other samples",
              "notes: cpu-clock samples taken with interrupts off land where they come "
@@ -650,9 +663,18 @@ def knobs():
          "ramdisk_mib": int(ENV("DMR_PROFILE_RAMDISK_MIB", "128")),
          "devices": [d for d in ENV("DMR_PROFILE_DEVICES", "linear,remap").split(",") if d],
          "bs": ENV("DMR_PROFILE_BS", "4k"),
-         "format": ENV("DMR_PROFILE_FORMAT", "").split()}
+         "format": ENV("DMR_PROFILE_FORMAT", "").split(),
+         "media": ENV("DMR_PROFILE_MEDIA", ""),
+         "members": int(ENV("DMR_PROFILE_MEMBERS", "4"))}
     bad = [w for w in k["workloads"] if w not in WORKLOADS]
     bad += [d for d in k["devices"] if d not in DEVICE_LABEL]
+    if k["media"]:
+        try:
+            k["media"] = load_bench().parse_media("" if k["media"] == "default" else k["media"])
+        except ValueError as e:
+            bad.append(str(e))
+    if not 3 <= k["members"] <= 8:
+        bad.append(f"members {k['members']} (3 to 8)")
     if bad or k["seconds"] < 1 or k["jobs"] < 1 or k["precondition"] < 0 or k["freq"] < 1:
         sys.exit(f"profile: bad knobs {k} ({bad})")
     return k
@@ -667,6 +689,17 @@ def sh(*cmd, check=True, input=None):
     if check and p.returncode:
         sys.exit(f"profile: {' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
     return p
+
+
+def load_bench():
+    """tests/vm/guest-bench.py, for its media model (parse_media(),
+    make_nullb())."""
+    path = os.path.join(REPO, "tests", "vm", "guest-bench.py")
+    loader = importlib.machinery.SourceFileLoader("guest_bench", path)
+    spec = importlib.util.spec_from_loader("guest_bench", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
 
 
 def load_compare():
@@ -693,6 +726,10 @@ class Rig:
         self.compare = load_compare()
         self.warnings = []
         self.tmp = ENV("TMPDIR", "/tmp")
+        self.undo = []          # (what, fn): make_nullb()'s teardown, last first
+
+    def push(self, what, fn):
+        self.undo.append((what, fn))
 
     def status(self):
         text = sh("dmsetup", "status", self.REMAP).stdout
@@ -714,12 +751,19 @@ class Rig:
         # kallsyms copy below would be attributed to its neighbour
         sh("modprobe", "-a", "dm-mod", "libcrc32c", "crc32c-intel", "raid456")
         sh("insmod", os.path.join(REPO, "dm-remap", "dm-remap.ko"))
-        subprocess.run(["rmmod", "brd"], capture_output=True)
-        sh("modprobe", "brd", "rd_nr=8", f"rd_size={mib * 1024}")
-        for md, first in ((self.A, 0), (self.B, 4)):
+        n = self.k["members"]
+        if self.k["media"]:
+            devs = load_bench().make_nullb(self, 2 * n, mib, self.k["media"])
+            what = "null_blk members with the bench's media model"
+        else:
+            subprocess.run(["rmmod", "brd"], capture_output=True)
+            sh("modprobe", "brd", f"rd_nr={2 * n}", f"rd_size={mib * 1024}")
+            devs = [f"/dev/ram{i}" for i in range(2 * n)]
+            what = "ramdisks"
+        for md, first in ((self.A, 0), (self.B, n)):
             sh("mdadm", "--create", md, "--run", "--quiet", "--level=5",
-               "--raid-devices=4", "--chunk=64", "--assume-clean", "--metadata=1.2",
-               *[f"/dev/ram{i}" for i in range(first, first + 4)], input="y\n")
+               f"--raid-devices={n}", "--chunk=64", "--assume-clean", "--metadata=1.2",
+               *devs[first:first + n], input="y\n")
         sh("udevadm", "settle", check=False)
         size = sh("blockdev", "--getsz", self.A).stdout.strip()
         sh("dmsetup", "create", self.LINEAR, "--table", f"0 {size} linear {self.A} 0")
@@ -735,7 +779,7 @@ class Rig:
             sys.exit("profile: /dev/mapper devices did not appear")
         logical = int(sh("blockdev", "--getsize64", f"/dev/mapper/{self.REMAP}").stdout)
         self.region = logical // MiB * MiB
-        self.label = (f"two md RAID-5 arrays, each over 4 x {mib} MiB ramdisks (64K "
+        self.label = (f"two md RAID-5 arrays, each over {n} x {mib} MiB {what} (64K "
                       f"chunk, {int(size) * 512 // MiB} MiB): dm-linear over one, "
                       f"dm-remap over the other ({logical // MiB} MiB remapped)")
         log(self.label)
@@ -945,8 +989,15 @@ class Rig:
         for md in (self.A, self.B):
             sh("mdadm", "--stop", md, check=False)
         sh("udevadm", "settle", check=False)
+        for what, fn in reversed(self.undo):
+            try:
+                fn()
+            except Exception as e:      # noqa: BLE001 - teardown goes on
+                log(f"teardown: {what}: {e}")
+        self.undo = []
         for _ in range(50):
-            if subprocess.run(["rmmod", "brd"], capture_output=True).returncode == 0:
+            if self.k["media"] or \
+               subprocess.run(["rmmod", "brd"], capture_output=True).returncode == 0:
                 break
             time.sleep(0.2)
         sh("rmmod", "dm-remap", check=False)
