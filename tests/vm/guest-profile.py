@@ -691,27 +691,26 @@ def sh(*cmd, check=True, input=None):
     return p
 
 
-def load_bench():
-    """tests/vm/guest-bench.py, for its media model (parse_media(),
-    make_nullb())."""
-    path = os.path.join(REPO, "tests", "vm", "guest-bench.py")
-    loader = importlib.machinery.SourceFileLoader("guest_bench", path)
-    spec = importlib.util.spec_from_loader("guest_bench", loader)
+def load_source(name, *path):
+    """The Python file at REPO/path... as module name (importing runs nothing)."""
+    loader = importlib.machinery.SourceFileLoader(name, os.path.join(REPO, *path))
+    spec = importlib.util.spec_from_loader(name, loader)
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
     return mod
+
+
+def load_bench():
+    """tests/vm/guest-bench.py, for its media model (parse_media(),
+    make_nullb())."""
+    return load_source("guest_bench", "tests", "vm", "guest-bench.py")
 
 
 def load_compare():
     """tools/compare, for its dm-remap status parser (kept in step with the
     module), or None."""
     try:
-        path = os.path.join(REPO, "tools", "compare")
-        loader = importlib.machinery.SourceFileLoader("compare_tool", path)
-        spec = importlib.util.spec_from_loader("compare_tool", loader)
-        mod = importlib.util.module_from_spec(spec)
-        loader.exec_module(mod)
-        return mod
+        return load_source("compare_tool", "tools", "compare")
     except Exception as e:      # noqa: BLE001 - status figures are optional
         log(f"cannot load tools/compare ({e}): no dm-remap status figures")
         return None
