@@ -65,6 +65,22 @@ def run(cmd, check=True, input=None, timeout=RUN_TIMEOUT):
         out, err = proc.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired:
         report = hang_report()
+        # now, not only in the failure's summary: a hang in the teardown
+        # after it can run the guest into its own timeout, and pytest then
+        # prints no summary at all (vm2 of the fresh-clone run of 35da5be)
+        note = f"run: {cmd} still running after {timeout} s; tasks:\n{report}"
+        out_dir = os.environ.get("DMR_OUT")
+        if out_dir:
+            with open(os.path.join(out_dir, "hang-report.txt"), "a") as f:
+                f.write(note + "\n")
+        if os.environ.get("DMR_IN_VM"):     # pytest captures stderr: the console
+            try:
+                with open("/dev/kmsg", "w") as k:
+                    for line in note.splitlines():
+                        k.write(f"dmr-test: {line[:900]}\n")
+                        k.flush()
+            except OSError:
+                pass
         proc.kill()
         try:
             proc.communicate(timeout=10)
