@@ -500,9 +500,13 @@ for s in "${stages[@]}"; do
 		# slower one within CI's 90 minutes
 		tmo=3600
 		[ -z "$shard" ] || tmo=3000
+		# the peers test_compare.py sets up (scripts/peers.sh: cached,
+		# prepared by the deps step)
+		pd=$(bash scripts/peers.sh 2>>"$out/peers.log") || pd=
 		run_tests "vm$shard" "$out/vm$shard.log" bash tests/vm/run-vm.sh --mem 6144 \
 			--cpus "$cpus" --timeout "$tmo" "$out/vm$shard" -- \
-			env $VM_ENV "${paths[@]}" bash tests/vm/guest-integration.sh "${sel[@]}" ;;
+			env $VM_ENV "${paths[@]}" DMR_PEERS_DIR="$pd" \
+			bash tests/vm/guest-integration.sh "${sel[@]}" ;;
 	kdebug)
 		echo "== kdebug: vmdebug's debug kernel (scripts/debug-kernel.sh)"
 		# kunit's run.sh unpacks the kernel source both kernels use

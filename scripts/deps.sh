@@ -16,7 +16,9 @@
 #                           clang (the fuzz targets), sparse, fio, mdadm,
 #                           xfsprogs, perf, pytest, matplotlib, and
 #                           virtme-ng from PyPI (pip, into the system's
-#                           Python: Debian 12 does not package it).
+#                           Python: Debian 12 does not package it); and
+#                           the peers (scripts/peers.sh: dm-writeboost
+#                           and make-bcache unpacked into the cache).
 #
 # From Debian's packages and PyPI only.  A second run finds everything
 # present and returns in about a second.
@@ -125,4 +127,9 @@ fi
 	echo "KDIR61=/usr/src/linux-headers-$K61-amd64"
 	echo "KREL612=$K612-amd64"
 } > "$stamp_dir/kernels.env"
+# the peers compare --peers and make bench measure (scripts/peers.sh:
+# Debian's dm-writeboost-dkms built for the 6.12 kernel and bcache-tools'
+# make-bcache, unpacked into the cache, nothing installed)
+bash "$(dirname "$0")/peers.sh" >/dev/null ||
+	{ echo "deps: scripts/peers.sh failed" >&2; exit 1; }
 echo "deps: ok (6.12: $K612, 6.1: $K61)"

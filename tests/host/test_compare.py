@@ -38,6 +38,11 @@ def compare(*args):
     (["--stall", "-5", "/dev/null"], "--stall: '-5' is not a time"),
     (["--name", "a b", "/dev/null"], "--name: 'a b' is not a plain device name"),
     (["--report", "x.json", "/dev/null"], "--report takes no device"),
+    (["--peers", "flashcache", "/dev/null"], "--peers: unknown peer 'flashcache'"),
+    (["--peers", "bcache,writeboost,bcache", "/dev/null"], "--peers: a peer named twice"),
+    (["--make-bcache", "/sbin/make-bcache", "/dev/null"], "--make-bcache without --peers bcache"),
+    (["--peers", "writeboost", "--make-bcache", "/x", "/dev/null"],
+     "--make-bcache without --peers bcache"),
     (["/nonexistent/dev"], "/nonexistent/dev: no such device"),
     (["/etc/hostname"], "/etc/hostname: not a block device"),
 ])
@@ -390,3 +395,102 @@ def test_source_commit_names_the_checkout_and_whether_it_is_dirty(tmp_path):
     outside.mkdir()
     (outside / "compare").write_text(Path(COMPARE).read_text())
     assert load_compare(outside / "compare").source_commit() == ""
+
+
+def test_peer_split_and_sizes():
+    """The peers' cache is the last 10% of the device in whole MiB, the
+    backing the rest; bcache keeps 8 KiB of its backing for itself."""
+    c = load_compare()
+    for mib in (40, 64, 1365, 1536, 1 << 20):
+        sectors = mib << 11
+        cache, back = c.peer_split(sectors)
+        assert cache + back == sectors and cache % 2048 == 0
+        assert cache <= sectors // 10 < cache + 2048
+        assert c.peer_logical_bytes("writeboost", sectors) == back * 512
+        assert c.peer_logical_bytes("bcache", sectors) == back * 512 - 8192
+    assert c.peer_split(1536 << 11) == (153 << 11, 1383 << 11)   # the demo's array
+    assert c.peer_split(2047 * 10) == (0, 2047 * 10)             # too small for a MiB
+    # bcache's buckets: more than 1024 where the cache allows, never below 4 KiB
+    for mib in (4, 6, 64, 153, 1024):
+        b = c.bcache_bucket(mib << 20)
+        assert b >= 4096 and b & (b - 1) == 0
+        assert (mib << 20) // b > 1024 or b == 4096
+        assert (mib << 20) // b > 512
+    assert c.bcache_bucket(1 << 30) == 512 << 10
+
+
+def peer_results(tmp_path):
+    """results() with the two peers: writeboost at half the remapped
+    IOPS, bcache at a quarter."""
+    path = results(tmp_path)
+    res = json.loads(path.read_text())
+    for way, f in (("writeboost", 2.0), ("bcache", 4.0)):
+        res["bm_flash"][way] = [dict(c, iops=c["iops"] / f * (3.0 if c["op"] == "write" else 1.5))
+                                for c in res["bm_flash"]["bare"]]
+    res["params"]["peers"] = ["writeboost", "bcache"]
+    res["peer_versions"] = {"writeboost": "dm-writeboost target v2.2.17",
+                            "bcache": "bcache in 6.12.0-test"}
+    res["peer_waf"] = {"writeboost": 1.5, "bcache": 2.25}
+    path.write_text(json.dumps(res))
+    return path
+
+
+def test_report_peer_sections(tmp_path):
+    """--peers results: a section per peer, its IOPS and remapped / peer
+    for every cell, and what it wrote to the device per byte written."""
+    path = peer_results(tmp_path)
+    p = compare("--report", str(path), "--no-chart")
+    assert p.returncode == 0, p.stderr
+    for way, name, ratio, waf in (("writeboost", "dm-writeboost (dm-writeboost target "
+                                   "v2.2.17)", "2.00x", "1.50"),
+                                  ("bcache", "bcache (writeback) (bcache in 6.12.0-test)",
+                                   "4.00x", "2.25")):
+        sec = p.stdout.split(f"{name} over the same device")[1].split("\n\n")[0]
+        assert sec.startswith(", its cache on the last 10%"), sec
+        read, write = sec.split("random write")
+        for part in (read, write):
+            for bs in ("4K", "1M"):
+                r = re.search(rf"^\s+{bs}\s+\|.*$", part, re.M).group(0)
+                assert re.findall(r"\d+\.\d\dx", r) == [ratio, ratio], r
+        w4k = re.search(r"^\s+4K\s+\|.*$", write, re.M).group(0)
+        # remapped 4K writes: 3000 and 30000 IOPS; the peer's at 1/ratio
+        f = float(ratio[:-1])
+        assert f"{3000 / f:.0f}" in w4k and f"{30000 / f:.0f}" in w4k, w4k
+        assert f"  {way}: bytes written to /dev/md0 during its measured cells / bytes " \
+               f"its write cells wrote: {waf}" in sec, sec
+    # the chart has them too
+    p = compare("--report", str(path))
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_without_a_peer_run(tmp_path):
+    """A peer named but not measured (compare failed before it) prints
+    no section for it; results from before --peers have no params.peers."""
+    path = peer_results(tmp_path)
+    res = json.loads(path.read_text())
+    res["bm_flash"]["bcache"] = []
+    path.write_text(json.dumps(res))
+    p = compare("--report", str(path), "--no-chart")
+    assert p.returncode == 0 and "dm-writeboost" in p.stdout and "bcache (" not in p.stdout
+    del res["params"]["peers"]
+    path.write_text(json.dumps(res))
+    p = compare("--report", str(path), "--no-chart")
+    assert p.returncode == 0 and "dm-writeboost" not in p.stdout
+
+
+def test_collect_peer_waf():
+    """collect(): a peer's device WAF is the bytes written to the device
+    during its measured cells over what its write cells wrote."""
+    c = load_compare()
+    a = type("A", (), {"fresh": False})()
+    res = {"bm_flash": {}, "fio": {}, "precondition": {}}
+    cells = [{"op": "write", "bs": 4096, "ios": 1000}, {"op": "write", "bs": 65536, "ios": 100},
+             {"op": "read", "bs": 4096, "ios": 5000}]
+    written = 4096 * 1000 + 65536 * 100
+    peers = {"writeboost": {"cells": cells, "grid_device_bytes": 3 * written,
+                            "precondition": {"bytes": 1}},
+             "bcache": {"cells": cells}}           # its run failed before the end
+    c.collect(res, {"cells": []}, {"cells": []}, a, peers)
+    assert res["peer_waf"] == {"writeboost": 3.0}
+    assert res["bm_flash"]["writeboost"] == cells and res["precondition"]["writeboost"]

@@ -348,7 +348,8 @@ def test_render(gp):
              "window": {"seconds": 10.0, "blocks": 13261, "iops": 1326.1},
              "metrics": m, "whole": m,
              "status_delta": {"user_blocks": 19261, "device_blocks": 96055, "waf": 4.99,
-                              "gc_runs": 332, "gc_moved": 76340}},
+                              "gc_runs": 332, "gc_moved": 76340},
+             "members": gp.member_io([10, 80, 100, 4000], [12, 96, 164, 36768], 16 << 20)},
             {"workload": "randwrite", "device": "linear", "jobs": 10, "seconds": 10,
              "iops": 10000.0, "io_bytes": 100000 * 4096, "fio_runtime_s": 13.0,
              "metrics": lin}]
@@ -368,6 +369,19 @@ def test_render(gp):
     assert "WAF 4.99" in out and "warning: a warning" in out
     assert "4K random write: dm-remap / dm-linear busy CPU per block" in out
     assert "top 15 functions" in out and "crc_pcl [kernel.kallsyms]" in out
+    # the members: 64 writes of 16 MiB in all, 8 KiB read in 2 reads, over 16 user MiB
+    assert ("the arrays' members in the window, per user MiB: 4.0 writes of 256 KiB on "
+            "average (1024 KiB, parity included), 0 KiB read in 2 reads") in out
+
+
+def test_member_io(gp):
+    """member_io(): the members' commands per user MiB and their mean size."""
+    m = gp.member_io([0, 0, 0, 0], [3, 48, 40, 20480], 8 << 20)
+    assert m == {"reads": 3, "read_kib": 24, "writes": 40, "write_kib": 10240,
+                 "write_kib_mean": 256, "writes_per_mib": 5, "read_kib_per_mib": 3,
+                 "write_kib_per_mib": 1280}
+    m = gp.member_io([1, 2, 3, 4], [1, 2, 3, 4], 0)
+    assert m["write_kib_mean"] is None and "writes_per_mib" not in m
 
 
 def test_workload_label_follows_the_block_size(gp):
@@ -387,7 +401,7 @@ def test_media_knobs(gp, monkeypatch):
         if k.startswith("DMR_PROFILE_"):
             monkeypatch.delenv(k)
     k = gp.knobs()
-    assert k["media"] == "" and k["members"] == 4
+    assert k["media"] == "" and k["members"] == 4 and k["stripe_cache"] == 0
     assert gp.media_knob(k["media"]) == "''"
     monkeypatch.setenv("DMR_PROFILE_MEDIA", "default")
     monkeypatch.setenv("DMR_PROFILE_MEMBERS", "5")
@@ -397,9 +411,13 @@ def test_media_knobs(gp, monkeypatch):
     assert gp.media_knob(k["media"]) == "completion_us=2000,queue_depth=1,mbps=150,max_kb=512"
     monkeypatch.setenv("DMR_PROFILE_MEDIA", "mbps=300")
     assert gp.knobs()["media"]["mbps"] == 300
-    for name, value in (("DMR_PROFILE_MEDIA", "speed=9"), ("DMR_PROFILE_MEMBERS", "2")):
+    monkeypatch.setenv("DMR_PROFILE_STRIPE_CACHE", "4096")
+    assert gp.knobs()["stripe_cache"] == 4096
+    for name, value in (("DMR_PROFILE_MEDIA", "speed=9"), ("DMR_PROFILE_MEMBERS", "2"),
+                        ("DMR_PROFILE_STRIPE_CACHE", "16")):
         monkeypatch.setenv(name, value)
         with pytest.raises(SystemExit):
             gp.knobs()
         monkeypatch.setenv(name, {"DMR_PROFILE_MEDIA": "default",
-                                  "DMR_PROFILE_MEMBERS": "5"}[name])
+                                  "DMR_PROFILE_MEMBERS": "5",
+                                  "DMR_PROFILE_STRIPE_CACHE": "4096"}[name])

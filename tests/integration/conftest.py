@@ -52,6 +52,26 @@ def hang_report():
     return ps
 
 
+def udev_report(cmd):
+    """For a dmsetup that hung: its udev cookies and whether udevd answers.
+    A dmsetup that changes a device waits for udev's rules to complete its
+    cookie (`dmsetup udevcomplete`); seen once in make check (35da5be:
+    dmsetup asleep, udevd idle with no worker).  The cookies are then
+    released (`dmsetup udevcomplete_all`), so that one lost completion
+    fails one test, not every dmsetup after it and the shard."""
+    if not cmd or os.path.basename(str(cmd[0])) != "dmsetup":
+        return ""
+    out = []
+    for c in (["dmsetup", "udevcookies"], ["udevadm", "control", "--ping", "--timeout=5"],
+              ["dmsetup", "udevcomplete_all", "-y"]):
+        try:
+            p = subprocess.run(c, capture_output=True, text=True, timeout=30)
+            out.append(f"$ {' '.join(c)} (exit {p.returncode})\n{p.stdout}{p.stderr}")
+        except (OSError, subprocess.TimeoutExpired) as e:
+            out.append(f"$ {' '.join(c)}: {e}")
+    return "\n" + "\n".join(out)
+
+
 def run(cmd, check=True, input=None, timeout=RUN_TIMEOUT):
     """Run a command, return CompletedProcess with text output.  One
     that runs past @timeout seconds fails the test (hang_report())."""
@@ -64,7 +84,7 @@ def run(cmd, check=True, input=None, timeout=RUN_TIMEOUT):
     try:
         out, err = proc.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired:
-        report = hang_report()
+        report = hang_report() + udev_report(cmd)
         # now, not only in the failure's summary: a hang in the teardown
         # after it can run the guest into its own timeout, and pytest then
         # prints no summary at all (vm2 of the fresh-clone run of 35da5be)

@@ -227,6 +227,88 @@ def test_compare_says_when_the_device_is_too_small(ram):
     assert not os.path.exists(f"{out}/results.json")
 
 
+def peers_dir():
+    """scripts/peers.sh's directory (the deps step prepares it; make
+    check passes it as DMR_PEERS_DIR): dm-writeboost.ko built for this
+    kernel and make-bcache, from Debian's packages."""
+    d = os.environ.get("DMR_PEERS_DIR") or os.path.expanduser("~/.cache/dm-remap/peers")
+    assert os.path.exists(f"{d}/wb/dm-writeboost.ko") and os.access(
+        f"{d}/sbin/make-bcache", os.X_OK), f"no peers in {d}: run scripts/peers.sh on the host"
+    return d
+
+
+def first_mib(dev):
+    with open(dev, "rb") as f:
+        return f.read(MiB)
+
+
+def bcache_left():
+    sets = [e for e in os.listdir("/sys/fs/bcache") if "-" in e] \
+        if os.path.isdir("/sys/fs/bcache") else []
+    return sets + [b for b in os.listdir("/sys/block") if b.startswith("bcache")]
+
+
+def test_compare_with_peers(ram):
+    """--peers writeboost,bcache (the README demo's): each peer set up over
+    the same device, its cache on the last 10%, preconditioned as the
+    others, its grid measured and printed with remapped / peer ratios and
+    what it wrote to the device; everything torn down after, no bcache
+    device or set and no dm device left.  A make-bcache that is not there
+    is refused before anything is written."""
+    d = peers_dir()
+    run(["modprobe", "bcache"])
+    if not os.path.exists("/sys/module/dm_writeboost"):
+        run(["insmod", f"{d}/wb/dm-writeboost.ko"])
+    dev = small_device(ram, 64)
+    before = first_mib(dev)
+    p = compare("--bs", "4K", "--threads", "1", "--seconds", "0.3", "--peers", "bcache",
+                "--make-bcache", "/nonexistent/make-bcache", dev)
+    assert p.returncode == 1 and p.stderr.splitlines()[-1] == (
+        "compare: --peers bcache: /nonexistent/make-bcache not found (Debian: apt "
+        "install bcache-tools)"), p.stderr
+    assert first_mib(dev) == before and not dm_exists()
+
+    out = "/tmp/dmrt-compare-peers"
+    p = compare("--bs", "4K,64K", "--threads", "1,2", "--seconds", "0.3",
+                "--precondition", "1", "--peers", "writeboost,bcache",
+                "--make-bcache", f"{d}/sbin/make-bcache", "--out", out, dev)
+    assert p.returncode == 0, p.stderr
+    assert bcache_left() == [], bcache_left()
+    assert [n for n in run(["dmsetup", "ls"]).stdout.split() if n.startswith(NAME)] == []
+    res = load(out)
+    assert res["params"]["peers"] == ["writeboost", "bcache"]
+    assert res["peer_versions"]["writeboost"].startswith("dm-writeboost target v")
+    logical = res["dm_remap"]["logical_bytes"]
+    grid = sorted((op, bs, t) for op in ("read", "write") for bs in (4096, 65536)
+                  for t in (1, 2))
+    sectors = res["device"]["bytes"] // 512
+    for way in ("writeboost", "bcache"):
+        cells = res["bm_flash"][way]
+        assert sorted((c["op"], c["bs"], c["threads"]) for c in cells) == grid
+        assert all(c["iops"] > 0 and c["ios"] > 0 for c in cells)
+        pre = res["precondition"][way]
+        want = min(logical, load_compare_peer_logical(way, sectors) // MiB * MiB)
+        assert pre["bytes"] == want and pre["random"]["bytes"] >= want // 4096 * 4096
+        # what the peer's writes cost the device below: its cache took
+        # every byte written (both cache every random write in writeback
+        # mode), and a writeback may come on top
+        assert res["peer_waf"][way] >= 0.9, res["peer_waf"]
+        remap = {(c["op"], c["bs"], c["threads"]): c["iops"] for c in res["bm_flash"]["remap"]}
+        peer = {(c["op"], c["bs"], c["threads"]): c["iops"] for c in cells}
+        sec = p.stdout.split(" over the same device, its cache on the last 10%")[
+            1 if way == "writeboost" else 2].split("\n\n")[0]
+        w4k = re.findall(r"^\s+4K\s+\|.*$", sec, re.M)[1]
+        assert [float(x) for x in re.findall(r"(\d+\.\d\d)x", w4k)] == [
+            round(remap[("write", 4096, t)] / peer[("write", 4096, t)], 2) for t in (1, 2)], w4k
+        assert f"  {way}: bytes written to {dev} during its measured cells" in sec
+    with open(f"{out}/chart.png", "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def load_compare_peer_logical(way, sectors):
+    return compare_module().peer_logical_bytes(way, sectors)
+
+
 def compare_module():
     loader = importlib.machinery.SourceFileLoader("dmr_compare", COMPARE)
     spec = importlib.util.spec_from_loader("dmr_compare", loader)

@@ -176,15 +176,25 @@ def fs_cell(dev, seconds, lower=()):
         sh("umount", MNT)
 
 
-def guest_bench():
-    """tests/vm/guest-bench.py as a module: its media model (make_nullb,
-    make_md, parse_media); importing it runs nothing."""
-    path = os.path.join(REPO, "tests", "vm", "guest-bench.py")
-    loader = importlib.machinery.SourceFileLoader("guest_bench", path)
-    spec = importlib.util.spec_from_loader("guest_bench", loader)
+def load_source(path, name):
+    """A script of the tree as a module; importing it runs nothing."""
+    loader = importlib.machinery.SourceFileLoader(name, os.path.join(REPO, path))
+    spec = importlib.util.spec_from_loader(name, loader)
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
     return mod
+
+
+def guest_bench():
+    """tests/vm/guest-bench.py: its media model (make_nullb, make_md,
+    parse_media)."""
+    return load_source("tests/vm/guest-bench.py", "guest_bench")
+
+
+# tools/compare: its Peer (the peers' setup, which compare --peers and
+# the README demo use too) and bcache_bucket()
+COMPARE = load_source("tools/compare", "dmr_compare")
+bcache_bucket = COMPARE.bcache_bucket
 
 
 class Drive:
@@ -237,24 +247,16 @@ class Drive:
                 f"{m['queue_depth']} in service, {m['mbps']} MB/s")
 
 
-def bcache_bucket(cache_bytes):
-    """make-bcache's bucket size for a cache of @cache_bytes: 512 KiB, or
-    less, a power of two, so that there are more than 1024 buckets."""
-    b = 512 << 10
-    while b > 4096 and cache_bytes // b <= 1024:
-        b >>= 1
-    return b
-
-
 class Stack:
-    """One way over the ramdisk: up() returns the device, down() undoes."""
+    """One way over the ramdisk: up() returns the device, down() undoes.
+    The peers are tools/compare's Peer: their cache on the last 10% of the
+    drive, their backing on the rest."""
 
     def __init__(self, way, drive, sectors, peers_dir):
         self.way, self.drive, self.sectors, self.dir = way, drive, sectors, peers_dir
-        self.cache = (sectors // 10) // 2048 * 2048
-        self.back = sectors - self.cache
         self.dm = []
         self.lower = []         # what the way writes to: dm_written()
+        self.peer = None
 
     def linear(self, name, start, length):
         sh("dmsetup", "create", name, "--table",
@@ -278,51 +280,21 @@ class Stack:
             sh(REMAPCTL, "create", "peer-remap", under)
             self.dm.insert(0, "peer-remap")
             return "/dev/mapper/peer-remap"
-        back = self.linear(f"peer-{w}-back", 0, self.back)
-        cache = self.linear(f"peer-{w}-cache", self.back, self.cache)
+        self.peer = COMPARE.Peer(w, self.drive.path, "peer",
+                                 os.path.join(self.dir, "sbin", "make-bcache"))
         self.lower = [f"peer-{w}-back", f"peer-{w}-cache"]
-        if w == "writeboost":
-            # a zeroed first sector makes writeboost format its cache
-            # (a whole 4 KiB block: a drive of 4 KiB sectors refuses less)
-            sh("dd", "if=/dev/zero", f"of={cache}", "bs=4096", "count=1", "oflag=direct")
-            sh("dmsetup", "create", "peer-wb", "--table",
-               f"0 {self.back} writeboost {back} {cache}")
-            self.dm.insert(0, "peer-wb")
-            return "/dev/mapper/peer-wb"
-        # the kernel refuses a cache of 512 buckets or fewer ("nbuckets
-        # is too small"): buckets of make-bcache's default 512 KiB, or
-        # the largest power of two that makes more than 1024 (bucket size
-        # is an erase-block hint; a ramdisk has none)
-        sh(os.path.join(self.dir, "sbin", "make-bcache"), "--writeback",
-           "--bucket", f"{bcache_bucket(self.cache * 512) >> 10}k", "-B", back, "-C", cache)
-        for d in (cache, back):
-            write("/sys/fs/bcache/register", d)
-        for _ in range(200):
-            if os.path.exists("/sys/block/bcache0/bcache/state") and \
-               os.path.exists("/dev/bcache0"):
-                break
-            time.sleep(0.1)
-        with open("/sys/block/bcache0/bcache/cache_mode") as f:
-            mode = f.read()
-        if "[writeback]" not in mode:
-            raise SystemExit(f"peers: bcache cache_mode {mode.strip()}")
-        with open("/sys/block/bcache0/bcache/state") as f:
-            state = f.read().strip()
-        if state not in ("clean", "dirty"):
-            raise SystemExit(f"peers: bcache0 not attached to its cache ({state})")
-        return "/dev/bcache0"
+        try:
+            return self.peer.up()
+        except COMPARE.Failure as e:
+            raise SystemExit(f"peers: {e}")
 
     def down(self):
-        if self.way == "bcache" and os.path.exists("/sys/block/bcache0/bcache/stop"):
-            sets = [e for e in os.listdir("/sys/fs/bcache") if "-" in e]
-            write("/sys/block/bcache0/bcache/stop", "1")
-            for s in sets:
-                write(f"/sys/fs/bcache/{s}/stop", "1")
-            for _ in range(300):
-                if not os.path.exists("/sys/block/bcache0") and \
-                   not any("-" in e for e in os.listdir("/sys/fs/bcache")):
-                    break
-                time.sleep(0.1)
+        if self.peer:
+            try:
+                self.peer.down()
+            except COMPARE.Failure as e:
+                print(f"peers: {e}", flush=True)
+            self.peer = None
         for name in self.dm:
             sh("dmsetup", "remove", "--retry", name, check=False)
         self.dm = []
@@ -396,9 +368,7 @@ def region_bytes(drive, ways):
         sizes.append(int(sh("blockdev", "--getsize64", "/dev/mapper/peer-remap")))
         sh("dmsetup", "remove", "--retry", "peer-remap")
     drive.drop()
-    if "writeboost" in ways or "bcache" in ways:
-        # bcache's backing device keeps 8 KiB for its superblock
-        sizes.append((sectors - (sectors // 10) // 2048 * 2048 - 16) * 512)
+    sizes += [COMPARE.peer_logical_bytes(w, sectors) for w in ways if w in COMPARE.PEERS]
     return min(sizes) // MiB * MiB
 
 

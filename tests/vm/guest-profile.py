@@ -53,6 +53,9 @@ Environment (defaults in brackets):
                                   DMR_BENCH_MEDIA (guest-bench.py), each
                                   member DMR_PROFILE_RAMDISK_MIB
   DMR_PROFILE_MEMBERS [4]         members of each md RAID-5 (64K chunk)
+  DMR_PROFILE_STRIPE_CACHE [0]    md's stripe_cache_size of both arrays
+                                  (stripe heads of 4 KiB a member; 0: md's
+                                  default, 256)
 
 The parsing and the arithmetic (parse_report, metrics, render) are pure
 functions, tested on the host by tests/host/test_profile_parse.py.
@@ -555,6 +558,12 @@ def run_text(r, bs="4k"):
         lines.append("  samples perf left unnamed, named from kallsyms: " + ", ".join(
             f"{x['sym']}" + (f" [{x['module']}]" if x["module"] else "") + f" {x['samples']}"
             for x in res_[:6]))
+    mi = r.get("members")
+    if mi and mi.get("writes_per_mib") is not None:
+        lines.append(f"  the arrays' members in the window, per user MiB: "
+                     f"{mi['writes_per_mib']:.1f} writes of {_f(mi['write_kib_mean'], '.0f')}"
+                     f" KiB on average ({mi['write_kib_per_mib']:.0f} KiB, parity included), "
+                     f"{mi['read_kib_per_mib']:.0f} KiB read in {mi['reads']} reads")
     d = r.get("status_delta")
     if d:
         lines.append(f"  dm-remap status over the run: user_blocks +{d.get('user_blocks')}, "
@@ -569,6 +578,22 @@ def run_text(r, bs="4k"):
         lines.append(f"    {_pct(t['share_busy']):>6} {_f(t['ns_per_block'], '7.0f')} "
                      f"{t['samples']:>7}  {t['name']} {t['dso']}")
     return "\n".join(lines)
+
+
+def member_io(a, b, user_bytes):
+    """What the arrays' members did between two sums of their
+    /sys/block stats (reads, sectors read, writes, sectors written), per
+    MiB the device's user moved: the commands the members got and their
+    mean size (a media model charges per command), and what they read
+    (parity RAID's read-modify-write) and wrote (parity included)."""
+    d = [y - x for x, y in zip(a, b)]
+    mib = user_bytes / MiB
+    out = {"reads": d[0], "read_kib": d[1] / 2, "writes": d[2], "write_kib": d[3] / 2,
+           "write_kib_mean": d[3] / 2 / d[2] if d[2] else None}
+    if mib > 0:
+        out.update(writes_per_mib=d[2] / mib, read_kib_per_mib=d[1] / 2 / mib,
+                   write_kib_per_mib=d[3] / 2 / mib)
+    return out
 
 
 def media_knob(m):
@@ -595,6 +620,7 @@ def render(res):
              f"DMR_PROFILE_BS={k.get('bs', '4k')} "
              f"DMR_PROFILE_FORMAT='{' '.join(k.get('format', []))}' "
              f"DMR_PROFILE_MEMBERS={k.get('members', 4)} "
+             f"DMR_PROFILE_STRIPE_CACHE={k.get('stripe_cache', 0)} "
              f"DMR_PROFILE_MEDIA={media_knob(k.get('media'))}",
              "idle = samples in " + (", ".join(seen) or "none") +
              " (of the idle set IDLE_SYMBOLS); busy = all other samples",
@@ -665,7 +691,8 @@ def knobs():
          "bs": ENV("DMR_PROFILE_BS", "4k"),
          "format": ENV("DMR_PROFILE_FORMAT", "").split(),
          "media": ENV("DMR_PROFILE_MEDIA", ""),
-         "members": int(ENV("DMR_PROFILE_MEMBERS", "4"))}
+         "members": int(ENV("DMR_PROFILE_MEMBERS", "4")),
+         "stripe_cache": int(ENV("DMR_PROFILE_STRIPE_CACHE", "0"))}
     bad = [w for w in k["workloads"] if w not in WORKLOADS]
     bad += [d for d in k["devices"] if d not in DEVICE_LABEL]
     if k["media"]:
@@ -675,6 +702,8 @@ def knobs():
             bad.append(str(e))
     if not 3 <= k["members"] <= 8:
         bad.append(f"members {k['members']} (3 to 8)")
+    if k["stripe_cache"] and not 17 <= k["stripe_cache"] <= 32768:
+        bad.append(f"stripe_cache {k['stripe_cache']} (0, or md's 17 to 32768)")
     if bad or k["seconds"] < 1 or k["jobs"] < 1 or k["precondition"] < 0 or k["freq"] < 1:
         sys.exit(f"profile: bad knobs {k} ({bad})")
     return k
@@ -759,10 +788,15 @@ class Rig:
             sh("modprobe", "brd", f"rd_nr={2 * n}", f"rd_size={mib * 1024}")
             devs = [f"/dev/ram{i}" for i in range(2 * n)]
             what = "ramdisks"
+        self.members = {"linear": devs[:n], "remap": devs[n:2 * n]}
         for md, first in ((self.A, 0), (self.B, n)):
             sh("mdadm", "--create", md, "--run", "--quiet", "--level=5",
                f"--raid-devices={n}", "--chunk=64", "--assume-clean", "--metadata=1.2",
                *devs[first:first + n], input="y\n")
+            if self.k.get("stripe_cache"):
+                name = os.path.basename(os.path.realpath(md))
+                with open(f"/sys/block/{name}/md/stripe_cache_size", "w") as f:
+                    f.write(str(self.k["stripe_cache"]))
         sh("udevadm", "settle", check=False)
         size = sh("blockdev", "--getsz", self.A).stdout.strip()
         sh("dmsetup", "create", self.LINEAR, "--table", f"0 {size} linear {self.A} 0")
@@ -840,6 +874,17 @@ class Rig:
             fields = f.read().split()
         return time.clock_gettime(time.CLOCK_MONOTONIC), int(fields[2 if op == "read" else 6])
 
+    def member_sums(self, device):
+        """Reads, sectors read, writes, sectors written of the members of
+        @device's array, summed."""
+        tot = [0, 0, 0, 0]
+        for dev in self.members[device]:
+            with open(f"/sys/block/{os.path.basename(os.path.realpath(dev))}/stat") as f:
+                v = f.read().split()
+            for i, j in enumerate((0, 2, 4, 6)):
+                tot[i] += int(v[j])
+        return tot
+
     def report(self, data, raw, fname, args, window=None, must=False):
         """One perf report of data, saved as raw/fname; returns its text."""
         cmd = ["perf", "report", "-i", data, "--stdio", "--ignore-vmlinux",
@@ -900,8 +945,10 @@ class Rig:
             if s != s0:
                 time.sleep(SETTLE)
                 t1, s1 = self.sectors(dev, op)
+                m1 = self.member_sums(device)
                 time.sleep(k["seconds"])
                 t2, s2 = self.sectors(dev, op)
+                m2 = self.member_sums(device)
                 running = proc.poll() is None
                 time.sleep(0.2)
                 _, s3 = self.sectors(dev, op)
@@ -942,6 +989,7 @@ class Rig:
             res["window"] = {"start": t1, "end": t2, "seconds": t2 - t1,
                              "blocks": (s2 - s1) * 512 // BLOCK}
             res["window"]["iops"] = res["window"]["blocks"] / (t2 - t1)
+            res["members"] = member_io(m1, m2, (s2 - s1) * 512)
             blocks, secs, cut = res["window"]["blocks"], t2 - t1, (t1, t2)
         else:
             blocks, secs, cut = s["io_bytes"] // BLOCK, whole_s, None
