@@ -98,6 +98,15 @@
  */
 static unsigned int dmr_fault_flight_fail;
 module_param_named(fault_flight_fail, dmr_fault_flight_fail, uint, 0600);
+
+/*
+ * flight_serial=Y: the second stage's slots write one at a time (their
+ * checksums still beside each other).  md RAID-5 gives its members more,
+ * smaller commands when segment writes come from several slots at once.
+ */
+static bool dmr_flight_serial;
+module_param_named(flight_serial, dmr_flight_serial, bool, 0644);
+MODULE_PARM_DESC(flight_serial, "Second-stage segment writes one at a time");
 MODULE_PARM_DESC(fault_flight_fail,
 		 "Test hook: fail the next N segment writes of the second stage");
 
@@ -155,13 +164,18 @@ static int dmr_write_units(struct dmr_target *rc, u8 *buf, u32 from, u32 units_e
 static void dmr_flight_fn(struct work_struct *work)
 {
 	struct dmr_flight *f = container_of(work, struct dmr_flight, work);
+	bool serial = READ_ONCE(dmr_flight_serial);
 
 	if (f->large) {
 		f->csum = dmr_data_csum(f->buf, f->nr);
 		complete(&f->csummed);
 	}
+	if (serial)
+		mutex_lock(&f->rc->flight_io_lock);
 	f->error = dmr_write_units(f->rc, f->buf, f->off, f->units_end, f->off + f->nr,
 				   f->blocknr, false);
+	if (serial)
+		mutex_unlock(&f->rc->flight_io_lock);
 	complete(&f->done);
 }
 
@@ -169,6 +183,8 @@ static void dmr_flight_fn(struct work_struct *work)
 void dmr_write_init(struct dmr_target *rc)
 {
 	unsigned int i;
+
+	mutex_init(&rc->flight_io_lock);
 
 	for (i = 0; i < DMR_FLIGHT_SLOTS; i++) {
 		struct dmr_flight *f = &rc->flight[i];

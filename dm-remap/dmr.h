@@ -278,6 +278,9 @@ enum dmr_gc_mode {
  *	CPUs, up to DMR_FLIGHT_SLOTS writes at once
  * @flight: the second stage's slots, used in turn (worker)
  * @flight_next: the slot the next done segment takes (worker)
+ * @flight_io_lock: with the module parameter flight_serial, held by a slot
+ *	for its write (not its checksums): the device below gets one
+ *	segment's write at a time
  * @commit_bios: flush and FUA requests waiting for the group commit (worker)
  * @nr_commit: how many (worker)
  * @work: the worker
@@ -430,6 +433,7 @@ struct dmr_target {
 	struct workqueue_struct *flight_wq;
 	struct dmr_flight flight[DMR_FLIGHT_SLOTS];
 	unsigned int flight_next;
+	struct mutex flight_io_lock;	/* one slot's write at a time (flight_serial) */
 
 	struct bio_list commit_bios;
 	u32 nr_commit;

@@ -494,7 +494,9 @@ def module_params(root):
         for name, var in params:
             decl = re.search(r"^[\w \t]*\b" + var + r"\s*(?:=\s*([^;]+))?;", text, re.M)
             assert decl, f"module parameter {name}: no definition of {var}"
-            val = decl.group(1).strip() if decl.group(1) else "0"   # static: zero
+            # static: zero (false for a bool)
+            val = decl.group(1).strip() if decl.group(1) else \
+                ("false" if re.search(r"\bbool\b", decl.group(0)) else "0")
             # a bool parameter reads back (sysfs, modinfo) as Y or N
             out[name] = {"true": "Y", "false": "N"}.get(val, val)
     return out

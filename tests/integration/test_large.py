@@ -35,8 +35,12 @@ def fio_job(dev, size, rw, extra=()):
          "--end_fsync=1", *extra])
 
 
-@pytest.mark.parametrize("large", [True, False], ids=["large", "no_large_writes"])
-def test_large_writes_fill_whole_segments(ram, large):
+FLIGHT_SERIAL = "/sys/module/dm_remap/parameters/flight_serial"
+
+
+@pytest.mark.parametrize("large, serial", [(True, False), (True, True), (False, False)],
+                         ids=["large", "large-flight_serial", "no_large_writes"])
+def test_large_writes_fill_whole_segments(ram, large, serial):
     """256 KiB writes at 256 KiB boundaries over 80% of the device, then
     twice that in random ones, each fio-verified: with large writes every
     one takes a segment of its own (status large_segments), GC moves
@@ -46,7 +50,19 @@ def test_large_writes_fill_whole_segments(ram, large):
     block per 63 and cross segments, and GC moves blocks (mutation: the
     large path off fails the first case).  The data
     read back after a clean reload, and remapctl check finds the device
-    clean."""
+    clean.  With the module parameter flight_serial the second stage's
+    slots write one at a time: the same, and the slots' lock is let go
+    (a slot that kept it would hang the next write)."""
+    with open(FLIGHT_SERIAL, "w") as f:
+        f.write("Y" if serial else "N")
+    try:
+        _large_writes_fill_whole_segments(ram, large)
+    finally:
+        with open(FLIGHT_SERIAL, "w") as f:
+            f.write("N")
+
+
+def _large_writes_fill_whole_segments(ram, large):
     s = Stack(ram, ["--segment-size", "256K"])
     if not large:
         s.crash_free_remove()

@@ -53,6 +53,8 @@ Environment (defaults in brackets):
                                   DMR_BENCH_MEDIA (guest-bench.py), each
                                   member DMR_PROFILE_RAMDISK_MIB
   DMR_PROFILE_MEMBERS [4]         members of each md RAID-5 (64K chunk)
+  DMR_PROFILE_MODPARAMS ['']      module parameters for dm-remap's insmod,
+                                  e.g. 'flight_serial=Y'
   DMR_PROFILE_STRIPE_CACHE [0]    md's stripe_cache_size of both arrays
                                   (stripe heads of 4 KiB a member; 0: md's
                                   default, 256)
@@ -621,6 +623,7 @@ def render(res):
              f"DMR_PROFILE_FORMAT='{' '.join(k.get('format', []))}' "
              f"DMR_PROFILE_MEMBERS={k.get('members', 4)} "
              f"DMR_PROFILE_STRIPE_CACHE={k.get('stripe_cache', 0)} "
+             f"DMR_PROFILE_MODPARAMS='{' '.join(k.get('modparams', []))}' "
              f"DMR_PROFILE_MEDIA={media_knob(k.get('media'))}",
              "idle = samples in " + (", ".join(seen) or "none") +
              " (of the idle set IDLE_SYMBOLS); busy = all other samples",
@@ -692,7 +695,8 @@ def knobs():
          "format": ENV("DMR_PROFILE_FORMAT", "").split(),
          "media": ENV("DMR_PROFILE_MEDIA", ""),
          "members": int(ENV("DMR_PROFILE_MEMBERS", "4")),
-         "stripe_cache": int(ENV("DMR_PROFILE_STRIPE_CACHE", "0"))}
+         "stripe_cache": int(ENV("DMR_PROFILE_STRIPE_CACHE", "0")),
+         "modparams": ENV("DMR_PROFILE_MODPARAMS", "").split()}
     bad = [w for w in k["workloads"] if w not in WORKLOADS]
     bad += [d for d in k["devices"] if d not in DEVICE_LABEL]
     if k["media"]:
@@ -778,7 +782,7 @@ class Rig:
         # crc32c-intel now, not on first use: a module loaded after the
         # kallsyms copy below would be attributed to its neighbour
         sh("modprobe", "-a", "dm-mod", "libcrc32c", "crc32c-intel", "raid456")
-        sh("insmod", os.path.join(REPO, "dm-remap", "dm-remap.ko"))
+        sh("insmod", os.path.join(REPO, "dm-remap", "dm-remap.ko"), *self.k["modparams"])
         n = self.k["members"]
         if self.k["media"]:
             devs = load_bench().make_nullb(self, 2 * n, mib, self.k["media"])
