@@ -98,6 +98,8 @@
  */
 static unsigned int dmr_fault_flight_fail;
 module_param_named(fault_flight_fail, dmr_fault_flight_fail, uint, 0600);
+MODULE_PARM_DESC(fault_flight_fail,
+		 "Test hook: fail the next N segment writes of the second stage");
 
 /*
  * flight_serial=Y: the second stage's slots write one at a time (their
@@ -107,8 +109,6 @@ module_param_named(fault_flight_fail, dmr_fault_flight_fail, uint, 0600);
 static bool dmr_flight_serial;
 module_param_named(flight_serial, dmr_flight_serial, bool, 0644);
 MODULE_PARM_DESC(flight_serial, "Second-stage segment writes one at a time");
-MODULE_PARM_DESC(fault_flight_fail,
-		 "Test hook: fail the next N segment writes of the second stage");
 
 /*
  * Add the checksums to the units in blocks [@from, @units_end) of segment

@@ -314,6 +314,26 @@ def test_bench_settings_parse_without_touching_devices(gb):
         gb.Bench({"DMR_BENCH_RUNS": "0"})
 
 
+def test_ab_parts_and_module_parameters(gb, tmp_path, monkeypatch):
+    """DMR_BENCH_AB: 'module:NAME=VALUE' items are module parameters for
+    the runs of B' (set, then set back to what they were), the rest table
+    options; a malformed item is refused."""
+    assert gb.ab_parts(["no_large_writes", "module:flight_serial=Y", "gc_high", "20"]) == \
+        (["no_large_writes", "gc_high", "20"], {"flight_serial": "Y"})
+    assert gb.ab_parts([]) == ([], {})
+    for bad in ("module:flight_serial", "module:=Y", "module:x=", "module:../x=1"):
+        with pytest.raises(ValueError, match="is not module:NAME=VALUE"):
+            gb.ab_parts([bad])
+        with pytest.raises(gb.Fail, match="is not module:NAME=VALUE"):
+            gb.Bench({"DMR_BENCH_AB": bad})
+    (tmp_path / "flight_serial").write_text("N\n")
+    monkeypatch.setattr(gb, "MODPARAMS", str(tmp_path))
+    old = gb.set_params({"flight_serial": "Y"})
+    assert old == {"flight_serial": "N"} and (tmp_path / "flight_serial").read_text() == "Y"
+    assert gb.set_params(old) == {"flight_serial": "Y"}
+    assert (tmp_path / "flight_serial").read_text() == "N"
+
+
 def test_with_options_adds_table_options(gb):
     assert gb.with_options("0 2048 remap /dev/md127", ["zero_copy"]) == \
         "0 2048 remap /dev/md127 1 zero_copy"

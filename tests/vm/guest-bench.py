@@ -145,7 +145,11 @@ Environment (defaults in brackets):
                                 amplification over all the cells is not
                                 reported then); B is reloaded with its
                                 own table before each of its runs, so
-                                both start on a fresh load
+                                both start on a fresh load; an item
+                                'module:NAME=VALUE' sets dm-remap's
+                                module parameter NAME for the runs of B'
+                                instead (and back after each), e.g.
+                                'module:flight_serial=Y'
 """
 import fnmatch
 import importlib.machinery
@@ -378,6 +382,37 @@ def ratio(num, den):
     if num is None or not den:
         return None
     return num / den
+
+
+MODPARAMS = "/sys/module/dm_remap/parameters"
+
+
+def ab_parts(items):
+    """DMR_BENCH_AB's items -> (table options, {module parameter: value}):
+    an item 'module:NAME=VALUE' is a module parameter for the runs of B', every
+    other item a table option."""
+    opts, params = [], {}
+    for it in items:
+        if it.startswith("module:"):
+            name, eq, value = it[len("module:"):].partition("=")
+            if not eq or not name or not value or "/" in name:
+                raise ValueError(f"DMR_BENCH_AB: '{it}' is not module:NAME=VALUE")
+            params[name] = value
+        else:
+            opts.append(it)
+    return opts, params
+
+
+def set_params(params):
+    """Set dm-remap's module parameters; their values before."""
+    old = {}
+    for name, value in params.items():
+        path = os.path.join(MODPARAMS, name)
+        with open(path) as f:
+            old[name] = f.read().strip()
+        with open(path, "w") as f:
+            f.write(value)
+    return old
 
 
 def with_options(table, extra):
@@ -1188,6 +1223,10 @@ class Bench:
         self.ram_mib = int(env.get("DMR_BENCH_RAM_MIB", "256"))
         self.media_mib = int(env.get("DMR_BENCH_MEDIA_MIB", "96"))
         self.ab = env.get("DMR_BENCH_AB", "").split()
+        try:
+            ab_parts(self.ab)
+        except ValueError as e:
+            raise Fail(str(e))
         self.format_opt = env.get("DMR_BENCH_FORMAT", "").split()
         self.members = int(env.get("DMR_BENCH_MEMBERS", "4"))
         if self.members < 3:
@@ -1298,7 +1337,9 @@ class Bench:
         else:
             args = self.fio_args(cell, path, region)
         remapped = dev_name in ("remap", "remap_ab")
+        old_params = {}
         if dev_name == "remap_ab":
+            old_params = set_params(cfg.get("ab_params", {}))
             self.reload(cfg["ab_table"])
         elif dev_name == "remap" and cfg.get("ab"):
             # B too starts each run on a freshly loaded table, so that
@@ -1318,6 +1359,7 @@ class Bench:
         finally:
             if dev_name == "remap_ab":
                 self.reload(cfg["geometry"]["table"])
+                set_params(old_params)
         return m
 
     def reload(self, table):
@@ -1405,7 +1447,8 @@ class Bench:
             devices = DEVICES + ("remap_ab",)
             paths["remap_ab"] = remap.path
             cfg["ab"] = self.ab
-            cfg["ab_table"] = with_options(cfg["geometry"]["table"], self.ab)
+            opts, cfg["ab_params"] = ab_parts(self.ab)
+            cfg["ab_table"] = with_options(cfg["geometry"]["table"], opts)
         cfg["devices"] = dict(paths, array_b=b)
 
         # preconditioning
