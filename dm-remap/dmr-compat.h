@@ -11,6 +11,9 @@
 /* crc32c(): declared in <linux/crc32c.h> in every supported kernel. */
 #include <linux/crc32c.h>
 
+/* xxh64(): <linux/xxhash.h> (lib/xxhash.c) in every supported kernel. */
+#include <linux/xxhash.h>
+
 /* 64-bit division helpers (div64_u64) for 32-bit builds. */
 #include <linux/math64.h>
 

@@ -44,7 +44,12 @@
 
 #define DMR_SB_MAGIC		"DM-REMAP"
 #define DMR_MAGIC_LEN		8
-#define DMR_FORMAT_VERSION	5
+/*
+ * 6 (issue 41): data checksums fold each block's xxh64 digest instead of
+ * running CRC32C over the bytes (dmr_data_csum()); metadata keeps CRC32C.
+ * 5: large segments.  4: 64-bit block numbers.
+ */
+#define DMR_FORMAT_VERSION	6
 #define DMR_SB_COPIES		2
 #define DMR_CKPT_SLOTS		2
 
@@ -205,7 +210,7 @@ static_assert(sizeof(struct dmr_disk_superblock) == DMR_BLOCK_SIZE,
  *
  * The summary lists the logical block of every data block, then the
  * discarded extents (which apply before the unit's data blocks), and
- * carries a CRC32C over the data, so replay tells a complete unit from a
+ * carries a checksum of the data (dmr_data_csum()), so replay tells a complete unit from a
  * torn one.  Units carry consecutive sequence numbers across all log heads;
  * replay merges the heads' chains, applies units in sequence order and
  * stops at the first one that is missing, torn or out of sequence.
@@ -237,7 +242,7 @@ static_assert(sizeof(struct dmr_disk_superblock) == DMR_BLOCK_SIZE,
  * segments.  Its first summary word is their number, at most
  * DMR_UNIT_MAX_EXTENTS; each then takes its first logical block (a
  * number: two words in a DMR_UNIT_WIDE unit), its segment and the
- * CRC32C of the segment's data (dmr_data_csum() of all its blocks), and
+ * checksum of the segment's data (dmr_data_csum() of all its blocks), and
  * the unit's block entries and discard extents follow.  A large segment
  * holds the data of logical blocks [first, first + segment_blocks), in
  * order, from its block 0, and no summary: it was written whole, before
@@ -255,7 +260,8 @@ static_assert(sizeof(struct dmr_disk_superblock) == DMR_BLOCK_SIZE,
  * struct dmr_disk_summary - the first block of a log unit
  * @magic: DMR_SUMMARY_MAGIC
  * @csum: CRC32C of bytes [12, 4096), xored with DMR_SUMMARY_CSUM_SALT
- * @data_csum: CRC32C of the unit's data blocks, xored with DMR_DATA_CSUM_SALT
+ * @data_csum: dmr_data_csum() of the unit's data blocks (salted with
+ *	DMR_DATA_CSUM_SALT)
  * @seq: log sequence number, consecutive from 1
  * @blocknr: device block this summary is stored at
  * @uuid: the superblock's uuid (units of an earlier format never match)

@@ -2001,7 +2001,7 @@ static void dmr_gct_seg_verify(struct kunit *test)
 		bool in_c = i == fc - GCT_SEG_BLOCKS || i == fc + 1 - GCT_SEG_BLOCKS;
 
 		KUNIT_EXPECT_EQ(test, crc[i], in_a || in_c ?
-				dmr_block_crc(buf + (size_t)i * DMR_BLOCK_SIZE) : 0xeeeeeeeeU);
+				dmr_block_digest(buf + (size_t)i * DMR_BLOCK_SIZE) : 0xeeeeeeeeU);
 	}
 
 	/* c's last data byte damaged: c is not movable, a still is */

@@ -93,7 +93,7 @@ MODULE_PARM_DESC(gc_crc_carry,
 
 /*
  * Move one valid block of the victim to GC head @hid; @crc is its
- * dmr_block_crc(), from the victim's check.
+ * dmr_block_digest(), from the victim's check.
  */
 static int dmr_gc_move(struct dmr_target *rc, unsigned int hid, u64 lba,
 		       u64 src, const u8 *data, u32 crc)

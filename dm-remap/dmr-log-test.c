@@ -893,10 +893,52 @@ static const u64 dmr_wide_values[] = {
 };
 
 /*
- * GC's checksums from the blocks' CRCs (dmr_data_csum_fold()): the fold
- * of a block's CRC is the CRC over the block, from any register value;
+ * Format 6's data checksum, bit for bit: a block's digest is xxh64's low
+ * 32 bits with DMR_BLOCK_DIGEST_SEED (the values from an implementation
+ * written apart from both the kernel's lib/xxhash.c and the tools', which
+ * gives xxh64's published 0xef46db3751d8e999 for no bytes and seed 0), so
+ * the module and remapctl read each other's devices; the checksum of
+ * blocks is the salted fold of their digests, in order, and depends on
+ * their order; a chain over pieces gives what the blocks give at once.
+ */
+static void dmr_test_block_digest(struct kunit *test)
+{
+	u8 *b = kunit_kzalloc(test, 3 * DMR_BLOCK_SIZE, GFP_KERNEL);
+	u32 i, c;
+
+	if (!b)
+		kunit_skip(test, "no memory");
+	KUNIT_EXPECT_EQ(test, xxh64("", 0, 0), 0xef46db3751d8e999ULL);
+	KUNIT_EXPECT_EQ(test, dmr_block_digest(b), 0xc1fb7177U);
+	for (i = 0; i < DMR_BLOCK_SIZE; i++)
+		b[i] = (u8)(i * 7 + (i >> 9));
+	KUNIT_EXPECT_EQ(test, dmr_block_digest(b), 0x93466f44U);
+	KUNIT_EXPECT_EQ(test, dmr_data_csum(b, 1),
+			dmr_data_csum_fold(DMR_DATA_CSUM_SEED, 0x93466f44U) ^ DMR_DATA_CSUM_SALT);
+	memset(b + DMR_BLOCK_SIZE, 0x5a, 2 * DMR_BLOCK_SIZE);
+	b[2 * DMR_BLOCK_SIZE] = 1;
+	c = dmr_data_csum_add(DMR_DATA_CSUM_SEED, b, 1);
+	c = dmr_data_csum_add(c, b + DMR_BLOCK_SIZE, 2);
+	KUNIT_EXPECT_EQ(test, dmr_data_csum_end(c), dmr_data_csum(b, 3));
+	/* the same blocks in another order, and one bit changed */
+	c = dmr_data_csum(b, 3);
+	memcpy(b + 2 * DMR_BLOCK_SIZE, b + DMR_BLOCK_SIZE, DMR_BLOCK_SIZE);
+	b[DMR_BLOCK_SIZE] = 1;
+	KUNIT_EXPECT_NE(test, dmr_data_csum(b, 3), c);
+	b[DMR_BLOCK_SIZE] = 0x5a;
+	b[2 * DMR_BLOCK_SIZE] = 1;
+	KUNIT_EXPECT_EQ(test, dmr_data_csum(b, 3), c);
+	b[4095] ^= 0x10;
+	KUNIT_EXPECT_NE(test, dmr_data_csum(b, 3), c);
+}
+
+/*
+ * GC's checksums from the blocks' digests (dmr_data_csum_fold()): the
+ * fold of a block's digest is what adding the block gives, from any
+ * running value, and a block of digest 0 multiplies it as a CRC32C
+ * register is by a block of zeros (DMR_CRC32C_X_BLOCK);
  * dmr_unit_data_check() answers against the data checksum and leaves the
- * CRCs; a unit built with them (crc_known) is encoded with the data
+ * digests; a unit built with them (crc_known) is encoded with the data
  * checksum the data give, which finish keeps without reading the data,
  * and decodes; a unit without them is checksummed from its data.
  */
@@ -919,8 +961,8 @@ static void dmr_test_csum_fold(struct kunit *test)
 	for (i = 0; i < 3 * DMR_BLOCK_SIZE; i++)
 		data[i] = (u8)(i * 7 + (i >> 12) * 31 + (i >> 9));
 	for (i = 0; i < ARRAY_SIZE(regs); i++)
-		KUNIT_EXPECT_EQ(test, dmr_data_csum_fold(regs[i], dmr_block_crc(data)),
-				dmr_data_csum_add(regs[i], data, DMR_BLOCK_SIZE));
+		KUNIT_EXPECT_EQ(test, dmr_data_csum_fold(regs[i], dmr_block_digest(data)),
+				dmr_data_csum_add(regs[i], data, 1));
 
 	dmr_unit_reset(u, DMR_UNIT_RELOC);
 	u->nr_blocks = 3;
@@ -928,8 +970,7 @@ static void dmr_test_csum_fold(struct kunit *test)
 	memset(crc, 0, sizeof(crc));
 	KUNIT_EXPECT_TRUE(test, dmr_unit_data_check(u, data, crc));
 	for (i = 0; i < 3; i++)
-		KUNIT_EXPECT_EQ(test, crc[i], crc32c(0, data + i * DMR_BLOCK_SIZE,
-						     DMR_BLOCK_SIZE));
+		KUNIT_EXPECT_EQ(test, crc[i], dmr_block_digest(data + i * DMR_BLOCK_SIZE));
 	data[2 * DMR_BLOCK_SIZE + 4095] ^= 1;
 	KUNIT_EXPECT_FALSE(test, dmr_unit_data_check(u, data, crc));
 	data[2 * DMR_BLOCK_SIZE + 4095] ^= 1;
@@ -947,7 +988,7 @@ static void dmr_test_csum_fold(struct kunit *test)
 	for (i = 0; i < 3; i++) {
 		u->lba[i] = 10 + i;
 		u->src[i] = 20 + i;
-		u->crc[i] = dmr_block_crc(data + i * DMR_BLOCK_SIZE);
+		u->crc[i] = dmr_block_digest(data + i * DMR_BLOCK_SIZE);
 	}
 	u->nr_blocks = 3;
 	dmr_unit_encode_body(u, f->uuid, d);
@@ -2520,6 +2561,7 @@ static struct kunit_case dmr_log_cases[] = {
 	KUNIT_CASE(dmr_test_unit_codec),
 	KUNIT_CASE(dmr_test_unit_codec_extents),
 	KUNIT_CASE(dmr_test_unit_codec_wide),
+	KUNIT_CASE(dmr_test_block_digest),
 	KUNIT_CASE(dmr_test_csum_fold),
 	KUNIT_CASE(dmr_test_ckpt_codec),
 	KUNIT_CASE(dmr_test_ckpt_layout),

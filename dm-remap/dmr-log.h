@@ -31,10 +31,10 @@
  * @src: relocation units: data-area block each data block was copied from
  * @discard: (first, count) of each discard extent
  * @crc_known: in memory only: @crc holds every data block's
- *	dmr_block_crc(), so the summary's data checksum is folded from them
+ *	dmr_block_digest(), so the summary's data checksum is folded from them
  *	(dmr_unit_encode_body()) and the data are not read again.  GC's
  *	relocation units: the victim's check computed them (dmr_seg_verify())
- * @crc: with @crc_known, dmr_block_crc() of each data block
+ * @crc: with @crc_known, dmr_block_digest() of each data block
  *
  * The numbers are 64-bit in memory whatever the summary's width (20 KiB
  * a unit); a narrow summary (no DMR_UNIT_WIDE) stores their low 32 bits,
@@ -93,10 +93,12 @@ u32 dmr_data_csum(const void *data, u32 nr_blocks);
  * until dmr_unit_finish() puts the summary's checksum there.  Never on disk.
  */
 #define DMR_SUMMARY_DATA_SET	1U
-u32 dmr_data_csum_add(u32 crc, const void *data, size_t len);
-u32 dmr_data_csum_end(u32 crc);
-u32 dmr_block_crc(const void *block);
-u32 dmr_data_csum_fold(u32 crc, u32 block_crc);
+u32 dmr_data_csum_add(u32 csum, const void *data, u32 nr_blocks);
+u32 dmr_data_csum_end(u32 csum);
+/* xxh64's seed for a block's digest (format 6): "dmremap6" */
+#define DMR_BLOCK_DIGEST_SEED	0x646d72656d617036ULL
+u32 dmr_block_digest(const void *block);
+u32 dmr_data_csum_fold(u32 csum, u32 digest);
 void dmr_unit_encode(struct dmr_unit *u, const u8 *uuid, const void *data,
 		     void *block);
 void dmr_unit_encode_body(const struct dmr_unit *u, const u8 *uuid, void *block);

@@ -1037,7 +1037,8 @@ static const struct dmr_corrupt_case dmr_corrupt_cases[] = {
 	{ "checksum field", 9, 0x80, false, false, 0, DMR_SB_BAD_CSUM },
 	{ "payload bit", 100, 0x04, false, false, 0, DMR_SB_BAD_CSUM },
 	{ "reserved tail", 4095, 0x01, false, false, 0, DMR_SB_BAD_CSUM },
-	{ "version 6", 12, 6, true, true, 0, DMR_SB_BAD_VERSION },
+	{ "version 7", 12, 7, true, true, 0, DMR_SB_BAD_VERSION },
+	{ "version 5", 12, 5, true, true, 0, DMR_SB_BAD_VERSION },
 	{ "version 4", 12, 4, true, true, 0, DMR_SB_BAD_VERSION },
 	{ "version 3", 12, 3, true, true, 0, DMR_SB_BAD_VERSION },
 	{ "version 2", 12, 2, true, true, 0, DMR_SB_BAD_VERSION },
@@ -1128,7 +1129,7 @@ static void dmr_test_sb_copies_current(struct kunit *test)
 
 static void dmr_test_sb_other_version(struct kunit *test)
 {
-	static const u32 versions[] = { 1, 2, 3, DMR_FORMAT_VERSION + 1, 0xffffffffU };
+	static const u32 versions[] = { 1, 2, 3, 4, 5, DMR_FORMAT_VERSION + 1, 0xffffffffU };
 	void *block = dmr_test_block(test);
 	struct dmr_sb in, out;
 	unsigned int i;

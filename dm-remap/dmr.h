@@ -301,7 +301,7 @@ enum dmr_gc_mode {
  * @gc_ok: per block of the victim, its unit may be moved
  *	(dmr_seg_verify(): written by @gc_verify before @gc_rd_ended, read
  *	by the worker after)
- * @gc_crc: per block of the victim, its dmr_block_crc() where @gc_ok
+ * @gc_crc: per block of the victim, its dmr_block_digest() where @gc_ok
  *	marks its unit (dmr_seg_verify(); the same hand-over as @gc_ok)
  * @gc_verify_wq: unbound, where @gc_verify runs beside the worker
  * @gc_verify: checks the victim's data when its read ends (dmr-gc.c)

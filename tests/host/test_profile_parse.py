@@ -128,6 +128,7 @@ def test_classifiers(gp):
     assert gp.is_checksum({"sym": "crc_pcl", "kind": "k", "dso": "[kernel.kallsyms]"})
     assert gp.is_checksum({"sym": "crc32c_pcl_intel_update", "kind": "k"})
     assert gp.is_checksum({"sym": "__crc32c_le_base", "kind": "k"})
+    assert gp.is_checksum({"sym": "xxh64", "kind": "k"})     # data digests (format 6)
     assert gp.is_checksum({"sym": "chksum_update", "kind": "k", "dso": "[crc32c_generic]"})
     assert gp.is_checksum({"sym": "0xffffffffc07ae123", "kind": "k", "dso": "[crc32c_intel]"})
     assert not gp.is_checksum({"sym": "ceph_choose_crc32", "kind": ".",

@@ -78,7 +78,7 @@ def test_format_and_dump_roundtrip(img):
     assert p.returncode == 0, p.stderr
     d = kv(rc("dump", img).stdout)
     assert d["superblock_copy0"] == "ok" and d["superblock_copy1"] == "ok"
-    assert d["label"] == "hello" and d["version"] == "5"
+    assert d["label"] == "hello" and d["version"] == "6"
     assert d["segment_blocks"] == "256"      # no stripe hint: 1 MiB
     assert d["overprovision"] == "10"
     assert f"logical size: {d['logical_sectors']} sectors" in p.stdout

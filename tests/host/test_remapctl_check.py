@@ -725,10 +725,10 @@ def set_sb_version(img, version):
             f.write(sb)
 
 
-@pytest.mark.parametrize("version", [3, 4, 6])
+@pytest.mark.parametrize("version", [3, 4, 5, 7])
 def test_unsupported_format_version_is_explained(fmt, tmp_path, version):
-    """A superblock of another format version (an older format 3 or 4, or
-    a newer one): probe (udev's activation) exits 1 and says why on stderr,
+    """A superblock of another format version (an older format 3, 4 or 5,
+    or a newer one): probe (udev's activation) exits 1 and says why on stderr,
     nothing on stdout; dump and create say the same; check cannot check
     it (exit 8).  The message names both versions and the remedy."""
     img, d = fmt

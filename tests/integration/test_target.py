@@ -131,7 +131,7 @@ def test_status_fields_and_messages(ram):
     st = dm_status("st")
     assert st[2] == "remap" and len(st) == 3 + len(STATUS_FIELDS), st
     f = status_fields("st")
-    assert f["mode"] == "write" and f["version"] == 5     # DMR_FORMAT_VERSION
+    assert f["mode"] == "write" and f["version"] == 6     # DMR_FORMAT_VERSION
     assert f["logical_blocks"] == int(info["logical_blocks"])
     assert f["segment_sectors"] == int(info["segment_blocks"]) * 8
     assert f["segments"] == int(info["nr_segments"])
@@ -327,19 +327,20 @@ def _rewrite_both(ram, offset, value):
 
 
 def test_unsupported_version_refused(ram):
-    # a newer format, version 4 (before format 5's large segments),
+    # a newer format, version 5 (CRC32C data checksums, before format 6's
+    # block digests), version 4 (before format 5's large segments),
     # version 3 (before format 4's 64-bit block numbers), version 2 (three
     # log heads) and version 1 (before GC)
-    for version in (6, 4, 3, 2, 1):
+    for version in (7, 5, 4, 3, 2, 1):
         remapctl("format", "--force", ram)
         _rewrite_both(ram, 12, (version).to_bytes(4, "little"))
         log = Kmsg()
         _refused(ram, "unsupported format version")
         # the log names both versions and the remedy (review 3, item 12)
-        remedy = ("load it with a newer dm-remap module" if version > 5 else
+        remedy = ("load it with a newer dm-remap module" if version > 6 else
                   "copy the data off with its release, "
                   "then reformat with this version's remapctl")
-        assert f"format version {version}, this module reads 5: {remedy}" \
+        assert f"format version {version}, this module reads 6: {remedy}" \
             in log.text(), log.text()
 
 

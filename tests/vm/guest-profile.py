@@ -92,7 +92,8 @@ IDLE_SYMBOLS = frozenset({
     "mwait_idle_with_hints", "haltpoll_enter_dead", "default_enter_idle",
 })
 # crc32c, whichever implementation the kernel picked and whoever calls it
-CHECKSUM_SYM = re.compile(r"crc32|crc_pcl|crc32c|chksum_(update|finup|digest)")
+# (metadata), and xxh64 (the data's block digests since format 6)
+CHECKSUM_SYM = re.compile(r"crc32|crc_pcl|crc32c|chksum_(update|finup|digest)|xxh64")
 CHECKSUM_DSO = re.compile(r"^\[crc32")
 OWN_DSO = {"remap": "[dm_remap]", "linear": "[dm_mod]"}
 DEVICE_LABEL = {"remap": "dm-remap", "linear": "dm-linear"}
@@ -209,7 +210,7 @@ def is_idle(row):
 
 
 def is_checksum(row):
-    """Kernel crc32c code (user space's own checksums are not ours)."""
+    """Kernel crc32c and xxh64 code (user space's own checksums are not ours)."""
     return row.get("kind", "k") == "k" and bool(
         CHECKSUM_SYM.search(row.get("sym", "")) or CHECKSUM_DSO.search(row.get("dso", "")))
 
@@ -550,7 +551,7 @@ def run_text(r, bs="4k"):
                      f"({_pct(o['share_busy'])} of busy)")
     c = m["checksum"]
     syms = ", ".join(f"{k} {v}" for k, v in list(c["symbols"].items())[:4])
-    lines.append(f"  checksum (crc32c): {_f(c['ns_per_block'], '.0f')} ns/block "
+    lines.append(f"  checksum (crc32c, xxh64): {_f(c['ns_per_block'], '.0f')} ns/block "
                  f"({_pct(c['share_busy'])} of busy)" + (
                      f": {syms} samples (callers: raw/{r['workload']}-{r['device']}-"
                      "crc-callers.txt)" if syms else ""))
@@ -647,7 +648,7 @@ def render(res):
                      f"{_pct(m['busy_fraction']):>6}")
     lines += ["(CPU ns per 4 KiB block: busy = all non-idle CPU; own = the target's "
               "module, [dm_remap] or, for dm-linear, [dm_mod]; own+calls = samples with "
-              "that module anywhere in the call chain; crc = crc32c code, crc% its share "
+              "that module anywhere in the call chain; crc = crc32c and xxh64 code, crc% its share "
               "of busy; busy% = busy share of all CPU time; IOPS in the profiled window)"]
     for w in res["workloads_ratio"]:
         lines.append(f"{workload_label(w['workload'], bs)}: dm-remap / "

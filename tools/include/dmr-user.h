@@ -83,4 +83,7 @@ static inline void *memchr_inv(const void *start, int c, size_t bytes)
  * post inversion, the caller seeds and finishes.  In tools/lib/crc32c.c. */
 u32 crc32c(u32 crc, const void *buf, size_t len);
 
+/* xxh64(), same result as the kernel's <linux/xxhash.h>.  In tools/lib/xxhash.c. */
+u64 xxh64(const void *input, size_t len, u64 seed);
+
 #endif /* DMR_USER_H */
