@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from conftest import (BLOCK, Kmsg, ckpt_layout, dm_create, dm_create_table, dm_path,
+from conftest import (BLOCK, Kmsg, block_sysfs, ckpt_layout, dm_create, dm_create_table, dm_path,
                       dm_table, dump, loop_dev, newest_ckpt, read_blocks_direct, remapctl,
                       report_count, run, sectors, udev_paused, write_blocks_direct)
 from test_log import Stack, _pread, _pwrite, block, mmap_buf
@@ -161,8 +161,7 @@ def test_map_cache_pages_leave_and_come_back(loop4g, wide):
 
 def _dev_io(dev):
     """(sectors read, sectors written) of a block device so far."""
-    name = os.path.basename(os.path.realpath(dev))
-    with open(f"/sys/block/{name}/stat") as f:
+    with open(f"{block_sysfs(dev)}/stat") as f:
         st = f.read().split()
     return int(st[2]), int(st[6])
 
@@ -364,8 +363,7 @@ def _check_discarded(s, model, lo, hi, mem0, what):
 
 def _discard_ios(dev):
     """Discard requests the mapped device completed (its block stat)."""
-    name = os.path.basename(os.path.realpath(dev))
-    with open(f"/sys/block/{name}/stat") as f:
+    with open(f"{block_sysfs(dev)}/stat") as f:
         return int(f.read().split()[11])
 
 

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import (BLOCK, DM_PREFIX, REPO, SUMMARY_MAGIC, Kmsg,
+from conftest import (BLOCK, DM_PREFIX, REPO, SUMMARY_MAGIC, Kmsg, block_sysfs,
                       ckpt_headers, ckpt_layout, dev_sha256, dm_create,
                       dm_create_table, dm_path, dm_remove, dm_table, dump,
                       geometry, loop_dev, mem_total_bytes, zero_map_table, newest_ckpt,
@@ -71,8 +71,7 @@ def blocks(lbas, gen):
 
 
 def dm_queue_attr(dev, attr):
-    name = os.path.basename(os.path.realpath(dev))
-    with open(f"/sys/block/{name}/queue/{attr}") as f:
+    with open(f"{block_sysfs(dev)}/queue/{attr}") as f:
         return int(f.read())
 
 

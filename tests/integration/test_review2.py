@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (BLOCK, SEGTAB_ENTRY, DM_PREFIX, Kmsg, ckpt_headers, ckpt_layout, dm_create,
+from conftest import (BLOCK, SEGTAB_ENTRY, DM_PREFIX, Kmsg, block_sysfs, ckpt_headers, ckpt_layout, dm_create,
                       dm_path, dm_remove, dump, read_blocks_direct, remapctl,
                       run, sectors, status_fields, write_blocks_direct)
 from test_log import Stack, _pread, _pwrite, block, same
@@ -701,8 +701,7 @@ AIO_PAIR = str(Path(__file__).resolve().parents[2] / "tools" / "tests" / "aio-pa
 
 def _dev_writes(dev):
     """Writes completed by a block device (its /sys stat, field 5)."""
-    name = os.path.basename(os.path.realpath(dev))
-    return int(Path(f"/sys/block/{name}/stat").read_text().split()[4])
+    return int(Path(f"{block_sysfs(dev)}/stat").read_text().split()[4])
 
 
 def _dsync_write(dev, lba, gen):

@@ -112,6 +112,14 @@ CK_WRITES = 2000
 CK_PARAM = "/sys/module/dm_remap/parameters/ckpt_incremental"
 
 
+def block_sysfs(dev):
+    """/sys/dev/block/M:m of block device node @dev: /dev/mapper/NAME is
+    a node, not a link to ../dm-N, when libdevmapper makes it
+    (DM_DISABLE_UDEV, as the VM tests run)."""
+    rdev = os.stat(dev).st_rdev
+    return f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}"
+
+
 def sh(*cmd, check=True, input=None):
     p = subprocess.run(cmd, capture_output=True, text=True, input=input)
     if check and p.returncode:
@@ -314,8 +322,7 @@ def measure_gc(rounds):
 
 def dev_io(dev):
     """(blocks read, blocks written) by a block device so far."""
-    name = os.path.basename(os.path.realpath(dev))
-    with open(f"/sys/block/{name}/stat") as f:
+    with open(f"{block_sysfs(dev)}/stat") as f:
         st = f.read().split()
     return int(st[2]) // 8, int(st[6]) // 8
 

@@ -87,6 +87,14 @@ MiB = 1 << 20
 MNT = "/tmp/dmrpeers-mnt"
 
 
+def block_sysfs(dev):
+    """/sys/dev/block/M:m of block device node @dev: /dev/mapper/NAME is
+    a node, not a link to ../dm-N, when libdevmapper makes it
+    (DM_DISABLE_UDEV, as the VM tests run)."""
+    rdev = os.stat(dev).st_rdev
+    return f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}"
+
+
 def sh(*cmd, check=True, inp=None):
     p = subprocess.run(cmd, capture_output=True, text=True, input=inp)
     if check and p.returncode:
@@ -111,8 +119,7 @@ def dm_written(names):
     keeps no I/O statistics; the dm-linear devices a way sits on do)."""
     total = 0
     for n in names:
-        dm = os.path.basename(os.path.realpath(f"/dev/mapper/{n}"))
-        with open(f"/sys/block/{dm}/stat") as f:
+        with open(f"{block_sysfs(f'/dev/mapper/{n}')}/stat") as f:
             total += int(f.read().split()[6])
     return total
 

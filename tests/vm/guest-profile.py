@@ -100,6 +100,14 @@ DEVICE_LABEL = {"remap": "dm-remap", "linear": "dm-linear"}
 WORKLOADS = {"randwrite": "4K random write", "randread": "4K random read"}
 
 
+def block_sysfs(dev):
+    """/sys/dev/block/M:m of block device node @dev: /dev/mapper/NAME is
+    a node, not a link to ../dm-N, when libdevmapper makes it
+    (DM_DISABLE_UDEV, as the VM tests run)."""
+    rdev = os.stat(dev).st_rdev
+    return f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}"
+
+
 def workload_label(workload, bs="4k"):
     """A workload's name in the report, with fio's block size (DMR_PROFILE_BS)."""
     label = WORKLOADS.get(workload, workload)
@@ -874,8 +882,7 @@ class Rig:
     def sectors(self, dev, op):
         """(CLOCK_MONOTONIC seconds, sectors read or written so far) of a
         block device, from its /sys/block stat."""
-        name = os.path.basename(os.path.realpath(dev))
-        with open(f"/sys/block/{name}/stat") as f:
+        with open(f"{block_sysfs(dev)}/stat") as f:
             fields = f.read().split()
         return time.clock_gettime(time.CLOCK_MONOTONIC), int(fields[2 if op == "read" else 6])
 
@@ -884,7 +891,7 @@ class Rig:
         @device's array, summed."""
         tot = [0, 0, 0, 0]
         for dev in self.members[device]:
-            with open(f"/sys/block/{os.path.basename(os.path.realpath(dev))}/stat") as f:
+            with open(f"{block_sysfs(dev)}/stat") as f:
                 v = f.read().split()
             for i, j in enumerate((0, 2, 4, 6)):
                 tot[i] += int(v[j])
